@@ -1,0 +1,52 @@
+"""relevancy: compute and explain the Answer Relevancy of LLM answers.
+
+>>> from relevancy import AnswerRelevancy
+>>> metric = AnswerRelevancy()                      # embedded offline default  # doctest: +SKIP
+>>> metric.score(user_input="When was the first super bowl?",
+...              response="The first superbowl was held on Jan 15, 1967").value  # doctest: +SKIP
+"""
+
+from relevancy._cache import Cache, default_cache_dir
+from relevancy._errors import (
+    BackendError,
+    ConfigError,
+    EmbeddingError,
+    GenerationError,
+    InputError,
+    RelevancyError,
+)
+from relevancy._formula import cosine_similarities, relevancy_score
+from relevancy._io import normalize_columns, read_table, results_to_frame, write_results
+from relevancy._metric import AnswerRelevancy
+from relevancy._result import Generation, GenerationSet, QuestionScore, RelevancyResult
+from relevancy._stats import bootstrap_ci, summarize
+from relevancy.backends import make_embedder, make_generator
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnswerRelevancy",
+    "RelevancyResult",
+    "QuestionScore",
+    "Generation",
+    "GenerationSet",
+    "Cache",
+    "default_cache_dir",
+    "make_generator",
+    "make_embedder",
+    "read_table",
+    "normalize_columns",
+    "results_to_frame",
+    "write_results",
+    "summarize",
+    "bootstrap_ci",
+    "cosine_similarities",
+    "relevancy_score",
+    "RelevancyError",
+    "InputError",
+    "ConfigError",
+    "BackendError",
+    "GenerationError",
+    "EmbeddingError",
+    "__version__",
+]

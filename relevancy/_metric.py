@@ -1,0 +1,342 @@
+"""``AnswerRelevancy``: the metric object that ties generator, embedder, cache and formula.
+
+The formula itself is in ``relevancy/_formula.py``; this module gathers its inputs, decides
+noncommittal, and records everything that explains the number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from relevancy._cache import Cache
+from relevancy._errors import InputError, RelevancyError
+from relevancy._formula import cosine_similarities, relevancy_score
+from relevancy._noncommittal import (
+    DETECTORS,
+    EVASIVE_EXEMPLARS,
+    exemplar_verdict,
+    llm_verdict,
+)
+from relevancy._redact import redact
+from relevancy._result import QuestionScore, RelevancyResult
+from relevancy.backends import Embedder, QuestionGenerator
+from relevancy.backends._caching import CachedGenerator, EmbeddingService
+
+__all__ = ["AnswerRelevancy", "ProgressCallback"]
+
+#: ``progress(done, total)`` after each row.
+ProgressCallback = Callable[[int, int], None]
+#: ``on_result(index, result)`` as soon as a row is scored (for checkpoints and live views).
+ResultCallback = Callable[[int, RelevancyResult], None]
+
+DEFAULT_EXEMPLAR_THRESHOLD = 0.6
+
+
+def _check_text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__} {value!r:.60}")
+    if not value.strip():
+        raise InputError(f"{name} is empty ({value!r}): give the text to score")
+    return value
+
+
+class AnswerRelevancy:
+    """Answer Relevancy of a response to a user's question (the Ragas definition).
+
+    An LLM reads the response and writes ``strictness`` questions it answers; the score is the
+    mean cosine similarity of those questions to ``user_input``, 0 when the response is judged
+    noncommittal, NaN (with the reason in ``result.error``) when no generation is usable::
+
+        score = (1/N) * sum_i cos(E(q_i), E(user_input))
+
+    Parameters
+    ----------
+    llm : QuestionGenerator, optional
+        Default: the embedded SmolLM2-135M generator (offline, no key).
+    embeddings : Embedder, optional
+        Default: the embedded all-MiniLM-L6-v2 int8 embedder.
+    strictness : int, default 3
+        N, the number of questions generated per response (1 to 10).
+    noncommittal : {"auto", "llm", "exemplars", "off"}, default "auto"
+        How the noncommittal verdict is decided; see ``relevancy/_noncommittal.py``.
+    noncommittal_threshold : float, default 0.6
+        Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires.
+    cache : Cache, bool or path, default True
+        ``True``: the user cache folder; ``False``/``None``: no cache; a path or a ``Cache``.
+    concurrency : int, default 4
+        Rows scored at once in batch mode.
+
+    Examples
+    --------
+    >>> from relevancy import AnswerRelevancy
+    >>> metric = AnswerRelevancy()  # doctest: +SKIP
+    >>> result = metric.score(
+    ...     user_input="When was the first super bowl?",
+    ...     response="The first superbowl was held on Jan 15, 1967",
+    ... )  # doctest: +SKIP
+    >>> [(q.question, round(q.similarity, 2)) for q in result.questions]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        llm: QuestionGenerator | None = None,
+        embeddings: Embedder | None = None,
+        strictness: int = 3,
+        noncommittal: str = "auto",
+        noncommittal_threshold: float = DEFAULT_EXEMPLAR_THRESHOLD,
+        cache: Cache | bool | str | None = True,
+        concurrency: int = 4,
+    ) -> None:
+        if (
+            isinstance(strictness, bool)
+            or not isinstance(strictness, int)
+            or not (1 <= strictness <= 10)
+        ):
+            raise InputError(f"strictness must be an integer from 1 to 10, got {strictness!r}")
+        if noncommittal not in DETECTORS:
+            raise InputError(
+                f"noncommittal must be one of {', '.join(DETECTORS)}; got {noncommittal!r}"
+            )
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise InputError(f"concurrency must be a positive integer, got {concurrency!r}")
+        if not (-1.0 <= float(noncommittal_threshold) <= 1.0):
+            raise InputError(
+                f"noncommittal_threshold must be between -1 and 1, got {noncommittal_threshold!r}"
+            )
+        if llm is None:
+            from relevancy.backends._local_generator import SmolLMGenerator
+
+            llm = SmolLMGenerator()
+        if embeddings is None:
+            from relevancy.backends._local_embedder import MiniLMEmbedder
+
+            embeddings = MiniLMEmbedder()
+        if cache is True:
+            cache = Cache()
+        elif cache is False or cache is None:
+            cache = None
+        elif not isinstance(cache, Cache):
+            cache = Cache(cache)
+        self.cache: Cache | None = cache
+        self.llm = llm
+        self.embeddings = embeddings
+        self.strictness = strictness
+        self.noncommittal = noncommittal
+        self.noncommittal_threshold = float(noncommittal_threshold)
+        self.concurrency = concurrency
+        self._generator = CachedGenerator(llm, cache)
+        self._embedder = EmbeddingService(embeddings, cache)
+
+    # one row -----------------------------------------------------------------------------
+    def score(self, *, user_input: str, response: str) -> RelevancyResult:
+        """Score one pair (blocking). Bad input raises :class:`InputError`."""
+        return asyncio.run(self.ascore(user_input=user_input, response=response))
+
+    async def ascore(self, *, user_input: str, response: str) -> RelevancyResult:
+        """Score one pair. Bad input raises; a backend failure gives a NaN result with ``error``."""
+        _check_text("user_input", user_input)
+        _check_text("response", response)
+        return await self._score_row(user_input, response)
+
+    def _detector(self, flags: list[bool | None]) -> str:
+        if self.noncommittal != "auto":
+            return self.noncommittal
+        return "llm" if flags and all(f is not None for f in flags) else "exemplars"
+
+    async def _score_row(self, user_input: str, response: str) -> RelevancyResult:
+        started = time.perf_counter()
+        result = RelevancyResult(
+            user_input=user_input,
+            response=response,
+            value=float("nan"),
+            llm=self.llm.name,
+            embeddings=self.embeddings.name,
+            strictness=self.strictness,
+        )
+        try:
+            generated = await self._generator.agenerate(response, self.strictness)
+        except Exception as exc:
+            result.error = redact(f"generation failed: {exc}")
+            result.timings = {"total_s": time.perf_counter() - started}
+            return result
+        t_gen = time.perf_counter() - started
+        result.usage = dict(generated.usage)
+        result.cached = generated.cached
+        usable = [g for g in generated.generations if g.usable]
+        detector = self._detector([g.noncommittal for g in usable])
+        texts = [user_input, response] + [g.question for g in usable]
+        if detector == "exemplars":
+            texts += list(EVASIVE_EXEMPLARS)
+        t0 = time.perf_counter()
+        try:
+            vectors = await self._embedder.embed(texts)
+        except Exception as exc:
+            result.error = redact(f"embedding failed: {exc}")
+            result.questions = [
+                QuestionScore(g.question, None, g.noncommittal, g.error)
+                for g in generated.generations
+            ]
+            result.timings = {"generation_s": t_gen, "total_s": time.perf_counter() - started}
+            return result
+        t_emb = time.perf_counter() - t0
+        ui_vec, resp_vec = vectors[0], vectors[1]
+        q_vecs = vectors[2 : 2 + len(usable)]
+        sims = cosine_similarities(q_vecs, ui_vec) if usable else np.zeros(0)
+        result.answer_similarity = float(cosine_similarities(resp_vec[None, :], ui_vec)[0])
+
+        if detector == "llm":
+            verdict, detail = llm_verdict([g.noncommittal for g in usable])
+        elif detector == "exemplars":
+            exemplar_vecs = vectors[2 + len(usable) :]
+            verdict, detail = exemplar_verdict(resp_vec, exemplar_vecs, self.noncommittal_threshold)
+        else:
+            verdict, detail = False, "noncommittal detection is off"
+        result.noncommittal = verdict
+        result.noncommittal_method = detector
+        result.noncommittal_detail = detail
+
+        sim_iter = iter(sims.tolist())
+        result.questions = [
+            QuestionScore(
+                g.question,
+                next(sim_iter) if g.usable else None,
+                g.noncommittal,
+                g.error if not g.usable else None,
+            )
+            if g.usable or g.error
+            else QuestionScore(g.question, None, g.noncommittal, "empty question")
+            for g in generated.generations
+        ]
+        flags = (
+            [verdict] * len(usable) if detector != "llm" else [bool(g.noncommittal) for g in usable]
+        )
+        result.value = relevancy_score(sims.tolist(), flags)
+        if math.isnan(result.value):
+            reasons = sorted({q.error or "empty question" for q in result.questions})
+            result.error = redact(
+                f"all {len(generated.generations)} generations failed: " + "; ".join(reasons)
+            )
+        result.user_input_embedding = ui_vec.astype(float).tolist()
+        result.question_embeddings = q_vecs.astype(float).tolist()
+        result.timings = {
+            "generation_s": t_gen,
+            "embedding_s": t_emb,
+            "total_s": time.perf_counter() - started,
+        }
+        return result
+
+    # many rows ---------------------------------------------------------------------------
+    def score_many(
+        self,
+        data: Any,
+        *,
+        concurrency: int | None = None,
+        progress: ProgressCallback | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> list[RelevancyResult]:
+        """Score a DataFrame or a list of records; see :meth:`ascore_many`."""
+        return asyncio.run(
+            self.ascore_many(data, concurrency=concurrency, progress=progress, on_result=on_result)
+        )
+
+    async def ascore_many(
+        self,
+        data: Any,
+        *,
+        concurrency: int | None = None,
+        progress: ProgressCallback | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> list[RelevancyResult]:
+        """Score many pairs with bounded concurrency; results come back in input order.
+
+        ``data`` is a pandas DataFrame (columns ``user_input`` and ``response``, or an alias
+        such as ``question``/``answer``), a list of mappings, or a list of ``(user_input,
+        response)`` tuples. A row that fails, or has empty text, never aborts the batch: its
+        result is NaN and carries the reason in ``error``.
+        """
+        pairs = _pairs(data)
+        limit = asyncio.Semaphore(concurrency or self.concurrency)
+        total = len(pairs)
+        done = 0
+        results: list[RelevancyResult | None] = [None] * total
+
+        async def run(i: int, user_input: Any, response: Any) -> None:
+            nonlocal done
+            async with limit:
+                try:
+                    _check_text("user_input", user_input)
+                    _check_text("response", response)
+                    result = await self._score_row(user_input, response)
+                except RelevancyError as exc:
+                    result = _failed(user_input, response, str(exc), self)
+                except Exception as exc:  # a bug or an unexpected backend error: keep the batch
+                    result = _failed(
+                        user_input, response, redact(f"{type(exc).__name__}: {exc}"), self
+                    )
+            results[i] = result
+            done += 1
+            if on_result is not None:
+                on_result(i, result)
+            if progress is not None:
+                progress(done, total)
+
+        await asyncio.gather(*(run(i, u, r) for i, (u, r) in enumerate(pairs)))
+        return [r for r in results if r is not None]
+
+
+def _failed(user_input: Any, response: Any, error: str, metric: AnswerRelevancy) -> RelevancyResult:
+    return RelevancyResult(
+        user_input="" if user_input is None else str(user_input),
+        response="" if response is None else str(response),
+        value=float("nan"),
+        error=error,
+        llm=metric.llm.name,
+        embeddings=metric.embeddings.name,
+        strictness=metric.strictness,
+    )
+
+
+def _pairs(data: Any) -> list[tuple[Any, Any]]:
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        from relevancy._io import normalize_columns
+
+        frame = normalize_columns(data)
+        return [
+            (None if _isna(u) else u, None if _isna(r) else r)
+            for u, r in zip(frame["user_input"], frame["response"])
+        ]
+    if isinstance(data, Mapping) or not isinstance(data, Iterable) or isinstance(data, str):
+        raise InputError(
+            f"data must be a DataFrame or a list of records, got {type(data).__name__}"
+        )
+    pairs = []
+    for i, item in enumerate(data):
+        if isinstance(item, Mapping):
+            from relevancy._io import COLUMN_ALIASES
+
+            u = next((item[k] for k in COLUMN_ALIASES["user_input"] if k in item), None)
+            r = next((item[k] for k in COLUMN_ALIASES["response"] if k in item), None)
+            pairs.append((u, r))
+        elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2:
+            pairs.append((item[0], item[1]))
+        else:
+            raise InputError(
+                f"row {i} must be a mapping with user_input/response or a (user_input, response) "
+                f"pair, got {item!r:.80}"
+            )
+    return pairs
+
+
+def _isna(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

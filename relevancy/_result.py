@@ -1,0 +1,138 @@
+"""What a score is made of: the generated questions, their similarities and the verdicts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Generation", "GenerationSet", "QuestionScore", "RelevancyResult"]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One question an LLM wrote back from the response.
+
+    ``noncommittal`` is the generator's own flag, or ``None`` when it does not give one.
+    ``error`` says why the generation is unusable (then ``question`` is empty).
+    """
+
+    question: str
+    noncommittal: bool | None = None
+    error: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.error is None and bool(self.question.strip())
+
+
+@dataclass
+class GenerationSet:
+    """The N generations for one response, with what it cost to get them."""
+
+    generations: list[Generation]
+    model: str
+    usage: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "generations": [asdict(g) for g in self.generations],
+            "model": self.model,
+            "usage": dict(self.usage),
+            "requests": self.requests,
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, cached: bool = False) -> GenerationSet:
+        return cls(
+            generations=[Generation(**g) for g in data["generations"]],
+            model=data["model"],
+            usage=dict(data.get("usage", {})),
+            requests=int(data.get("requests", 0)),
+            seconds=float(data.get("seconds", 0.0)),
+            cached=cached,
+        )
+
+
+@dataclass
+class QuestionScore:
+    """A generated question beside its cosine similarity to the user's question."""
+
+    question: str
+    similarity: float | None
+    noncommittal: bool | None
+    error: str | None = None
+
+
+@dataclass
+class RelevancyResult:
+    """The score of one (user_input, response) pair and everything that explains it.
+
+    ``value`` is the Answer Relevancy: the mean of ``questions[i].similarity`` over usable
+    questions, 0 when the response was judged noncommittal, NaN (with ``error``) when no
+    generation was usable.
+    """
+
+    user_input: str
+    response: str
+    value: float
+    questions: list[QuestionScore] = field(default_factory=list)
+    noncommittal: bool = False
+    noncommittal_method: str = ""
+    noncommittal_detail: str = ""
+    answer_similarity: float | None = None
+    error: str | None = None
+    llm: str = ""
+    embeddings: str = ""
+    strictness: int = 0
+    mode: str = "ragas"
+    user_input_embedding: list[float] | None = None
+    question_embeddings: list[list[float]] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+    cached: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the row has a number (not NaN)."""
+        return not math.isnan(self.value)
+
+    @property
+    def similarities(self) -> list[float]:
+        return [q.similarity for q in self.questions if q.similarity is not None]
+
+    @property
+    def similarity_std(self) -> float:
+        """Spread of the N similarities (population standard deviation); NaN when none."""
+        sims = self.similarities
+        if not sims:
+            return float("nan")
+        mean = sum(sims) / len(sims)
+        return math.sqrt(sum((s - mean) ** 2 for s in sims) / len(sims))
+
+    def to_dict(self, *, embeddings: bool = True) -> dict[str, Any]:
+        """Plain JSON-ready data (NaN becomes ``None``)."""
+        data = asdict(self)
+        data["value"] = None if math.isnan(self.value) else self.value
+        sims = self.similarities
+        data["similarity_std"] = None if not sims else self.similarity_std
+        data["similarity_min"] = min(sims) if sims else None
+        data["similarity_max"] = max(sims) if sims else None
+        if not embeddings:
+            data.pop("user_input_embedding")
+            data.pop("question_embeddings")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RelevancyResult:
+        data = dict(data)
+        for key in ("similarity_std", "similarity_min", "similarity_max"):
+            data.pop(key, None)
+        value = data.pop("value")
+        data["questions"] = [QuestionScore(**q) for q in data.get("questions", [])]
+        return cls(value=float("nan") if value is None else float(value), **data)

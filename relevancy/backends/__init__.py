@@ -1,0 +1,114 @@
+"""Backends: question generators and embedders, and a short spec to pick them.
+
+Specs (used by the CLI and the dashboard):
+
+===============================  ===============================================================
+``local``                        the embedded offline default (SmolLM2-135M / MiniLM int8)
+``local:minilm-fp32``            embeddings only: the same MiniLM in fp32 via sentence-transformers
+``openai:MODEL``                 OpenAI, or any OpenAI-compatible server with ``base_url``
+``azure:DEPLOYMENT``             Azure OpenAI (``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_API_KEY``)
+``ollama:MODEL``                 an Ollama server (default ``http://localhost:11434/v1``)
+===============================  ===============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relevancy._errors import ConfigError
+from relevancy.backends._protocols import Embedder, QuestionGenerator
+
+__all__ = [
+    "QuestionGenerator",
+    "Embedder",
+    "make_generator",
+    "make_embedder",
+    "parse_spec",
+    "DEFAULT_OPENAI_LLM",
+    "DEFAULT_OPENAI_EMBEDDINGS",
+]
+
+DEFAULT_OPENAI_LLM = "gpt-4o-mini"
+DEFAULT_OPENAI_EMBEDDINGS = "text-embedding-3-small"
+_OLLAMA_URL = "http://localhost:11434/v1"
+_KINDS = ("local", "openai", "azure", "ollama")
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``"openai:gpt-4o-mini"`` into ``("openai", "gpt-4o-mini")``; the model may be empty."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"backend spec must be a non-empty string like 'local', got {spec!r}")
+    kind, _, model = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind not in _KINDS:
+        raise ConfigError(
+            f"unknown backend {spec!r}: use one of local, openai:MODEL, azure:DEPLOYMENT, "
+            "ollama:MODEL"
+        )
+    return kind, model.strip()
+
+
+def make_generator(
+    spec: str = "local",
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    **options: Any,
+) -> QuestionGenerator:
+    """Build a question generator from a spec such as ``"local"`` or ``"openai:gpt-4o-mini"``."""
+    kind, model = parse_spec(spec)
+    if kind == "local":
+        if model not in ("", "smollm2", "smollm2-135m"):
+            raise ConfigError(f"unknown local generator {model!r}: the embedded one is 'smollm2'")
+        from relevancy.backends._local_generator import SmolLMGenerator
+
+        return SmolLMGenerator(**options)
+    from relevancy.backends._openai import OpenAIGenerator
+
+    if kind == "ollama":
+        base_url = base_url or _OLLAMA_URL
+    if kind in ("ollama", "azure") and not model:
+        raise ConfigError(f"{kind} needs a model name, e.g. '{kind}:llama3.2'")
+    return OpenAIGenerator(
+        model or DEFAULT_OPENAI_LLM,
+        base_url=base_url,
+        api_key=api_key,
+        azure=kind == "azure",
+        **options,
+    )
+
+
+def make_embedder(
+    spec: str = "local",
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    **options: Any,
+) -> Embedder:
+    """Build an embedder from a spec such as ``"local"`` or ``"openai:text-embedding-3-small"``."""
+    kind, model = parse_spec(spec)
+    if kind == "local":
+        if model in ("", "minilm", "minilm-int8"):
+            from relevancy.backends._local_embedder import MiniLMEmbedder
+
+            return MiniLMEmbedder(**options)
+        if model == "minilm-fp32":
+            from relevancy.backends._st_embedder import SentenceTransformerEmbedder
+
+            return SentenceTransformerEmbedder(**options)
+        raise ConfigError(
+            f"unknown local embedder {model!r}: use 'local' (MiniLM int8) or 'local:minilm-fp32'"
+        )
+    from relevancy.backends._openai import OpenAIEmbedder
+
+    if kind == "ollama":
+        base_url = base_url or _OLLAMA_URL
+    if kind in ("ollama", "azure") and not model:
+        raise ConfigError(f"{kind} needs an embedding model name, e.g. '{kind}:nomic-embed-text'")
+    return OpenAIEmbedder(
+        model or DEFAULT_OPENAI_EMBEDDINGS,
+        base_url=base_url,
+        api_key=api_key,
+        azure=kind == "azure",
+        **options,
+    )

@@ -1,0 +1,157 @@
+"""Wrappers that put the persistent cache, deduplication and cross-row batching around backends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from relevancy._cache import Cache, cache_key
+from relevancy._errors import EmbeddingError
+from relevancy._redact import redact
+from relevancy._result import GenerationSet
+from relevancy.backends._protocols import Embedder, QuestionGenerator
+
+__all__ = ["CachedGenerator", "EmbeddingService"]
+
+
+class CachedGenerator:
+    """A generator whose results are stored in (and served from) a :class:`Cache`.
+
+    A set with a failed generation is only stored when the backend's failures are deterministic
+    (``cache_errors = True``, the embedded model); an API's transient failure is retried next time.
+    """
+
+    def __init__(self, inner: QuestionGenerator, cache: Cache | None) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.inner.fingerprint()
+
+    async def agenerate(self, response: str, n: int) -> GenerationSet:
+        if self.cache is None:
+            return await self.inner.agenerate(response, n)
+        key = cache_key(self.inner.fingerprint(), "generations", response, n)
+        hit = await asyncio.to_thread(self.cache.get_generations, key)
+        if hit is not None:
+            return hit
+        result = await self.inner.agenerate(response, n)
+        clean = all(g.error is None for g in result.generations)
+        if clean or getattr(self.inner, "cache_errors", False):
+            await asyncio.to_thread(self.cache.put_generations, key, result)
+        return result
+
+
+class EmbeddingService:
+    """Embeds texts once: an in-memory memo, then the disk cache, then the backend.
+
+    Concurrent calls (one per row being scored) are coalesced: texts that arrive while a backend
+    call is running go together into the next call, so embedding is batched across rows, and a
+    text requested by several rows (the same user_input) is embedded once.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache: Cache | None,
+        *,
+        max_batch: int = 256,
+        memo_size: int = 50_000,
+    ) -> None:
+        self.embedder = embedder
+        self.cache = cache
+        self.name = embedder.name
+        self.max_batch = max_batch
+        self.memo_size = memo_size
+        self.backend_calls = 0
+        self.backend_texts = 0
+        self._fp = embedder.fingerprint()
+        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: dict[str, asyncio.Future[np.ndarray]] = {}
+        self._queue: list[str] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        self._memo[text] = vector
+        self._memo.move_to_end(text)
+        while len(self._memo) > self.memo_size:
+            self._memo.popitem(last=False)
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts`` (float32, one row each), however they were obtained."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (e.g. another score() call)
+            self._loop, self._pending, self._queue, self._flusher = loop, {}, [], None
+        unique = list(dict.fromkeys(texts))
+        got: dict[str, np.ndarray] = {t: self._memo[t] for t in unique if t in self._memo}
+        wanted = [t for t in unique if t not in got]
+        if wanted and self.cache is not None:
+            keys = {t: cache_key(self._fp, "embedding", t) for t in wanted}
+            found = await asyncio.to_thread(self.cache.get_embeddings, list(keys.values()))
+            for t, k in keys.items():
+                if k in found:
+                    got[t] = found[k]
+                    self._remember(t, found[k])
+            wanted = [t for t in wanted if t not in got]
+        futures: dict[str, asyncio.Future[np.ndarray]] = {}
+        for t in wanted:
+            fut = self._pending.get(t)
+            if fut is None:
+                fut = loop.create_future()
+                self._pending[t] = fut
+                self._queue.append(t)
+            futures[t] = fut
+        if self._queue and (self._flusher is None or self._flusher.done()):
+            self._flusher = loop.create_task(self._flush())
+        if futures:
+            await asyncio.gather(*futures.values())
+            got.update({t: f.result() for t, f in futures.items()})
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.vstack([got[t] for t in texts])
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(0)  # let rows that are ready in this tick join the batch
+        while self._queue:
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            try:
+                vectors = np.asarray(await self.embedder.aembed(batch), dtype=np.float32)
+                if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+                    raise EmbeddingError(
+                        f"{self.name} returned {vectors.shape[0] if vectors.ndim else 0} "
+                        f"vectors for {len(batch)} texts"
+                    )
+                if self._memo:
+                    dim = next(iter(self._memo.values())).shape[0]
+                    if vectors.shape[1] != dim:
+                        raise EmbeddingError(
+                            f"{self.name} returned {vectors.shape[1]}-dimensional vectors, "
+                            f"expected {dim}"
+                        )
+            except Exception as exc:
+                error = (
+                    exc
+                    if isinstance(exc, EmbeddingError)
+                    else EmbeddingError(redact(f"{type(exc).__name__}: {exc}"))
+                )
+                for t in batch:
+                    fut = self._pending.pop(t, None)
+                    if fut is not None and not fut.done():
+                        fut.set_exception(error)
+                continue
+            self.backend_calls += 1
+            self.backend_texts += len(batch)
+            if self.cache is not None:
+                items = {cache_key(self._fp, "embedding", t): v for t, v in zip(batch, vectors)}
+                await asyncio.to_thread(self.cache.put_embeddings, items)
+            for t, v in zip(batch, vectors):
+                self._remember(t, v)
+                fut = self._pending.pop(t, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(v)

