@@ -104,6 +104,7 @@ def normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """
     if frame.shape[1] == 0:
         raise InputError("the table has no columns: it needs user_input and response columns")
+    original = [str(c) for c in frame.columns]
     lower = {str(c).strip().lower(): c for c in frame.columns}
     renames: dict[Any, str] = {}
     for canonical, aliases in COLUMN_ALIASES.items():
@@ -116,7 +117,7 @@ def normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.rename(columns=renames)
     for required in ("user_input", "response"):
         if required not in frame.columns:
-            found = ", ".join(repr(str(c)) for c in frame.columns[:20])
+            found = ", ".join(repr(c) for c in original[:20])
             aliases = "/".join(COLUMN_ALIASES[required])
             raise InputError(
                 f"missing column {required!r} (or an alias: {aliases}); columns found: {found}"

@@ -137,7 +137,7 @@ class AnswerRelevancy:
     # one row -----------------------------------------------------------------------------
     def score(self, *, user_input: str, response: str) -> RelevancyResult:
         """Score one pair (blocking). Bad input raises :class:`InputError`."""
-        return asyncio.run(self.ascore(user_input=user_input, response=response))
+        return asyncio.run(self._then_close(self.ascore(user_input=user_input, response=response)))
 
     async def ascore(self, *, user_input: str, response: str) -> RelevancyResult:
         """Score one pair. Bad input raises; a backend failure gives a NaN result with ``error``."""
@@ -243,8 +243,28 @@ class AnswerRelevancy:
     ) -> list[RelevancyResult]:
         """Score a DataFrame or a list of records; see :meth:`ascore_many`."""
         return asyncio.run(
-            self.ascore_many(data, concurrency=concurrency, progress=progress, on_result=on_result)
+            self._then_close(
+                self.ascore_many(
+                    data, concurrency=concurrency, progress=progress, on_result=on_result
+                )
+            )
         )
+
+    async def _then_close(self, coro: Any) -> Any:
+        try:
+            return await coro
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the backends' network connections opened in the running event loop.
+
+        The blocking methods do this for you; call it when you are done with the async ones.
+        """
+        for backend in (self.llm, self.embeddings):
+            close = getattr(backend, "aclose", None)
+            if close is not None:
+                await close()
 
     async def ascore_many(
         self,

@@ -36,6 +36,8 @@ class GenerationSet:
     requests: int = 0
     seconds: float = 0.0
     cached: bool = False
+    #: False when a failure in the set may be transient (timeouts, HTTP errors): not cached.
+    cacheable: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -84,8 +84,11 @@ async def _preflight(metric: Any) -> None:
     """Fail fast, with one line, when a remote backend is unreachable or the key is refused."""
     from relevancy.backends._openai import preflight
 
-    for backend in (metric.llm, metric.embeddings):
-        await preflight(backend)
+    try:
+        for backend in (metric.llm, metric.embeddings):
+            await preflight(backend)
+    finally:
+        await metric.aclose()
 
 
 def _fmt(x: float, digits: int = 3) -> str:

@@ -21,8 +21,8 @@ __all__ = ["CachedGenerator", "EmbeddingService"]
 class CachedGenerator:
     """A generator whose results are stored in (and served from) a :class:`Cache`.
 
-    A set with a failed generation is only stored when the backend's failures are deterministic
-    (``cache_errors = True``, the embedded model); an API's transient failure is retried next time.
+    A set whose failures may be transient (``cacheable=False``: timeouts, HTTP errors) is not
+    stored, so it is retried next time; deterministic outcomes are.
     """
 
     def __init__(self, inner: QuestionGenerator, cache: Cache | None) -> None:
@@ -41,8 +41,7 @@ class CachedGenerator:
         if hit is not None:
             return hit
         result = await self.inner.agenerate(response, n)
-        clean = all(g.error is None for g in result.generations)
-        if clean or getattr(self.inner, "cache_errors", False):
+        if result.cacheable:
             await asyncio.to_thread(self.cache.put_generations, key, result)
         return result
 

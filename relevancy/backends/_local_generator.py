@@ -20,6 +20,8 @@ thread-safe).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -62,6 +64,16 @@ QUESTION_GRAMMAR = 'root ::= start [^\\n?.!:;"]{6,90} "?"\nstart ::= ' + " | ".j
 
 _MODELS: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free llama.cpp models while the interpreter is still whole (its __del__ fails at exit)."""
+    with _LOAD_LOCK:
+        for llm, _lock in _MODELS.values():
+            with contextlib.suppress(Exception):
+                llm.close()
+        _MODELS.clear()
 
 
 def smollm_model_path() -> Path:
@@ -197,9 +209,7 @@ class SmolLMGenerator:
             for key in usage:
                 usage[key] += int(out.get("usage", {}).get(key, 0))
             if past_deadline.expired:
-                generations.append(
-                    Generation("", None, f"generation cut off after {self.time_limit:g} s")
-                )
+                generations.append(Generation("", None, f"cut off after {self.time_limit:g} s"))
             elif not text.endswith("?"):
                 generations.append(
                     Generation("", None, f"hit the {self.max_tokens}-token cap before a question")
@@ -208,8 +218,10 @@ class SmolLMGenerator:
                 generations.append(Generation(text, None))
         if not generations:
             raise GenerationError("no generations requested")
+        transient = ("cut off", "llama.cpp failed")
         return GenerationSet(
             generations=generations,
+            cacheable=not any(g.error and g.error.startswith(transient) for g in generations),
             model=MODEL_NAME,
             usage=usage,
             requests=n,

@@ -12,6 +12,7 @@ Retries (429 with Retry-After, 5xx, timeouts, dropped connections) use the SDK's
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -101,7 +102,38 @@ def describe_api_error(exc: BaseException, where: str) -> str:
     return redact(text)
 
 
-class OpenAIGenerator:
+class _ClientPerLoop:
+    """Holds an ``openai`` async client per event loop.
+
+    An async HTTP client's connections belong to the event loop that opened them; the metric's
+    blocking methods run a fresh loop per call, so each loop gets its own client, closed by
+    :meth:`aclose` when the loop is done with it.
+    """
+
+    _client: Any
+    _factory: Any
+    _loop: Any = None
+    _injected: bool = False
+
+    def client(self) -> Any:
+        if self._injected:
+            return self._client
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            self._client, self._loop = self._factory(), loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connections opened in the running event loop."""
+        if self._injected or self._loop is not asyncio.get_running_loop():
+            return
+        await self._client.close()
+        self._client, self._loop = self._factory(), None
+
+
+class OpenAIGenerator(_ClientPerLoop):
     """Question generator for any OpenAI-compatible chat completions endpoint.
 
     Parameters
@@ -138,13 +170,15 @@ class OpenAIGenerator:
         self.seed = seed
         self.max_tokens = max_tokens
         self.use_n = use_n
-        self._client = client or make_async_client(
+        self._injected = client is not None
+        self._factory = lambda: make_async_client(
             base_url=base_url,
             api_key=api_key,
             timeout=timeout,
             max_retries=max_retries,
             azure=azure,
         )
+        self._client = client or self._factory()
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
         self._mode_index = 0
@@ -174,7 +208,7 @@ class OpenAIGenerator:
             if n > 1:
                 kwargs["n"] = n
             try:
-                return await self._client.chat.completions.create(
+                return await self.client().chat.completions.create(
                     model=self.model,
                     messages=chat_messages(response),
                     temperature=self.temperature,
@@ -233,6 +267,7 @@ class OpenAIGenerator:
             generations += [Generation("", None, reason)] * missing
         return GenerationSet(
             generations=generations,
+            cacheable=all(g.error is None for g in generations),
             model=self.model,
             usage=usage,
             requests=requests,
@@ -245,7 +280,7 @@ def _about_response_format(exc: Exception) -> bool:
     return any(w in text for w in ("response_format", "json_schema", "json_object", "schema"))
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(_ClientPerLoop):
     """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint, requested in batches."""
 
     def __init__(
@@ -264,13 +299,15 @@ class OpenAIEmbedder:
         self.model = model
         self.batch_size = batch_size
         self.dimensions = dimensions
-        self._client = client or make_async_client(
+        self._injected = client is not None
+        self._factory = lambda: make_async_client(
             base_url=base_url,
             api_key=api_key,
             timeout=timeout,
             max_retries=max_retries,
             azure=azure,
         )
+        self._client = client or self._factory()
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
 
@@ -293,7 +330,7 @@ class OpenAIEmbedder:
             if self.dimensions:
                 kwargs["dimensions"] = self.dimensions
             try:
-                result = await self._client.embeddings.create(
+                result = await self.client().embeddings.create(
                     model=self.model, input=chunk, **kwargs
                 )
             except openai.APIError as exc:
@@ -327,11 +364,10 @@ async def preflight(backend: Any) -> None:
     """
     import openai
 
-    client = getattr(backend, "_client", None)
-    if client is None or not isinstance(backend, (OpenAIGenerator, OpenAIEmbedder)):
+    if not isinstance(backend, (OpenAIGenerator, OpenAIEmbedder)):
         return
     try:
-        await client.with_options(max_retries=0, timeout=15.0).models.list()
+        await backend.client().with_options(max_retries=0, timeout=15.0).models.list()
     except openai.AuthenticationError:
         raise ConfigError(
             f"{backend.base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"

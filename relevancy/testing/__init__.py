@@ -1,0 +1,1 @@
+"""Test helpers for relevancy: fakes and a fault-injecting OpenAI-compatible server."""

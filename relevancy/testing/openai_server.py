@@ -1,0 +1,1064 @@
+"""A small OpenAI-compatible HTTP server that can misbehave on purpose.
+
+Tests and benchmarks use it to drive the ``openai``-SDK backend over real HTTP on 127.0.0.1,
+without a network, a GPU or an API key. It serves three endpoints:
+
+``GET /v1/models``
+    Two fake model ids (:data:`CHAT_MODEL`, :data:`EMBEDDING_MODEL`).
+``POST /v1/chat/completions``
+    A deterministic toy "model": it reads the last ``user`` message (the text after its last
+    ``Response:`` marker, if any) and answers with a question built from the content words, plus
+    a ``noncommittal`` flag set when the text sounds evasive. ``n`` choices are returned, each a
+    little different. The reply is JSON ``{"question": "...", "noncommittal": 0}``; without a
+    ``response_format`` its shape follows ``text_mode`` (``"json"``, ``"prose"`` or ``"lines"``).
+``POST /v1/embeddings``
+    Deterministic hashed bag-of-words vectors (words plus lighter character trigrams),
+    L2-normalised. Both ``encoding_format="float"`` and ``"base64"`` (the SDK's default) work.
+
+Faults are injected per request, either from a seeded random :class:`FaultPlan` or from a script
+that takes priority::
+
+    from relevancy.testing.openai_server import FaultPlan, OpenAICompatServer
+
+    with OpenAICompatServer(api_key="sk-test", retry_after=0.1) as srv:
+        client = openai.OpenAI(base_url=srv.base_url, api_key="sk-test", max_retries=0)
+        srv.script(["429", None, "500"])   # next three requests: 429, normal, 500
+        ...
+        srv.set_faults(FaultPlan(rate=0.3, seed=1))
+        print(srv.stats())
+
+Fault kinds (:data:`FAULT_KINDS`):
+
+``"429"``            429 with ``Retry-After`` and ``retry-after-ms`` headers, code
+                     ``rate_limit_exceeded``.
+``"500"``, ``"503"`` that status with an OpenAI-style error body.
+``"slow"``           wait ``slow_seconds`` (cut short by :meth:`OpenAICompatServer.stop`), then
+                     answer normally; a client with a shorter timeout gives up first.
+``"drop"``           close the connection without sending anything.
+``"invalid_json"``   200, ``application/json``, a truncated body that is not JSON.
+``"missing_fields"`` 200 with valid JSON lacking ``choices`` (chat) or ``data`` (embeddings,
+                     models).
+``"fewer_choices"``  chat only: one choice fewer than would be served (so ``n=1`` gives none).
+``"empty_content"``  chat only: every choice's content is ``""``.
+``"embed_wrong_count"`` embeddings only: one vector fewer than inputs (one extra for a single
+                     input).
+``"embed_wrong_dim"`` embeddings only: the last vector has ``dim + 3`` components.
+
+A kind that does not fit the endpoint (a chat-only kind on ``/v1/embeddings``, an embeddings-only
+kind on chat, either on ``/v1/models``) is *not applied*: the request is served normally, logged
+with ``fault=None`` and ``fault_ignored=<kind>``. A random :class:`FaultPlan` only draws among the
+kinds that fit the endpoint, so its rate holds on every endpoint. A scripted entry is consumed by
+the next authorised request to a known endpoint, whatever that endpoint is; 401 and 404 answers
+consume nothing. Requests with a malformed body get a 400 unless a status/transport fault
+(``429``, ``500``, ``503``, ``drop``, ``invalid_json``) was drawn, which wins, as a rate limiter
+in front of a real server would.
+
+Every request is logged in :attr:`OpenAICompatServer.requests` (path, parsed body, fault, whether
+the Authorization header was accepted, status). The Authorization header and the key are never
+stored.
+
+Run it by hand with::
+
+    python -m relevancy.testing.openai_server --port 8765 [--api-key K] [--fault-rate 0.3]
+        [--embedding-dim 64] [--no-n]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import hashlib
+import hmac
+import itertools
+import json
+import math
+import random
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "CHAT_MODEL",
+    "CHAT_ONLY_FAULTS",
+    "EMBEDDING_MODEL",
+    "EMBEDDING_ONLY_FAULTS",
+    "FAULT_KINDS",
+    "FaultPlan",
+    "OpenAICompatServer",
+    "answer_text",
+    "embed_text",
+    "is_noncommittal",
+    "main",
+    "make_question",
+]
+
+CHAT_MODEL = "toy-chat"
+EMBEDDING_MODEL = "toy-embed"
+
+GENERIC_FAULTS: tuple[str, ...] = (
+    "429",
+    "500",
+    "503",
+    "slow",
+    "drop",
+    "invalid_json",
+    "missing_fields",
+)
+CHAT_ONLY_FAULTS: tuple[str, ...] = ("fewer_choices", "empty_content")
+EMBEDDING_ONLY_FAULTS: tuple[str, ...] = ("embed_wrong_count", "embed_wrong_dim")
+FAULT_KINDS: tuple[str, ...] = GENERIC_FAULTS + CHAT_ONLY_FAULTS + EMBEDDING_ONLY_FAULTS
+
+_ENDPOINT_FAULTS: dict[str, frozenset[str]] = {
+    "chat": frozenset(GENERIC_FAULTS + CHAT_ONLY_FAULTS),
+    "embeddings": frozenset(GENERIC_FAULTS + EMBEDDING_ONLY_FAULTS),
+    "models": frozenset(GENERIC_FAULTS),
+}
+# Faults decided before the request body is looked at.
+_EARLY_FAULTS = frozenset({"429", "500", "503", "drop", "invalid_json"})
+
+_ROUTES: dict[str, tuple[str, str]] = {
+    "/v1/models": ("GET", "models"),
+    "/v1/chat/completions": ("POST", "chat"),
+    "/v1/embeddings": ("POST", "embeddings"),
+}
+
+_TEXT_MODES = ("json", "prose", "lines")
+_MAX_N = 128
+_MAX_DIMENSIONS = 65_536
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+
+# ----------------------------------------------------------------------------- toy chat model
+
+_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_STOPWORDS = frozenset(
+    word
+    for line in (
+        "a about above after again against all am an and any are as at be because been before",
+        "being below between both but by can could did do does doing down during each few for",
+        "from further had has have having he her here hers herself him himself his how i if in",
+        "into is it its itself just me more most my myself no nor not now of off on once only",
+        "or other our ours ourselves out over own same she should so some such than that the",
+        "their theirs them themselves then there these they this those through to too under",
+        "until up very was we were what when where which while who whom why will with would you",
+        "your yours yourself yourselves also yes s t don i'm it's that's there's",
+    )
+    for word in line.split()
+)
+_EVASIVE_PHRASES = (
+    "i don't know",
+    "i do not know",
+    "not sure",
+    "it depends",
+    "cannot help",
+    "can't help",
+    "no idea",
+    "unclear",
+    "can't say",
+    "cannot say",
+)
+_QUESTION_PREFIXES = ("What about", "What is", "Which", "How about", "Why", "Where is")
+_MAX_QUESTION_WORDS = 8
+
+
+def answer_text(prompt: str) -> str:
+    """The part of ``prompt`` after its last ``Response:`` marker (any case), stripped."""
+    cut = prompt.lower().rfind("response:")
+    if cut >= 0:
+        prompt = prompt[cut + len("response:") :]
+    return prompt.strip()
+
+
+def is_noncommittal(text: str) -> int:
+    """1 when ``text`` contains an evasive phrase such as "I don't know", else 0."""
+    lowered = text.lower().replace("\u2019", "'")
+    return int(any(phrase in lowered for phrase in _EVASIVE_PHRASES))
+
+
+def _content_words(text: str) -> list[str]:
+    seen: set[str] = set()
+    words: list[str] = []
+    for word in _WORD_RE.findall(text.replace("\u2019", "'")):
+        key = word.lower()
+        if key in _STOPWORDS or key in seen:
+            continue
+        seen.add(key)
+        words.append(word)
+    return words
+
+
+def make_question(text: str, index: int = 0) -> str:
+    """The toy model's question number ``index`` for ``text``.
+
+    The prefix cycles through a few question openers and the number of words taken shrinks a
+    little, so the questions for one text are all different (beyond six a ``(variant k)`` tag
+    keeps them apart).
+    """
+    words = _content_words(text) or ["this"]
+    prefix = _QUESTION_PREFIXES[index % len(_QUESTION_PREFIXES)]
+    take = max(1, _MAX_QUESTION_WORDS - index % 3)
+    question = f"{prefix} {' '.join(words[:take])}"
+    rounds = index // len(_QUESTION_PREFIXES)
+    if rounds:
+        question += f" (variant {rounds + 1})"
+    return question + "?"
+
+
+def _render_content(question: str, noncommittal: int, shape: str) -> str:
+    payload = json.dumps({"question": question, "noncommittal": noncommittal}, ensure_ascii=False)
+    if shape == "json":
+        return payload
+    if shape == "prose":
+        return f"Sure! Here you go:\n```json\n{payload}\n```\nHope this helps."
+    return f"Question: {question}\nNoncommittal: {noncommittal}"
+
+
+def _message_text(content: Any) -> str:
+    """Text of a message ``content``: a string or a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        return "\n".join(parts)
+    return ""
+
+
+def _word_count(text: str) -> int:
+    return len(text.split())
+
+
+# ----------------------------------------------------------------------------- toy embeddings
+
+_STOPWORD_WEIGHT = 0.25
+# A word's trigrams together weigh as much as the word, so each weighs much less.
+_TRIGRAM_WEIGHT = 1.0
+
+
+@lru_cache(maxsize=1 << 16)
+def _bucket(key: str, dim: int, seed: int) -> tuple[int, float]:
+    """Stable (index, sign) for ``key``; independent of ``PYTHONHASHSEED``."""
+    digest = hashlib.blake2b(f"{seed}\x00{key}".encode(), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    return value % dim, (1.0 if value >> 63 else -1.0)
+
+
+def _add(vector: list[float], key: str, weight: float, seed: int) -> None:
+    index, sign = _bucket(key, len(vector), seed)
+    vector[index] += sign * weight
+
+
+def _normalised(vector: list[float], seed: int) -> list[float]:
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if norm == 0.0:  # empty text, or an unlucky cancellation: a fixed unit vector instead
+        unit = [0.0] * len(vector)
+        unit[_bucket("<empty>", len(vector), seed)[0]] = 1.0
+        return unit
+    return [x / norm for x in vector]
+
+
+def embed_text(text: str, dim: int, seed: int = 0) -> list[float]:
+    """Hashed bag of lowercased words plus lighter character trigrams, L2-normalised."""
+    vector = [0.0] * dim
+    for word in _WORD_RE.findall(text.lower().replace("\u2019", "'")):
+        weight = _STOPWORD_WEIGHT if word in _STOPWORDS else 1.0
+        _add(vector, "w:" + word, weight, seed)
+        padded = f"#{word}#"
+        trigrams = [padded[i : i + 3] for i in range(len(padded) - 2)]
+        share = weight * _TRIGRAM_WEIGHT / math.sqrt(len(trigrams))
+        for trigram in trigrams:
+            _add(vector, "c:" + trigram, share, seed)
+    return _normalised(vector, seed)
+
+
+def _embed_token_ids(tokens: Sequence[int], dim: int, seed: int) -> list[float]:
+    vector = [0.0] * dim
+    for token in tokens:
+        _add(vector, f"t:{token}", 1.0, seed)
+    return _normalised(vector, seed)
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+@dataclass
+class FaultPlan:
+    """Pick a fault for each request at random, reproducibly.
+
+    With probability ``rate`` a request gets a fault, drawn uniformly among those of ``kinds``
+    that fit its endpoint; otherwise it is served normally. The draws come from one RNG seeded
+    with ``seed`` and guarded by a lock, so a given sequence of requests (sent one after another)
+    always meets the same faults. Call :meth:`reset` to start the sequence over.
+    """
+
+    rate: float = 0.3
+    kinds: Sequence[str] = FAULT_KINDS
+    seed: int = 0
+    _rng: random.Random = field(init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"rate must be within [0, 1], got {self.rate!r}")
+        self.kinds = tuple(self.kinds)
+        for kind in self.kinds:
+            _check_kind(kind)
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        """Restart the random sequence from ``seed``."""
+        with self._lock:
+            self._rng = random.Random(self.seed)
+
+    def draw(self, endpoint: str) -> str | None:
+        """The fault for the next request to ``endpoint`` (``"chat"``, ``"embeddings"``,
+        ``"models"``), or None."""
+        fitting = [kind for kind in self.kinds if kind in _ENDPOINT_FAULTS[endpoint]]
+        with self._lock:
+            if self._rng.random() >= self.rate or not fitting:
+                return None
+            return self._rng.choice(fitting)
+
+
+def _check_kind(kind: str | None) -> None:
+    if kind is not None and kind not in FAULT_KINDS:
+        raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
+
+
+# ----------------------------------------------------------------------------- HTTP plumbing
+
+
+class _BadRequestError(Exception):
+    """A request the server refuses with 400."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+@dataclass
+class _Reply:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False  # close the socket without answering
+    close: bool = False  # answer, then close the connection
+
+
+def _json_reply(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> _Reply:
+    return _Reply(status=status, body=json.dumps(payload).encode(), headers=headers or {})
+
+
+def _error_reply(
+    status: int,
+    message: str,
+    *,
+    type_: str,
+    code: str | None,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> _Reply:
+    error = {"message": message, "type": type_, "param": param, "code": code}
+    return _json_reply({"error": error}, status=status, headers=headers)
+
+
+_CONNECTION_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], app: OpenAICompatServer) -> None:
+        self.app = app
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client that went away (timeout, drop) is business as usual here
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like real API servers
+    server_version = "relevancy-openai-compat/1.0"
+    timeout = 60  # idle keep-alive connections give up after this
+    disable_nagle_algorithm = True  # else headers and body, sent apart, stall ~40 ms on ACKs
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.app._track(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except _CONNECTION_ERRORS:
+            pass
+        finally:
+            self.server.app._untrack(self.connection)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    do_PUT = do_DELETE = do_PATCH = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.app.log_requests:
+            super().log_message(format, *args)
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None when its framing is broken."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                size_line = self.rfile.readline(1024).split(b";")[0].strip()
+                try:
+                    size = int(size_line, 16)
+                except ValueError:
+                    return None
+                if size == 0:
+                    while self.rfile.readline(1024).strip():  # trailers
+                        pass
+                    return b"".join(chunks)
+                total += size
+                if total > _MAX_BODY_BYTES:
+                    return None
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(1024)
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            return b""
+        try:
+            length = int(length_header)
+        except ValueError:
+            return None
+        if not 0 <= length <= _MAX_BODY_BYTES:
+            return None
+        return self.rfile.read(length)
+
+    def _serve(self) -> None:
+        raw = self._read_body()
+        reply = self.server.app._handle(
+            self.command, self.path, self.headers.get("Authorization"), raw
+        )
+        if raw is None:
+            reply.close = True  # the stream position is unknown; don't reuse the connection
+        if reply.drop:
+            self.close_connection = True
+            return
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            if reply.close:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            self.wfile.write(reply.body)
+            self.wfile.flush()
+        except _CONNECTION_ERRORS:
+            self.close_connection = True
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+class OpenAICompatServer:
+    """An OpenAI-compatible server on a background thread, with fault injection.
+
+    Use it as a context manager (``with OpenAICompatServer() as srv: ...``) or call
+    :meth:`start` / :meth:`stop`. ``port=0`` picks a free port; read it from :attr:`port` or
+    use :attr:`base_url` once started.
+
+    Options: ``api_key`` (None accepts any or no key), ``faults`` (a :class:`FaultPlan` or None),
+    ``embedding_dim``, ``honour_n`` (False answers one choice whatever ``n`` is, like llama.cpp's
+    server), ``max_n`` (cap on choices), ``accept_json_schema`` / ``accept_json_object`` (False
+    rejects that ``response_format`` with 400), ``text_mode`` (``"json"``, ``"prose"``,
+    ``"lines"``: reply shape without ``response_format``), ``retry_after`` (seconds announced by a
+    429), ``slow_seconds`` (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and
+    the response ids), ``latency`` (fixed delay before every response), ``log_requests`` (print
+    an access log line per request to stderr).
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+        faults: FaultPlan | None = None,
+        embedding_dim: int = 64,
+        honour_n: bool = True,
+        max_n: int | None = None,
+        accept_json_schema: bool = True,
+        accept_json_object: bool = True,
+        text_mode: str = "json",
+        retry_after: float = 1.0,
+        slow_seconds: float = 5.0,
+        seed: int = 0,
+        latency: float = 0.0,
+        log_requests: bool = False,
+    ) -> None:
+        if embedding_dim < 1:
+            raise ValueError("embedding_dim must be at least 1")
+        if max_n is not None and max_n < 1:
+            raise ValueError("max_n must be at least 1 (or None)")
+        if text_mode not in _TEXT_MODES:
+            raise ValueError(f"text_mode must be one of {_TEXT_MODES}, got {text_mode!r}")
+        if min(retry_after, slow_seconds, latency) < 0:
+            raise ValueError("retry_after, slow_seconds and latency must not be negative")
+        self.host = host
+        self._requested_port = port
+        self._api_key = api_key
+        self.embedding_dim = embedding_dim
+        self.honour_n = honour_n
+        self.max_n = max_n
+        self.accept_json_schema = accept_json_schema
+        self.accept_json_object = accept_json_object
+        self.text_mode = text_mode
+        self.retry_after = retry_after
+        self.slow_seconds = slow_seconds
+        self.seed = seed
+        self.latency = latency
+        self.log_requests = log_requests
+
+        self._lock = threading.Lock()
+        self._plan: FaultPlan | None = None
+        self.set_faults(faults)
+        self._script: deque[str | None] = deque()
+        self._log: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        self._connections: set[socket.socket] = set()
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    def start(self) -> OpenAICompatServer:
+        """Bind and serve on a daemon thread; does nothing if already running."""
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _HTTPServer((self.host, self._requested_port), self)
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"openai-compat-server:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, promptly: sleeping requests are woken and open connections closed."""
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:  # wake handler threads blocked on idle keep-alive sockets
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=1.0)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> OpenAICompatServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the server is not running; call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT/v1``, ready for ``openai.OpenAI(base_url=...)``."""
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._httpd is not None else "stopped"
+        return f"<OpenAICompatServer {where}>"
+
+    # -- faults
+
+    def set_faults(self, plan: FaultPlan | None) -> None:
+        """Use ``plan`` for random faults from now on (None: no random faults)."""
+        if plan is not None and not isinstance(plan, FaultPlan):
+            raise TypeError(f"expected a FaultPlan or None, got {type(plan).__name__}")
+        with self._lock:
+            self._plan = plan
+
+    def script(self, kinds: Iterable[str | None]) -> None:
+        """Queue faults for the next requests, in order (None: serve that one normally).
+
+        Scripted entries are used before the random plan is consulted.
+        """
+        queued = list(kinds)
+        for kind in queued:
+            _check_kind(kind)
+        with self._lock:
+            self._script.extend(queued)
+
+    def clear(self) -> None:
+        """Forget the request log and any scripted faults not yet used."""
+        with self._lock:
+            self._log.clear()
+            self._script.clear()
+
+    # -- inspection
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A snapshot of the request log, oldest first.
+
+        Each entry has ``method``, ``path``, ``body`` (parsed JSON or None), ``fault`` (the fault
+        applied, or None), ``fault_ignored`` (a drawn kind that did not fit, or None),
+        ``authorization_ok`` and ``status`` (None for a dropped or unfinished request).
+        """
+        with self._lock:
+            return [dict(entry) for entry in self._log]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts: ``total``, ``by_path``, ``by_fault`` (applied faults only), ``by_status``."""
+        with self._lock:
+            log = list(self._log)
+        return {
+            "total": len(log),
+            "by_path": dict(Counter(entry["path"] for entry in log)),
+            "by_fault": dict(Counter(entry["fault"] for entry in log if entry["fault"])),
+            "by_status": dict(Counter(entry["status"] for entry in log)),
+        }
+
+    # -- request handling (called on handler threads)
+
+    def _track(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(conn)
+
+    def _untrack(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(conn)
+
+    def _authorised(self, header: str | None) -> bool:
+        if self._api_key is None:
+            return True
+        scheme, _, token = (header or "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(token.strip().encode(), self._api_key.encode())
+
+    def _next_fault(self, endpoint: str) -> tuple[str | None, str | None]:
+        """(fault to apply, drawn fault that does not fit ``endpoint``)."""
+        with self._lock:
+            if self._script:
+                kind = self._script.popleft()
+            else:
+                kind = self._plan.draw(endpoint) if self._plan is not None else None
+        if kind is not None and kind not in _ENDPOINT_FAULTS[endpoint]:
+            return None, kind
+        return kind, None
+
+    def _handle(self, method: str, target: str, auth: str | None, raw: bytes | None) -> _Reply:
+        path = target.split("?", 1)[0]
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                body = None
+        authorised = self._authorised(auth)
+        entry: dict[str, Any] = {
+            "method": method,
+            "path": path,
+            "body": body,
+            "fault": None,
+            "fault_ignored": None,
+            "authorization_ok": authorised,
+            "status": None,
+        }
+        with self._lock:
+            self._log.append(entry)
+
+        if self.latency and self._stopping.wait(self.latency):
+            return _Reply(drop=True)
+        reply = self._route(
+            method=method, path=path, authorised=authorised, raw=raw, body=body, entry=entry
+        )
+        with self._lock:
+            entry["status"] = None if reply.drop else reply.status
+        return reply
+
+    def _route(
+        self,
+        *,
+        method: str,
+        path: str,
+        authorised: bool,
+        raw: bytes | None,
+        body: Any,
+        entry: dict[str, Any],
+    ) -> _Reply:
+        if not authorised:
+            return _error_reply(
+                401,
+                "Incorrect API key provided. Check the key and try again.",
+                type_="invalid_request_error",
+                code="invalid_api_key",
+            )
+        route = _ROUTES.get(path.rstrip("/") or "/")
+        if route is None:
+            return _error_reply(
+                404,
+                f"Invalid URL ({method} {path})",
+                type_="invalid_request_error",
+                code="unknown_url",
+            )
+        expected_method, endpoint = route
+        if method != expected_method:
+            return _error_reply(
+                405,
+                f"Method {method} not allowed on {path}; use {expected_method}.",
+                type_="invalid_request_error",
+                code="method_not_allowed",
+            )
+
+        fault, ignored = self._next_fault(endpoint)
+        with self._lock:
+            entry["fault"], entry["fault_ignored"] = fault, ignored
+
+        if fault in _EARLY_FAULTS:
+            return self._early_fault(fault, endpoint)
+        if fault == "slow" and self._stopping.wait(self.slow_seconds):
+            return _Reply(drop=True)
+
+        try:
+            if endpoint == "models":
+                payload = self._models()
+            else:
+                if raw is None or not isinstance(body, dict):
+                    raise _BadRequestError(
+                        "The request body must be a JSON object.", code="invalid_json"
+                    )
+                if endpoint == "chat":
+                    payload = self._chat(body, fault)
+                else:
+                    payload = self._embeddings(body, fault)
+        except _BadRequestError as exc:
+            if fault not in (None, "slow"):
+                with self._lock:  # the fault never reached the client
+                    entry["fault"], entry["fault_ignored"] = None, fault
+            return _error_reply(
+                400, exc.message, type_="invalid_request_error", code=exc.code, param=exc.param
+            )
+
+        if fault == "missing_fields":
+            payload.pop("data" if endpoint in ("embeddings", "models") else "choices", None)
+        return _json_reply(payload, headers={"x-request-id": f"req_{next(self._ids):08d}"})
+
+    def _early_fault(self, fault: str, endpoint: str) -> _Reply:
+        if fault == "drop":
+            return _Reply(drop=True)
+        if fault == "invalid_json":
+            key = "choices" if endpoint == "chat" else "data"
+            truncated = f'{{"id": "broken", "object": "list", "{key}": ['.encode()
+            return _Reply(status=200, body=truncated)
+        if fault == "429":
+            headers = {
+                "Retry-After": f"{self.retry_after:g}",
+                "retry-after-ms": str(round(self.retry_after * 1000)),
+            }
+            return _error_reply(
+                429,
+                "Rate limit reached for requests. Please try again later.",
+                type_="requests",
+                code="rate_limit_exceeded",
+                headers=headers,
+            )
+        if fault == "503":
+            return _error_reply(
+                503,
+                "The server is overloaded or not ready yet.",
+                type_="server_error",
+                code="service_unavailable",
+            )
+        return _error_reply(
+            500,
+            "The server had an error while processing your request.",
+            type_="server_error",
+            code="internal_error",
+        )
+
+    # -- endpoints
+
+    def _models(self) -> dict[str, Any]:
+        created = 1_700_000_000
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": created, "owned_by": "relevancy"}
+                for name in (CHAT_MODEL, EMBEDDING_MODEL)
+            ],
+        }
+
+    def _chat(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise _BadRequestError("You must provide a model parameter.", param="model")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _BadRequestError("'messages' must be a non-empty array.", param="messages")
+        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+            raise _BadRequestError("Each message needs a string 'role'.", param="messages")
+        if body.get("stream"):
+            raise _BadRequestError("Streaming is not supported by this server.", param="stream")
+        n = body.get("n", 1)
+        if n is None:
+            n = 1
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_N:
+            raise _BadRequestError(f"'n' must be an integer from 1 to {_MAX_N}.", param="n")
+        shape = self._reply_shape(body.get("response_format"))
+
+        served = n if self.honour_n else 1
+        if self.max_n is not None:
+            served = min(served, self.max_n)
+        if fault == "fewer_choices":
+            served -= 1
+
+        user_texts = [_message_text(m.get("content")) for m in messages if m["role"] == "user"]
+        text = answer_text(user_texts[-1]) if user_texts else ""
+        flag = is_noncommittal(text)
+        contents = [_render_content(make_question(text, i), flag, shape) for i in range(served)]
+        if fault == "empty_content":
+            contents = ["" for _ in contents]
+
+        prompt_tokens = sum(_word_count(_message_text(m.get("content"))) for m in messages)
+        completion_tokens = sum(_word_count(c) for c in contents)
+        return {
+            "id": f"chatcmpl-{self.seed}-{next(self._ids):08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": "fp_relevancy_toy",
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+                for i, content in enumerate(contents)
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def _reply_shape(self, response_format: Any) -> str:
+        """The reply shape ("json", "prose", "lines"); 400 for an unsupported format."""
+        if response_format is None:
+            return self.text_mode
+        if not isinstance(response_format, dict):
+            raise _BadRequestError("'response_format' must be an object.", param="response_format")
+        kind = response_format.get("type")
+        if kind == "text":
+            return self.text_mode
+        if kind == "json_schema":
+            if not self.accept_json_schema:
+                raise _BadRequestError(
+                    "response_format of type 'json_schema' is not supported by this server.",
+                    param="response_format",
+                    code="unsupported_response_format",
+                )
+            if not isinstance(response_format.get("json_schema"), dict):
+                raise _BadRequestError(
+                    "'response_format.json_schema' must be an object.",
+                    param="response_format.json_schema",
+                )
+            return "json"
+        if kind == "json_object":
+            if not self.accept_json_object:
+                raise _BadRequestError(
+                    "response_format of type 'json_object' is not supported by this server.",
+                    param="response_format",
+                    code="unsupported_response_format",
+                )
+            return "json"
+        raise _BadRequestError(
+            f"Unknown response_format type {kind!r}.", param="response_format.type"
+        )
+
+    def _embeddings(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise _BadRequestError("You must provide a model parameter.", param="model")
+        items = _embedding_inputs(body.get("input"))
+        dim = body.get("dimensions")
+        if dim is None:
+            dim = self.embedding_dim
+        elif isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= _MAX_DIMENSIONS:
+            raise _BadRequestError(
+                f"'dimensions' must be an integer from 1 to {_MAX_DIMENSIONS}.",
+                param="dimensions",
+            )
+        encoding = body.get("encoding_format") or "float"
+        if encoding not in ("float", "base64"):
+            raise _BadRequestError(
+                "'encoding_format' must be 'float' or 'base64'.", param="encoding_format"
+            )
+
+        def embed(item: str | list[int], size: int) -> list[float]:
+            if isinstance(item, str):
+                return embed_text(item, size, self.seed)
+            return _embed_token_ids(item, size, self.seed)
+
+        vectors = [embed(item, dim) for item in items]
+        if fault == "embed_wrong_count":
+            if len(vectors) > 1:
+                vectors.pop()
+            else:
+                vectors.append(embed(items[0] if items else "", dim))
+        elif fault == "embed_wrong_dim":
+            vectors[-1] = embed(items[-1], dim + 3)
+
+        def encode(vector: list[float]) -> list[float] | str:
+            if encoding == "float":
+                return vector
+            return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+
+        tokens = sum(_word_count(i) if isinstance(i, str) else len(i) for i in items)
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": i, "embedding": encode(vector)}
+                for i, vector in enumerate(vectors)
+            ],
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+
+def _is_token_list(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(t, int) and not isinstance(t, bool) for t in value
+    )
+
+
+def _embedding_inputs(value: Any) -> list[str | list[int]]:
+    """Normalise ``input``: a string, strings, one token-id list, or token-id lists."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value:
+        if all(isinstance(item, str) for item in value):
+            return list(value)
+        if _is_token_list(value):
+            return [list(value)]
+        if all(_is_token_list(item) and item for item in value):
+            return [list(item) for item in value]
+    raise _BadRequestError(
+        "'input' must be a string, a non-empty array of strings, or token-id arrays.",
+        param="input",
+    )
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m relevancy.testing.openai_server",
+        description="Serve a toy OpenAI-compatible API that can inject faults.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    parser.add_argument("--api-key", default=None, help="require this Bearer key")
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--fault-kinds",
+        default=",".join(FAULT_KINDS),
+        help="comma-separated kinds for the random plan (default: all)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--embedding-dim", type=int, default=64)
+    parser.add_argument("--no-n", action="store_true", help="ignore n; answer one choice")
+    parser.add_argument("--max-n", type=int, default=None)
+    parser.add_argument("--text-mode", choices=_TEXT_MODES, default="json")
+    parser.add_argument("--no-json-schema", action="store_true")
+    parser.add_argument("--no-json-object", action="store_true")
+    parser.add_argument("--retry-after", type=float, default=1.0)
+    parser.add_argument("--slow-seconds", type=float, default=5.0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server in the foreground until Ctrl-C."""
+    args = _parse_args(argv)
+    plan = None
+    if args.fault_rate > 0:
+        kinds = tuple(k.strip() for k in args.fault_kinds.split(",") if k.strip())
+        plan = FaultPlan(rate=args.fault_rate, kinds=kinds, seed=args.seed)
+    server = OpenAICompatServer(
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        faults=plan,
+        embedding_dim=args.embedding_dim,
+        honour_n=not args.no_n,
+        max_n=args.max_n,
+        accept_json_schema=not args.no_json_schema,
+        accept_json_object=not args.no_json_object,
+        text_mode=args.text_mode,
+        retry_after=args.retry_after,
+        slow_seconds=args.slow_seconds,
+        seed=args.seed,
+        latency=args.latency,
+        log_requests=args.verbose,
+    )
+    with server:
+        print(f"Serving an OpenAI-compatible API at {server.base_url}", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("Stopping.", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

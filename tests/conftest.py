@@ -1,0 +1,15 @@
+"""Shared fixtures: every test gets its own cache and run-store folders."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    base = tmp_path_factory.mktemp("relevancy-home")
+    monkeypatch.setenv("RELEVANCY_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("RELEVANCY_STORE", str(base / "runs.sqlite3"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    yield

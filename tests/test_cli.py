@@ -1,0 +1,90 @@
+"""The command line, end to end on the embedded models."""
+
+import json
+import subprocess
+import sys
+from importlib import resources
+
+import pandas as pd
+import pytest
+
+from relevancy.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_subset(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "pairs.csv"
+    demo = pd.read_csv(resources.files("relevancy") / "data" / "demo.csv")
+    demo.head(6).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.models
+def test_score_writes_questions_and_is_cached_the_second_time(demo_subset, tmp_path, capsys):
+    out = tmp_path / "scored.csv"
+    assert main(["score", str(demo_subset), "-o", str(out), "--quiet"]) == 0
+    first = capsys.readouterr().out
+    assert "rows            6" in first and "95% CI" in first and "median" in first
+    table = pd.read_csv(out)
+    assert {"score", "generated_questions", "similarities", "variant", "id"} <= set(table.columns)
+    assert len(json.loads(table.loc[0, "generated_questions"])) == 3
+    assert main(["score", str(demo_subset), "-o", str(tmp_path / "again.csv"), "--quiet"]) == 0
+    assert "from cache 6" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "again.csv")["score"].tolist() == table["score"].tolist()
+
+
+@pytest.mark.models
+def test_fail_under_sets_exit_code(demo_subset, tmp_path, capsys):
+    code = main(
+        ["score", str(demo_subset), "-o", str(tmp_path / "o.json"), "-q", "--fail-under", "0.99"]
+    )
+    assert code == 1
+    assert "below --fail-under 0.99" in capsys.readouterr().err
+
+
+@pytest.mark.models
+def test_score_one_explains(capsys):
+    code = main(
+        [
+            "score-one",
+            "Where is France and what is it's capital?",
+            "France is in western Europe and Paris is its capital.",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "generated questions" in out and "noncommittal: no" in out
+    assert "score    : 0." in out and ") / 3" in out
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("question,text\nq,a\n")
+    assert main(["score", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: missing column 'response'")
+    header_only = tmp_path / "h.csv"
+    header_only.write_text("question,answer\n")
+    assert main(["score", str(header_only)]) == 2
+    assert "no rows" in capsys.readouterr().err
+
+
+def test_strictness_out_of_range(tmp_path, capsys):
+    f = tmp_path / "ok.csv"
+    f.write_text("question,answer\nq?,a\n")
+    assert main(["score", str(f), "--strictness", "11"]) == 2
+    assert "strictness must be an integer from 1 to 10, got 11" in capsys.readouterr().err
+
+
+def test_cache_info_and_clear(capsys):
+    assert main(["cache", "info"]) == 0
+    assert "generations" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert "cleared" in capsys.readouterr().out
+
+
+def test_console_script_runs():
+    out = subprocess.run(
+        [sys.executable, "-m", "relevancy.cli", "--help"], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and "score-one" in out.stdout

@@ -1,0 +1,154 @@
+"""The metric's rules, with fake backends (no model, no network)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from relevancy import AnswerRelevancy, Generation, InputError
+from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+Q = "Where is France?"
+VEC = {
+    Q: [1.0, 0.0, 0.0],
+    "Where is France located?": [0.8, 0.6, 0.0],
+    "What is France?": [0.6, 0.8, 0.0],
+    "What is the opposite?": [-1.0, 0.0, 0.0],
+    "France is in Europe.": [0.7, 0.7, 0.1],
+}
+
+
+def metric(script, **kw):
+    kw.setdefault("noncommittal", "llm")
+    return AnswerRelevancy(
+        llm=FakeGenerator(script), embeddings=FakeEmbedder(VEC), cache=False, **kw
+    )
+
+
+def gens(*items):
+    return lambda response, n: [Generation(q, f) for q, f in items]
+
+
+def test_value_is_mean_cosine_and_records_each_question():
+    m = metric(gens(("Where is France located?", False), ("What is France?", False)), strictness=2)
+    r = m.score(user_input=Q, response="France is in Europe.")
+    assert r.value == pytest.approx((0.8 + 0.6) / 2)
+    assert [q.similarity for q in r.questions] == pytest.approx([0.8, 0.6])
+    assert r.similarity_std == pytest.approx(0.1)
+    assert r.noncommittal is False and r.noncommittal_method == "llm"
+    assert len(r.question_embeddings) == 2 and len(r.user_input_embedding) == 3
+    assert r.answer_similarity == pytest.approx(0.7 / np.linalg.norm([0.7, 0.7, 0.1]))
+    assert r.error is None and r.ok
+    assert set(r.timings) >= {"generation_s", "embedding_s", "total_s"}
+
+
+def test_zero_when_all_generations_noncommittal():
+    m = metric(gens(("Where is France located?", True), ("What is France?", True)), strictness=2)
+    r = m.score(user_input=Q, response="I'm not sure.")
+    assert r.value == 0.0
+    assert r.noncommittal is True
+    assert "2 of 2" in r.noncommittal_detail
+
+
+def test_one_noncommittal_flag_does_not_zero():
+    m = metric(gens(("Where is France located?", True), ("What is France?", False)), strictness=2)
+    assert m.score(user_input=Q, response="x").value == pytest.approx(0.7)
+
+
+def test_negative_similarity_is_kept():
+    m = metric(gens(("What is the opposite?", False)), strictness=1)
+    assert m.score(user_input=Q, response="x").value == pytest.approx(-1.0)
+
+
+def test_empty_generations_are_left_out():
+    m = metric(gens(("Where is France located?", False), ("", False), ("   ", False)), strictness=3)
+    r = m.score(user_input=Q, response="x")
+    assert r.value == pytest.approx(0.8)
+    assert [q.error for q in r.questions] == [None, "empty question", "empty question"]
+
+
+def test_flags_of_empty_generations_do_not_count():
+    m = metric(gens(("Where is France located?", False), ("", True)), strictness=2)
+    assert m.score(user_input=Q, response="x").value == pytest.approx(0.8)
+
+
+def test_nan_with_reason_when_no_generation_is_usable():
+    m = metric(
+        lambda r, n: [Generation("", None, "HTTP 500 from server"), Generation("", None)],
+        strictness=2,
+    )
+    r = m.score(user_input=Q, response="x")
+    assert math.isnan(r.value) and not r.ok
+    assert "all 2 generations failed" in r.error and "HTTP 500" in r.error
+
+
+def test_generator_exception_gives_nan_with_reason():
+    def boom(response, n):
+        raise RuntimeError("server exploded")
+
+    r = metric(boom).score(user_input=Q, response="x")
+    assert math.isnan(r.value)
+    assert "server exploded" in r.error
+
+
+def test_exemplar_detector_zeroes_evasive_answers():
+    from relevancy._noncommittal import EVASIVE_EXEMPLARS
+
+    table = dict(VEC)
+    for i, text in enumerate(EVASIVE_EXEMPLARS):
+        table[text] = [0.0, 0.0, 1.0] if i == 0 else [0.0, 0.0, -1.0]
+    table["Honestly, no clue."] = [0.0, 0.1, 0.99]
+    m = AnswerRelevancy(
+        llm=FakeGenerator(gens(("Where is France located?", None)), flags=False),
+        embeddings=FakeEmbedder(table),
+        cache=False,
+        strictness=1,
+    )
+    r = m.score(user_input=Q, response="Honestly, no clue.")
+    assert r.noncommittal_method == "exemplars"  # auto: the generator gives no flags
+    assert r.noncommittal and r.value == 0.0
+    assert EVASIVE_EXEMPLARS[0] in r.noncommittal_detail
+    r2 = m.score(user_input=Q, response="France is in Europe.")
+    assert not r2.noncommittal and r2.value == pytest.approx(0.8)
+
+
+def test_off_detector_never_zeroes():
+    m = metric(gens(("Where is France located?", True)), strictness=1, noncommittal="off")
+    assert m.score(user_input=Q, response="x").value == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("bad", [0, 11, -1, 2.5, "3", True])
+def test_strictness_out_of_range_is_rejected_with_value(bad):
+    with pytest.raises(InputError, match=f"got {bad!r}"):
+        metric(gens(), strictness=bad)
+
+
+def test_unknown_detector_is_rejected():
+    with pytest.raises(InputError, match="'maybe'"):
+        metric(gens(), noncommittal="maybe")
+
+
+@pytest.mark.parametrize("field", ["user_input", "response"])
+@pytest.mark.parametrize("bad", ["", "   ", None, 3])
+def test_empty_or_non_text_inputs_are_rejected(field, bad):
+    kwargs = {"user_input": Q, "response": "x", field: bad}
+    with pytest.raises(InputError, match=field):
+        metric(gens(("Where is France located?", False))).score(**kwargs)
+
+
+def test_result_round_trips_through_plain_json():
+    import json
+
+    from relevancy import RelevancyResult
+
+    r = metric(gens(("Where is France located?", False), ("", False)), strictness=2).score(
+        user_input=Q, response="x"
+    )
+    data = json.loads(json.dumps(r.to_dict()))
+    back = RelevancyResult.from_dict(data)
+    assert back.value == r.value and back.questions == r.questions
+    nan = metric(lambda r, n: [Generation("", None, "bad")], strictness=1).score(
+        user_input=Q, response="x"
+    )
+    assert json.loads(json.dumps(nan.to_dict()))["value"] is None
+    assert "user_input_embedding" not in r.to_dict(embeddings=False)

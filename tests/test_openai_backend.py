@@ -1,0 +1,159 @@
+"""The OpenAI-compatible backend over real HTTP against our test server on 127.0.0.1."""
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+
+from relevancy import AnswerRelevancy, ConfigError, EmbeddingError, make_embedder, make_generator
+from relevancy.testing.openai_server import OpenAICompatServer
+
+KEY = "sk-test-RECOGNISABLE-0123456789"
+
+
+def build(srv, **kw):
+    llm = make_generator("openai:toy-chat", base_url=srv.base_url, api_key=KEY, **kw)
+    emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY)
+    return AnswerRelevancy(llm=llm, embeddings=emb, cache=False)
+
+
+def embed(emb, texts):
+    async def go():
+        try:
+            return await emb.aembed(texts)
+        finally:
+            await emb.aclose()
+
+    return asyncio.run(go())
+
+
+def chat_requests(srv):
+    return [r for r in srv.requests if r["path"].endswith("/chat/completions")]
+
+
+def test_scores_with_n_in_one_request_and_json_schema():
+    with OpenAICompatServer(api_key=KEY) as srv:
+        r = build(srv).score(
+            user_input="Where is France and what is its capital?",
+            response="France is in western Europe and Paris is its capital.",
+        )
+        reqs = chat_requests(srv)
+    assert r.ok and len(r.questions) == 3 and all(q.question for q in r.questions)
+    assert len(reqs) == 1 and reqs[0]["body"]["n"] == 3
+    assert reqs[0]["body"]["response_format"]["type"] == "json_schema"
+    assert reqs[0]["body"]["temperature"] > 0
+    assert r.noncommittal_method == "llm" and r.llm == "openai:toy-chat"
+    assert r.usage["completion_tokens"] > 0
+    assert all(req["authorization_ok"] for req in srv.requests)
+
+
+def test_tops_up_when_server_ignores_n():
+    with OpenAICompatServer(honour_n=False) as srv:
+        r = build(srv).score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
+    assert len(r.questions) == 3 and r.ok
+    assert len(reqs) == 3
+    assert len({req["body"]["seed"] for req in reqs}) == 3  # a new seed per top-up request
+
+
+def test_falls_back_from_json_schema_to_json_mode_then_text():
+    with OpenAICompatServer(accept_json_schema=False, text_mode="prose") as srv:
+        m = build(srv)
+        assert m.score(user_input="Where is Paris?", response="Paris is in France.").ok
+        formats = [
+            (req["body"] or {}).get("response_format", {}).get("type") for req in chat_requests(srv)
+        ]
+    assert formats == ["json_schema", "json_object"]
+    with OpenAICompatServer(
+        accept_json_schema=False, accept_json_object=False, text_mode="prose"
+    ) as srv:
+        r = build(srv).score(user_input="Where is Paris?", response="Paris is in France.")
+    assert r.ok and len(r.questions) == 3
+
+
+def test_noncommittal_flag_from_the_llm_zeroes():
+    with OpenAICompatServer() as srv:
+        r = build(srv).score(user_input="Where is Paris?", response="I don't know, it depends.")
+    assert r.noncommittal and r.value == 0.0
+
+
+def test_retries_honour_retry_after_then_succeed():
+    with OpenAICompatServer(retry_after=0.3) as srv:
+        m = build(srv, max_retries=3)
+        srv.script(["429", "503"])
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        faults = [req["fault"] for req in chat_requests(srv)]
+    assert r.ok
+    assert faults[:3] == ["429", "503", None]
+
+
+def test_persistent_failure_is_a_nan_row_with_a_specific_reason():
+    with OpenAICompatServer() as srv:
+        m = build(srv, max_retries=1)
+        srv.script(["500"] * 10)
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    assert math.isnan(r.value)
+    assert "HTTP 500" in r.error and KEY not in r.error
+
+
+def test_empty_content_and_fewer_choices_are_reported_per_question():
+    with OpenAICompatServer() as srv:
+        m = build(srv, max_retries=0)
+        srv.script(["empty_content"] * 10)
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    assert math.isnan(r.value) and "empty content" in r.error
+
+
+def test_wrong_embedding_count_is_an_error_not_a_crash():
+    with OpenAICompatServer() as srv:
+        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY, max_retries=0)
+        srv.script(["embed_wrong_count"])
+        with pytest.raises(EmbeddingError, match="embeddings for 2 texts"):
+            embed(emb, ["a", "b"])
+        srv.script(["embed_wrong_dim"])
+        with pytest.raises(EmbeddingError, match="dimension"):
+            embed(emb, ["a", "b"])
+        ok = embed(emb, ["a", "b"])
+    assert ok.shape == (2, 64) and np.allclose(np.linalg.norm(ok, axis=1), 1, atol=1e-5)
+
+
+def test_embeddings_requested_in_batches():
+    with OpenAICompatServer() as srv:
+        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY, batch_size=10)
+        v = embed(emb, [f"text {i}" for i in range(25)])
+        sizes = [len(req["body"]["input"]) for req in srv.requests]
+    assert v.shape[0] == 25 and sizes == [10, 10, 5]
+
+
+def test_wrong_key_is_a_clear_error_without_the_key():
+
+    with OpenAICompatServer(api_key="sk-the-right-one-123456") as srv:
+        llm = make_generator("openai:toy-chat", base_url=srv.base_url, api_key=KEY, max_retries=0)
+        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY)
+        r = AnswerRelevancy(llm=llm, embeddings=emb, cache=False).score(
+            user_input="q?", response="a"
+        )
+        assert "HTTP 401" in r.error and KEY not in r.error and "check the API key" in r.error
+
+
+def test_missing_key_and_unreachable_server_are_one_line_errors(capsys):
+    from relevancy.cli import main
+
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        make_generator("openai:gpt-4o-mini")
+    code = main(
+        [
+            "score-one",
+            "q?",
+            "a",
+            "--llm",
+            "openai:x",
+            "--embeddings",
+            "openai:y",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "cannot reach http://127.0.0.1:9/v1" in err[0]
