@@ -16,7 +16,15 @@ from relevancy._errors import (
     RelevancyError,
 )
 from relevancy._formula import cosine_similarities, relevancy_score
-from relevancy._io import normalize_columns, read_table, results_to_frame, write_results
+from relevancy._io import (
+    RowProblem,
+    inspect_rows,
+    normalize_columns,
+    read_table,
+    read_table_bytes,
+    results_to_frame,
+    write_results,
+)
 from relevancy._metric import AnswerRelevancy
 from relevancy._result import Generation, GenerationSet, QuestionScore, RelevancyResult
 from relevancy._stats import bootstrap_ci, summarize
@@ -35,6 +43,9 @@ __all__ = [
     "make_generator",
     "make_embedder",
     "read_table",
+    "read_table_bytes",
+    "inspect_rows",
+    "RowProblem",
     "normalize_columns",
     "results_to_frame",
     "write_results",

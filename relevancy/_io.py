@@ -6,12 +6,16 @@ Columns are matched by alias (``question`` -> ``user_input``, ``answer`` -> ``re
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from relevancy._errors import InputError
@@ -20,6 +24,9 @@ from relevancy._result import RelevancyResult
 __all__ = [
     "COLUMN_ALIASES",
     "read_table",
+    "read_table_bytes",
+    "inspect_rows",
+    "RowProblem",
     "normalize_columns",
     "results_to_frame",
     "write_results",
@@ -44,57 +51,181 @@ def read_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")
-    suffix = (format or path.suffix).lower()
-    if not suffix.startswith("."):
+    if path.is_dir():
+        raise InputError(f"{str(path)!r} is a folder: give a CSV, JSON, JSONL or Parquet file")
+    return read_table_bytes(path.read_bytes(), path.name, format=format)
+
+
+def read_table_bytes(data: bytes, name: str, *, format: str | None = None) -> pd.DataFrame:
+    """Like :func:`read_table`, for the bytes of an uploaded file called ``name``."""
+    suffix = (format or Path(name).suffix).lower()
+    if suffix and not suffix.startswith("."):
         suffix = "." + suffix
     if suffix not in FORMATS:
         raise InputError(
-            f"unsupported file type {suffix!r} for {path.name!r}: use one of {', '.join(FORMATS)}"
+            f"unsupported file type {suffix or '(none)'!r} for {name!r}: use one of "
+            f"{', '.join(FORMATS)}"
         )
+    if not data.strip():
+        raise InputError(f"{name!r} is empty: it needs a header row and at least one row")
+    if data[:4] == b"PK\x03\x04" or data[:4] == b"\xd0\xcf\x11\xe0":
+        raise InputError(
+            f"{name!r} is a spreadsheet (Excel) file, not {suffix[1:]}: export it as "
+            "'CSV UTF-8' and upload that"
+        )
+    if data[:4] == b"PAR1" and suffix != ".parquet":
+        raise InputError(f"{name!r} is a Parquet file: give it a .parquet extension")
+    if suffix == ".parquet":
+        try:
+            frame = pd.read_parquet(io.BytesIO(data))
+        except Exception as exc:
+            raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+        return _coerce_text(normalize_columns(frame), name)
     try:
-        if suffix in (".csv", ".tsv"):
-            frame = pd.read_csv(
-                path,
-                sep=None if suffix == ".csv" else "\t",
-                engine="python",
-                encoding="utf-8-sig",
-                dtype=str,
-                keep_default_na=False,
-            )
-        elif suffix == ".json":
-            frame = _read_json(path)
-        elif suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True, dtype=False)
-        else:
-            frame = pd.read_parquet(path)
-    except InputError:
-        raise
-    except UnicodeDecodeError:
-        raise InputError(f"{path.name!r} is not UTF-8 text: save it as UTF-8 and retry") from None
-    except Exception as exc:
-        raise InputError(f"cannot read {path.name!r} as {suffix[1:]}: {exc}") from None
-    return normalize_columns(frame)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name!r} is not UTF-8 text (byte {data[exc.start]:#04x} at position {exc.start}): "
+            "save it with UTF-8 encoding"
+        ) from None
+    if suffix in (".csv", ".tsv"):
+        frame = _read_csv(text, name, "\t" if suffix == ".tsv" else None)
+    elif suffix == ".json":
+        frame = _read_json(text, name)
+    else:
+        frame = _read_jsonl(text, name)
+    return _coerce_text(normalize_columns(frame), name)
 
 
-def _read_json(path: Path) -> pd.DataFrame:
-    data = json.loads(path.read_text(encoding="utf-8-sig"))
+def _read_csv(text: str, name: str, sep: str | None) -> pd.DataFrame:
+    if sep is None:
+        try:
+            sep = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
+        except csv.Error:
+            sep = ","
+    try:
+        frame = pd.read_csv(
+            io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=True
+        )
+    except pd.errors.ParserError as exc:
+        raise InputError(f"{name!r} is not well-formed CSV ({str(exc).strip()[:160]})") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{name!r} is empty: it needs a header row and at least one row") from None
+    known = {alias for aliases in COLUMN_ALIASES.values() for alias in aliases}
+    if frame.shape[1] == 1 and str(frame.columns[0]).strip().lower() not in known:
+        raise InputError(
+            f"{name!r} was read as a single column {str(frame.columns[0])[:60]!r}: the delimiter "
+            "looks wrong; use commas (or a .tsv file for tabs)"
+        )
+    return frame
+
+
+def _read_json(text: str, name: str) -> pd.DataFrame:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{name!r} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "for one record per line use a .jsonl file"
+        ) from None
     if isinstance(data, dict):
         # Ragas/HF-style column layout {"user_input": [...], "response": [...]} or {"data": [...]}.
         if "data" in data and isinstance(data["data"], list):
             data = data["data"]
         elif data and all(isinstance(v, list) for v in data.values()):
+            if len({len(v) for v in data.values()}) != 1:
+                raise InputError(f"{name!r} holds columns of different lengths")
             return pd.DataFrame(data)
         else:
             raise InputError(
-                f"{path.name!r} holds a JSON object, not a list of records: "
+                f"{name!r} holds a JSON object, not a list of records: "
                 'give a list like [{"user_input": ..., "response": ...}]'
             )
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise InputError(
-            f"{path.name!r} is not a JSON list of records: give a list like "
+            f"{name!r} is not a JSON list of records: give a list like "
             '[{"user_input": ..., "response": ...}]'
         )
     return pd.DataFrame(data)
+
+
+def _read_jsonl(text: str, name: str) -> pd.DataFrame:
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"{name!r} line {number} is not valid JSON ({exc.msg}): fix or remove that line"
+            ) from None
+        if not isinstance(record, dict):
+            raise InputError(f"{name!r} line {number} is not a JSON object: one record per line")
+        records.append(record)
+    return pd.DataFrame(records)
+
+
+def _coerce_text(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Text columns as ``str`` (missing cells as ""); nested values are an error."""
+    for column in ("user_input", "response", "variant", "id"):
+        if column not in frame.columns:
+            continue
+        values = frame[column]
+        nested = values.map(lambda v: isinstance(v, (list, dict, tuple, bytes, np.ndarray)))
+        if nested.any():
+            row = int(nested.to_numpy().nonzero()[0][0])
+            kind = type(values.iloc[row]).__name__
+            raise InputError(
+                f"column {column!r} of {name!r} holds {kind} values (row {row + 1}), not text: "
+                "give one string per cell"
+            )
+        frame[column] = values.map(_as_text).astype(object)
+    return frame
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """A row that cannot be scored (or needs attention), 1-based like a spreadsheet."""
+
+    row: int
+    problem: str
+
+
+def inspect_rows(frame: pd.DataFrame, *, long_text: int = 20_000) -> list[RowProblem]:
+    """Rows with empty cells, duplicated pairs, and very long cells (truncated for the model)."""
+    problems: list[RowProblem] = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, (u, r) in enumerate(zip(frame["user_input"], frame["response"])):
+        row = i + 1
+        u = "" if not isinstance(u, str) else u
+        r = "" if not isinstance(r, str) else r
+        if not u.strip():
+            problems.append(RowProblem(row, "user_input is empty"))
+        if not r.strip():
+            problems.append(RowProblem(row, "response is empty"))
+        for column, text in (("user_input", u), ("response", r)):
+            if len(text) > long_text:
+                problems.append(
+                    RowProblem(
+                        row, f"{column} has {len(text):,} characters: the model sees the start only"
+                    )
+                )
+        key = (u, r)
+        if key in seen and u.strip() and r.strip():
+            problems.append(RowProblem(row, f"duplicate of row {seen[key]}"))
+        seen.setdefault(key, row)
+    return problems
 
 
 def normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -104,6 +235,9 @@ def normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """
     if frame.shape[1] == 0:
         raise InputError("the table has no columns: it needs user_input and response columns")
+    if frame.columns.duplicated().any():
+        dup = str(frame.columns[frame.columns.duplicated()][0])
+        raise InputError(f"column {dup!r} appears twice: give each column a distinct name")
     original = [str(c) for c in frame.columns]
     lower = {str(c).strip().lower(): c for c in frame.columns}
     renames: dict[Any, str] = {}

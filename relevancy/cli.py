@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import json
 import math
 import os
 import sys
@@ -98,11 +99,16 @@ def _fmt(x: float, digits: int = 3) -> str:
 def cmd_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from relevancy import read_table, results_to_frame, summarize, write_results
+    from relevancy import inspect_rows, read_table, results_to_frame, summarize, write_results
 
     frame = read_table(args.input)
     if frame.empty:
         raise RelevancyError(f"{args.input!r} has a header but no rows: add question/answer rows")
+    problems = inspect_rows(frame)
+    for problem in problems[:10]:
+        print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
+    if len(problems) > 10:
+        print(f"note: ... and {len(problems) - 10} more rows with problems", file=sys.stderr)
     out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
     if out.suffix.lower() not in (".csv", ".json", ".jsonl", ".parquet"):
         raise RelevancyError(
@@ -124,13 +130,26 @@ def cmd_score(args: argparse.Namespace) -> int:
     def progress(done: int, total: int) -> None:
         bar.update(1)
 
-    try:
-        results = metric.score_many(frame, concurrency=args.concurrency, progress=progress)
-    finally:
-        bar.close()
+    # Each finished row is appended to a checkpoint file at once, so a run that dies keeps what
+    # it scored; generations are in the cache too, so running the same command again resumes.
+    partial = out.with_name(out.name + ".partial.jsonl")
+    with partial.open("w", encoding="utf-8") as checkpoint:
+
+        def on_result(index: int, result: Any) -> None:
+            record = {"row": index + 1, **result.to_dict(embeddings=False)}
+            checkpoint.write(json.dumps(record, ensure_ascii=False) + "\n")
+            checkpoint.flush()
+
+        try:
+            results = metric.score_many(
+                frame, concurrency=args.concurrency, progress=progress, on_result=on_result
+            )
+        finally:
+            bar.close()
     elapsed = time.perf_counter() - started
     table = results_to_frame(results, frame)
     write_results(table, out)
+    partial.unlink(missing_ok=True)
     stats = summarize([r.value for r in results], threshold=args.threshold)
     cached = sum(r.cached for r in results)
     print(
@@ -253,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print(
-            "interrupted: finished rows are in the cache; run the same command to resume",
+            "interrupted: finished rows are saved (in the cache and OUTPUT.partial.jsonl); "
+            "run the same command again to resume",
             file=sys.stderr,
         )
         return 130

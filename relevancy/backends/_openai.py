@@ -227,44 +227,53 @@ class OpenAIGenerator(_ClientPerLoop):
         import openai
 
         started = time.perf_counter()
-        generations: list[Generation] = []
+        good: list[Generation] = []
+        failed: list[Generation] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         requests = 0
-        budget = 2 * n + 1  # bounded top-ups for servers that ignore n or drop choices
+        # Bounded top-ups: servers that ignore n, drop choices, or send unusable output.
+        budget = 2 * n + 1
         last_error: str | None = None
-        while len(generations) < n and requests < budget:
-            want = n - len(generations) if self.use_n else 1
+        while len(good) < n and requests < budget:
+            want = n - len(good) if self.use_n else 1
             try:
                 completion = await self._request(response, want, self.seed + requests)
-            except openai.APIError as exc:
+            except openai.APIError as exc:  # the SDK has already retried what was retryable
                 last_error = describe_api_error(exc, self.base_url)
                 break
             except (json.JSONDecodeError, ValueError, TypeError, AttributeError) as exc:
+                # A malformed body (not retried by the SDK): try again after a short pause.
                 last_error = describe_api_error(exc, self.base_url)
-                break
-            finally:
                 requests += 1
+                await asyncio.sleep(min(0.25 * requests, 2.0))
+                continue
+            requests += 1
             choices = getattr(completion, "choices", None) or []
-            if completion.usage is not None:
-                usage["prompt_tokens"] += completion.usage.prompt_tokens or 0
-                usage["completion_tokens"] += completion.usage.completion_tokens or 0
+            counts = getattr(completion, "usage", None)
+            if counts is not None:
+                usage["prompt_tokens"] += getattr(counts, "prompt_tokens", 0) or 0
+                usage["completion_tokens"] += getattr(counts, "completion_tokens", 0) or 0
             if not choices:
                 last_error = f"{self.base_url} returned no choices"
                 continue
-            for choice in choices[: n - len(generations)]:
-                content = choice.message.content if choice.message else None
+            for choice in choices[:want]:
+                message = getattr(choice, "message", None)
+                content = getattr(message, "content", None) if message is not None else None
                 try:
                     parsed = parse_output(content or "")
                 except ValueError as exc:
-                    generations.append(Generation("", None, redact(f"unparseable output: {exc}")))
+                    failed.append(Generation("", None, redact(f"unusable output: {exc}")))
                     continue
-                generations.append(Generation(parsed.question, bool(parsed.noncommittal)))
-        if not generations:
+                good.append(Generation(parsed.question, bool(parsed.noncommittal)))
+        if not good and not failed:
             raise GenerationError(last_error or f"{self.base_url} returned no generations")
-        if len(generations) < n:
-            missing = n - len(generations)
-            reason = last_error or f"server returned only {len(generations)} of {n} generations"
-            generations += [Generation("", None, reason)] * missing
+        generations = good[:n]
+        missing = n - len(generations)
+        if missing:
+            fillers = failed or [Generation("", None, last_error or "no generation returned")]
+            if len(good) + len(failed) < n and last_error:
+                fillers = [*failed, Generation("", None, last_error)]
+            generations += [fillers[i % len(fillers)] for i in range(missing)]
         return GenerationSet(
             generations=generations,
             cacheable=all(g.error is None for g in generations),
@@ -299,6 +308,7 @@ class OpenAIEmbedder(_ClientPerLoop):
         self.model = model
         self.batch_size = batch_size
         self.dimensions = dimensions
+        self.max_retries = max_retries
         self._injected = client is not None
         self._factory = lambda: make_async_client(
             base_url=base_url,
@@ -329,31 +339,41 @@ class OpenAIEmbedder(_ClientPerLoop):
             kwargs: dict[str, Any] = {}
             if self.dimensions:
                 kwargs["dimensions"] = self.dimensions
-            try:
-                result = await self.client().embeddings.create(
-                    model=self.model, input=chunk, **kwargs
-                )
-            except openai.APIError as exc:
-                raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
-            except (json.JSONDecodeError, ValueError, TypeError) as exc:
-                raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
-            data = getattr(result, "data", None)
-            if not data:
-                raise EmbeddingError(f"{self.base_url} returned no embeddings")
-            if len(data) != len(chunk):
-                raise EmbeddingError(
-                    f"{self.base_url} returned {len(data)} embeddings for {len(chunk)} texts"
-                )
-            ordered = sorted(data, key=lambda d: d.index)
-            dims = {len(d.embedding) for d in ordered}
-            if len(dims) != 1 or (rows and rows[0].shape[1] not in dims):
-                raise EmbeddingError(
-                    f"{self.base_url} returned embeddings of mixed dimensions {sorted(dims)}"
-                )
-            rows.append(np.asarray([d.embedding for d in ordered], dtype=np.float32))
+            for attempt in range(self.max_retries + 1):
+                try:
+                    rows.append(await self._embed_chunk(chunk, kwargs, rows))
+                    break
+                except openai.APIError as exc:  # the SDK has already retried what it could
+                    raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
+                except (EmbeddingError, json.JSONDecodeError, ValueError, TypeError) as exc:
+                    # A malformed or mis-shaped body: not retried by the SDK, so retry here.
+                    if attempt == self.max_retries:
+                        if isinstance(exc, EmbeddingError):
+                            raise
+                        raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
+                    await asyncio.sleep(min(0.25 * (attempt + 1), 2.0))
         if not rows:
             return np.zeros((0, 0), dtype=np.float32)
         return np.vstack(rows)
+
+    async def _embed_chunk(
+        self, chunk: list[str], kwargs: dict[str, Any], previous: list[np.ndarray]
+    ) -> np.ndarray:
+        result = await self.client().embeddings.create(model=self.model, input=chunk, **kwargs)
+        data = getattr(result, "data", None)
+        if not data:
+            raise EmbeddingError(f"{self.base_url} returned no embeddings")
+        if len(data) != len(chunk):
+            raise EmbeddingError(
+                f"{self.base_url} returned {len(data)} embeddings for {len(chunk)} texts"
+            )
+        ordered = sorted(data, key=lambda d: d.index)
+        dims = {len(d.embedding) for d in ordered}
+        if len(dims) != 1 or (previous and previous[0].shape[1] not in dims):
+            raise EmbeddingError(
+                f"{self.base_url} returned embeddings of mixed dimensions {sorted(dims)}"
+            )
+        return np.asarray([d.embedding for d in ordered], dtype=np.float32)
 
 
 async def preflight(backend: Any) -> None:
