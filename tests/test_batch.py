@@ -92,3 +92,20 @@ def test_embedding_failure_is_captured_per_row():
     assert "embedding failed" in results[0].error
     results = m.score_many([("q?", "fine")], concurrency=1)
     assert results[0].ok
+
+
+def test_duplicate_rows_are_generated_once():
+    gen = FakeGenerator(delay=0.01)
+    m = AnswerRelevancy(llm=gen, embeddings=FakeEmbedder(), cache=False)
+    results = m.score_many([("q?", "same answer")] * 6 + [("q?", "other")], concurrency=7)
+    assert len(gen.calls) == 2
+    assert len({r.value for r in results[:6]}) == 1
+
+
+def test_failure_of_a_shared_generation_reaches_every_duplicate():
+    def boom(response, n):
+        raise RuntimeError("shared failure")
+
+    m = AnswerRelevancy(llm=FakeGenerator(boom, delay=0.01), embeddings=FakeEmbedder(), cache=False)
+    results = m.score_many([("q?", "same")] * 3, concurrency=3)
+    assert all("shared failure" in r.error for r in results)

@@ -29,19 +29,42 @@ class CachedGenerator:
         self.inner = inner
         self.cache = cache
         self.name = inner.name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._in_flight: dict[str, asyncio.Future[GenerationSet]] = {}
 
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint()
 
     async def agenerate(self, response: str, n: int) -> GenerationSet:
-        if self.cache is None:
-            return await self.inner.agenerate(response, n)
+        """Generations for ``response``; rows with the same response share one generation."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._in_flight = loop, {}
         key = cache_key(self.inner.fingerprint(), "generations", response, n)
-        hit = await asyncio.to_thread(self.cache.get_generations, key)
-        if hit is not None:
-            return hit
+        running = self._in_flight.get(key)
+        if running is not None:  # a duplicate row of the same batch: wait for the first one
+            return await asyncio.shield(running)
+        future: asyncio.Future[GenerationSet] = loop.create_future()
+        self._in_flight[key] = future
+        try:
+            result = await self._generate(key, response, n)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: duplicates re-raise it, nobody else must
+            raise
+        else:
+            future.set_result(result)
+            return result
+        finally:
+            self._in_flight.pop(key, None)
+
+    async def _generate(self, key: str, response: str, n: int) -> GenerationSet:
+        if self.cache is not None:
+            hit = await asyncio.to_thread(self.cache.get_generations, key)
+            if hit is not None:
+                return hit
         result = await self.inner.agenerate(response, n)
-        if result.cacheable:
+        if self.cache is not None and result.cacheable:
             await asyncio.to_thread(self.cache.put_generations, key, result)
         return result
 
