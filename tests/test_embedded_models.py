@@ -108,3 +108,12 @@ def test_batch_of_rows_with_the_real_models(tmp_path):
     again = AnswerRelevancy(cache=str(tmp_path)).score_many(rows)
     assert [r.value for r in again] == [r.value for r in first]
     assert all(r.cached for r in again)
+
+
+def test_questions_do_not_depend_on_earlier_rows():
+    gen = make_generator("local", time_limit=300.0)
+    x = "Water boils at 100 degrees Celsius at sea level."
+    first = [g.question for g in gen.generate(x, 3).generations]
+    gen.generate("The Loire is the longest river in France, flowing into the Atlantic.", 3)
+    gen.generate("Water boils at a lower temperature on a high mountain.", 3)
+    assert [g.question for g in gen.generate(x, 3).generations] == first

@@ -105,6 +105,20 @@ def _load(path: Path, n_ctx: int, threads: int) -> Any:
         return _MODELS[key]
 
 
+def _rewind_to_prefix(llm: Any, prefix_tokens: list[int], *, force: bool = False) -> None:
+    """Leave exactly the prefix in llama.cpp's KV cache, evaluating it (once) if needed.
+
+    The prefix is evaluated on its own, once per process; after that only ``n_tokens`` is moved
+    back, so llama-cpp-python's prefix matching reuses it and evaluates just the row's tokens.
+    """
+    size = len(prefix_tokens)
+    cached = llm.n_tokens >= size and list(llm.input_ids[:size]) == prefix_tokens
+    if force or not cached:
+        llm.reset()
+        llm.eval(prefix_tokens)
+    llm.n_tokens = size
+
+
 class _Deadline:
     """A llama.cpp stopping criterion that ends a sample after ``seconds`` of wall time."""
 
@@ -179,22 +193,32 @@ class SmolLMGenerator:
         text = "".join(f"<|im_start|>{role}\n{content}<|im_end|>\n" for role, content in turns)
         return text + "<|im_start|>assistant\n"
 
+    def prefix_and_row(self, response: str) -> tuple[str, str]:
+        """The prompt split into its fixed prefix (same for every row) and the row's part."""
+        prompt = self.prompt(response)
+        cut = prompt.rindex("<|im_start|>user\n") + len("<|im_start|>user\n")
+        return prompt[:cut], prompt[cut:]
+
     def generate(self, response: str, n: int) -> GenerationSet:
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         llm, lock = _load(self._path, self.n_ctx, self.threads)
         grammar = LlamaGrammar.from_string(QUESTION_GRAMMAR, verbose=False)
-        prompt = self.prompt(response)
+        prefix, row = self.prefix_and_row(response)
+        prefix_tokens = llm.tokenize(prefix.encode("utf-8"), add_bos=False, special=True)
+        row_tokens = llm.tokenize(row.encode("utf-8"), add_bos=False, special=True)
         generations: list[Generation] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         started = time.perf_counter()
-        for i in range(n):
-            past_deadline = _Deadline(self.time_limit)
-
-            try:
-                with lock:
+        with lock:  # the whole row: samples of other rows must not interleave
+            # Every row starts from the same state, the fixed prefix's KV cache and nothing
+            # after it, so its questions never depend on which rows came before.
+            _rewind_to_prefix(llm, prefix_tokens)
+            for i in range(n):
+                past_deadline = _Deadline(self.time_limit)
+                try:
                     out = llm.create_completion(
-                        prompt,
+                        prefix_tokens + row_tokens,
                         temperature=self.temperature,
                         seed=self.seed + i,
                         grammar=grammar,
@@ -202,20 +226,23 @@ class SmolLMGenerator:
                         stopping_criteria=StoppingCriteriaList([past_deadline]),
                         stop=["<|im_end|>"],
                     )
-            except Exception as exc:  # llama.cpp errors are plain exceptions
-                generations.append(Generation("", None, f"llama.cpp failed: {exc}"))
-                continue
-            text = (out["choices"][0].get("text") or "").strip()
-            for key in usage:
-                usage[key] += int(out.get("usage", {}).get(key, 0))
-            if past_deadline.expired:
-                generations.append(Generation("", None, f"cut off after {self.time_limit:g} s"))
-            elif not text.endswith("?"):
-                generations.append(
-                    Generation("", None, f"hit the {self.max_tokens}-token cap before a question")
-                )
-            else:
-                generations.append(Generation(text, None))
+                except Exception as exc:  # llama.cpp errors are plain exceptions
+                    generations.append(Generation("", None, f"llama.cpp failed: {exc}"))
+                    _rewind_to_prefix(llm, prefix_tokens, force=True)
+                    continue
+                text = (out["choices"][0].get("text") or "").strip()
+                for key in usage:
+                    usage[key] += int(out.get("usage", {}).get(key, 0))
+                if past_deadline.expired:
+                    generations.append(Generation("", None, f"cut off after {self.time_limit:g} s"))
+                elif not text.endswith("?"):
+                    generations.append(
+                        Generation(
+                            "", None, f"hit the {self.max_tokens}-token cap before a question"
+                        )
+                    )
+                else:
+                    generations.append(Generation(text, None))
         if not generations:
             raise GenerationError("no generations requested")
         transient = ("cut off", "llama.cpp failed")
