@@ -1,0 +1,174 @@
+"""Runs: every scored dataset, saved with its settings, results and embeddings."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import streamlit as st
+
+from relevancy._errors import RelevancyError
+from relevancy.dashboard.state import get_store, list_runs, set_active_run
+from relevancy.dashboard.ui import esc, fmt, setup_page
+from relevancy.store import import_demo
+
+settings = setup_page(
+    "Runs",
+    "💾",
+    "Saved runs: reopen, rename, delete, resume, and export as CSV, JSON, Parquet or a report.",
+)
+store = get_store()
+if "runs_flash" in st.session_state:
+    st.success(st.session_state.pop("runs_flash"), icon="✅")
+
+runs = list_runs()
+size = sum(p.stat().st_size for p in store.path.parent.glob(store.path.name + "*") if p.is_file())
+st.caption(f"Store: `{store.path}` · {len(runs)} run(s) · {size / 1e6:.1f} MB")
+
+if not runs:
+    st.info("No saved runs. Score a dataset on the **Dataset** page, or load the demo.", icon="🗂️")
+    if st.button("Load the demo run", key="runs_demo"):
+        import_demo(store, force=True)
+        st.rerun()
+    st.stop()
+
+
+def _models(settings_: dict) -> str:
+    llm = settings_.get("llm_name") or settings_.get("llm", "")
+    emb = settings_.get("embeddings_name") or settings_.get("embeddings", "")
+    return f"{llm} + {emb}"
+
+
+table = pd.DataFrame(
+    [
+        {
+            "id": r.id,
+            "name": r.name,
+            "created": r.created.replace("T", " ")[:16],
+            "status": r.status,
+            "rows": f"{r.n_scored}/{r.n_rows}",
+            "mean": None if math.isnan(r.mean) else r.mean,
+            "models": _models(r.settings),
+            "strictness": r.settings.get("strictness"),
+            "source": r.source,
+        }
+        for r in runs
+    ]
+)
+st.dataframe(
+    table,
+    hide_index=True,
+    key="runs_table",
+    column_config={
+        "id": st.column_config.NumberColumn("#", width="small"),
+        "mean": st.column_config.NumberColumn("mean score", format="%.3f"),
+        "name": st.column_config.TextColumn(width="medium"),
+    },
+)
+
+labels = {r.id: r.label for r in runs}
+default = st.session_state.get("active_run", runs[0].id)
+ids = list(labels)
+run_id = st.selectbox(
+    "Run",
+    ids,
+    index=ids.index(default) if default in ids else 0,
+    format_func=labels.get,
+    key="runs_pick",
+)
+info = next(r for r in runs if r.id == run_id)
+
+with st.container(border=True):
+    st.markdown(f"#### {esc(info.name)}")
+    c = st.columns(4)
+    c[0].metric("Rows scored", f"{info.n_scored} / {info.n_rows}", border=True)
+    c[1].metric("Mean score", fmt(info.mean), border=True)
+    c[2].metric("Status", info.status, border=True)
+    c[3].metric("Strictness", str(info.settings.get("strictness", "?")), border=True)
+    st.caption(
+        f"Created {info.created} · source {esc(info.source or '?')} · {esc(_models(info.settings))}"
+        f" · noncommittal {esc(info.settings.get('noncommittal', '?'))}"
+    )
+    with st.expander("Settings saved with this run (never any API key)"):
+        st.json(info.settings)
+
+    a1, a2, a3 = st.columns(3)
+    with a1:
+        if st.button("Open in the dashboard", icon="📂", key="runs_open", type="primary"):
+            set_active_run(info.id)
+            st.switch_page("pages/1_Dataset.py")
+        if not info.complete and st.button(
+            f"Resume ({info.n_rows - info.n_scored} rows left)", icon="⏯️", key="runs_resume"
+        ):
+            set_active_run(info.id)
+            st.switch_page("pages/1_Dataset.py")
+    with a2:
+        new_name = st.text_input("New name", value=info.name, key=f"runs_name_{info.id}")
+        if st.button("Rename", icon="✏️", key="runs_rename"):
+            try:
+                store.rename(info.id, new_name)
+            except RelevancyError as exc:
+                st.error(esc(exc))
+            else:
+                st.session_state["runs_flash"] = f"Renamed run #{info.id}."
+                st.rerun()
+    with a3:
+        sure = st.checkbox("Yes, delete this run for good", key=f"runs_sure_{info.id}")
+        if st.button("Delete", icon="🗑️", key="runs_delete", disabled=not sure):
+            store.delete(info.id)
+            if st.session_state.get("active_run") == info.id:
+                st.session_state.pop("active_run", None)
+            st.session_state["runs_flash"] = f"Deleted run #{info.id}."
+            st.rerun()
+
+st.subheader("Export", anchor=False)
+if not info.n_scored:
+    st.info("Nothing to export yet: this run has no scored rows.")
+    st.stop()
+slug = re.sub(r"[^A-Za-z0-9._-]+", "-", info.name).strip("-")[:60] or f"run-{info.id}"
+
+
+@st.cache_data(show_spinner="Preparing the export…", max_entries=16)
+def _export(store_path: str, run_id: int, version: str, fmt_: str, threshold: float) -> bytes:
+    return store.export_bytes(run_id, fmt_, threshold=threshold)
+
+
+version = store.version(info.id)
+e = st.columns(4)
+mimes = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "parquet": "application/octet-stream",
+}
+for col, fmt_ in zip(e, ("csv", "json", "parquet")):
+    with col:
+        st.download_button(
+            f"{fmt_.upper()}",
+            data=_export(str(store.path), info.id, version, fmt_, settings.threshold),
+            file_name=f"{slug}.{fmt_}",
+            mime=mimes[fmt_],
+            icon="⬇️",
+            key=f"runs_dl_{fmt_}",
+            width="stretch",
+        )
+with e[3]:
+    if st.session_state.get("runs_report_for") == (info.id, version, settings.threshold):
+        st.download_button(
+            "HTML report",
+            data=_export(str(store.path), info.id, version, "html", settings.threshold),
+            file_name=f"{slug}.html",
+            mime="text/html",
+            icon="⬇️",
+            key="runs_dl_html",
+            type="primary",
+            width="stretch",
+        )
+    elif st.button("Build HTML report", icon="📄", key="runs_build_report", width="stretch"):
+        st.session_state["runs_report_for"] = (info.id, version, settings.threshold)
+        st.rerun()
+st.caption(
+    "CSV/JSON/Parquet hold one row per answer with its score, generated questions and "
+    "similarities (spreadsheet formulas are defused in CSV). The HTML report is a single "
+    "offline file with the summary, charts and lowest rows."
+)

@@ -1,0 +1,131 @@
+"""Paired comparison of two answer variants (or two runs) on the same questions.
+
+Rows are paired on ``user_input`` (and ``id`` when both sides have one); when a key repeats
+within one side, its k-th occurrence pairs with the k-th occurrence on the other side. The
+difference is always ``B - A``: positive means B is more relevant. A pair is a tie when the
+difference is within ``tie_margin``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from relevancy._errors import InputError
+from relevancy._stats import bootstrap_ci
+
+__all__ = ["pair_rows", "pair_variants", "pair_runs", "summarize_pairs", "outcome"]
+
+_CARRY = (
+    "row",
+    "response",
+    "score",
+    "noncommittal",
+    "generated_questions",
+    "similarities",
+    "error",
+)
+
+
+def outcome(diff: float, tie_margin: float = 0.02) -> str:
+    """``"win"`` (B better), ``"loss"`` (B worse), ``"tie"`` or ``"n/a"`` when a side is NaN."""
+    if diff is None or (isinstance(diff, float) and math.isnan(diff)):
+        return "n/a"
+    if diff > tie_margin:
+        return "win"
+    if diff < -tie_margin:
+        return "loss"
+    return "tie"
+
+
+def _keyed(frame: pd.DataFrame, use_id: bool) -> pd.DataFrame:
+    if "user_input" not in frame.columns or "score" not in frame.columns:
+        raise InputError("comparison needs scored rows with user_input and score columns")
+    out = frame.copy()
+    out["_key"] = out["user_input"].astype(str)
+    if use_id:
+        out["_key"] = out["id"].astype(str) + "\x1f" + out["_key"]
+    out["_occ"] = out.groupby("_key").cumcount()
+    return out
+
+
+def pair_rows(a: pd.DataFrame, b: pd.DataFrame, *, tie_margin: float = 0.02) -> pd.DataFrame:
+    """Pair the rows of two scored tables; one output row per pair.
+
+    Columns: ``user_input``, ``id`` (if any), ``score_a``, ``score_b``, ``diff`` (B - A),
+    ``outcome``, and ``row``/``response``/``noncommittal``/``generated_questions``/
+    ``similarities``/``error`` with ``_a`` and ``_b`` suffixes.
+    """
+    use_id = "id" in a.columns and "id" in b.columns
+    ka, kb = _keyed(a, use_id), _keyed(b, use_id)
+    keep = ["_key", "_occ", "user_input"] + (["id"] if use_id else [])
+    left = ka[keep + [c for c in _CARRY if c in ka.columns]]
+    right = kb[["_key", "_occ"] + [c for c in _CARRY if c in kb.columns]]
+    paired = left.merge(right, on=["_key", "_occ"], suffixes=("_a", "_b"), how="inner")
+    paired = paired.drop(columns=["_key", "_occ"]).reset_index(drop=True)
+    paired["score_a"] = pd.to_numeric(paired["score_a"], errors="coerce").astype(float)
+    paired["score_b"] = pd.to_numeric(paired["score_b"], errors="coerce").astype(float)
+    paired["diff"] = paired["score_b"] - paired["score_a"]
+    paired["outcome"] = [outcome(d, tie_margin) for d in paired["diff"]]
+    return paired
+
+
+def pair_variants(
+    frame: pd.DataFrame,
+    variant_a: Any,
+    variant_b: Any,
+    *,
+    column: str = "variant",
+    tie_margin: float = 0.02,
+) -> pd.DataFrame:
+    """Pair the rows of ``variant_a`` with those of ``variant_b`` in one table."""
+    if column not in frame.columns:
+        raise InputError(f"no {column!r} column to compare variants on")
+    values = frame[column].astype(str)
+    a = frame[values == str(variant_a)]
+    b = frame[values == str(variant_b)]
+    return pair_rows(a, b, tie_margin=tie_margin)
+
+
+def pair_runs(
+    frame_a: pd.DataFrame,
+    frame_b: pd.DataFrame,
+    *,
+    variant: Any = None,
+    column: str = "variant",
+    tie_margin: float = 0.02,
+) -> pd.DataFrame:
+    """Pair two runs (optionally restricted to one variant present in both)."""
+    if variant is not None and column in frame_a.columns and column in frame_b.columns:
+        frame_a = frame_a[frame_a[column].astype(str) == str(variant)]
+        frame_b = frame_b[frame_b[column].astype(str) == str(variant)]
+    return pair_rows(frame_a, frame_b, tie_margin=tie_margin)
+
+
+def summarize_pairs(
+    paired: pd.DataFrame, *, tie_margin: float = 0.02, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Counts of wins/ties/losses (B vs A), the mean difference and its bootstrap CI."""
+    diffs = paired["diff"].to_numpy(dtype=float) if len(paired) else np.zeros(0)
+    mask = np.isfinite(diffs)
+    finite = diffs[mask]
+    nan = float("nan")
+    lo, hi = bootstrap_ci(finite, confidence=confidence)
+    outcomes = [outcome(d, tie_margin) for d in diffs]
+    return {
+        "pairs": int(diffs.size),
+        "compared": int(finite.size),
+        "nan_pairs": int(diffs.size - finite.size),
+        "wins": outcomes.count("win"),
+        "ties": outcomes.count("tie"),
+        "losses": outcomes.count("loss"),
+        "mean_a": float(paired["score_a"].to_numpy(float)[mask].mean()) if finite.size else nan,
+        "mean_b": float(paired["score_b"].to_numpy(float)[mask].mean()) if finite.size else nan,
+        "mean_diff": float(finite.mean()) if finite.size else float("nan"),
+        "ci_low": lo,
+        "ci_high": hi,
+        "tie_margin": tie_margin,
+    }

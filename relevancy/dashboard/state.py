@@ -1,0 +1,108 @@
+"""Session state, the run store and cached run loading shared by every page.
+
+Keys: shared settings are ``sb_*`` plus ``active_run``; each page prefixes its own keys
+(``home_``, ``ds_``, ``dist_``, ``emb_``, ``cmp_``, ``runs_``). A widget whose value must
+survive page switches is bound with :func:`bind`: its value lives under the plain key and
+the widget uses ``_w_<key>``, re-seeded on every run (Streamlit forgets the state of widgets
+that a page does not draw).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from relevancy.store import RunData, RunInfo, RunStore, default_store_path, import_demo
+
+__all__ = [
+    "bind",
+    "get_store",
+    "store_path",
+    "list_runs",
+    "active_run",
+    "set_active_run",
+    "load_run",
+    "load_run_data",
+]
+
+
+def _sync(key: str) -> None:
+    st.session_state[key] = st.session_state[f"_w_{key}"]
+
+
+def bind(key: str, default: Any, *, options: list[Any] | None = None) -> dict[str, Any]:
+    """Widget kwargs (``key``, ``on_change``, ``args``) for a value that outlives the page.
+
+    With ``options``, a stored value that is no longer among them falls back to ``default``.
+    """
+    if key not in st.session_state or (
+        options is not None and st.session_state[key] not in options
+    ):
+        st.session_state[key] = default
+    st.session_state[f"_w_{key}"] = st.session_state[key]
+    return {"key": f"_w_{key}", "on_change": _sync, "args": (key,)}
+
+
+def store_path() -> str:
+    return str(st.session_state.get("sb_store") or default_store_path())
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> RunStore:
+    store = RunStore(path)
+    import_demo(store)  # once per store: the precomputed demo as a first run
+    return store
+
+
+def get_store() -> RunStore:
+    """The run store at the configured location (created, with the demo, on first use)."""
+    return _store(store_path())
+
+
+def list_runs() -> list[RunInfo]:
+    return get_store().list_runs()
+
+
+def active_run(runs: list[RunInfo] | None = None) -> RunInfo | None:
+    """The run the pages show (the sidebar picks it); the newest when none was picked."""
+    runs = list_runs() if runs is None else runs
+    if not runs:
+        return None
+    chosen = st.session_state.get("active_run")
+    for info in runs:
+        if info.id == chosen:
+            return info
+    st.session_state["active_run"] = runs[0].id
+    return runs[0]
+
+
+def set_active_run(run_id: int) -> None:
+    st.session_state["active_run"] = int(run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=12)
+def _load(path: str, run_id: int, version: str) -> RunData:
+    return RunStore(path).load_run(run_id)
+
+
+def load_run(run_id: int) -> RunData:
+    """A run's inputs, scored rows and results (cached until the run changes)."""
+    store = get_store()
+    return _load(str(store.path), int(run_id), store.version(run_id))
+
+
+def load_run_data() -> RunData | None:
+    """The active run's data, or ``None`` (with a message) when there is none to show."""
+    info = active_run()
+    if info is None:
+        st.info("No saved runs yet: score a dataset on the **Dataset** page.", icon="🗂️")
+        return None
+    data = load_run(info.id)
+    if data.frame.empty:
+        st.info(
+            f"Run **{info.name}** has no scored rows yet: resume it on the **Dataset** page.",
+            icon="⏳",
+        )
+        return None
+    return data

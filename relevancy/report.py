@@ -1,0 +1,207 @@
+"""A self-contained HTML report of a run: summary statistics, charts, lowest rows.
+
+The file works offline: plotly's JavaScript is inlined once, there are no external links, and
+every piece of user text (run name, questions, answers, generated questions) is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from relevancy._stats import summarize
+
+__all__ = ["build_report", "summary_table"]
+
+_CSS = """
+body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2937;
+       margin: 0; background: #f4f6fb; }
+main { max-width: 1100px; margin: 0 auto; padding: 32px 24px 64px; }
+header { background: linear-gradient(120deg, #4f46e5, #0ea5e9); color: white;
+         padding: 28px 24px; }
+header h1 { margin: 0 0 6px; font-size: 26px; }
+header p { margin: 0; opacity: .9; }
+section { background: white; border-radius: 12px; padding: 20px 24px; margin: 20px 0;
+          box-shadow: 0 1px 3px rgba(15, 23, 42, .08); }
+h2 { font-size: 18px; margin: 0 0 12px; }
+table { border-collapse: collapse; width: 100%; font-size: 14px; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e5e7eb;
+         vertical-align: top; }
+th { background: #f8fafc; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.cards { display: flex; gap: 12px; flex-wrap: wrap; }
+.card { flex: 1 1 150px; background: #f8fafc; border-radius: 10px; padding: 12px 16px; }
+.card .v { font-size: 24px; font-weight: 700; }
+.card .l { font-size: 12px; color: #6b7280; text-transform: uppercase; letter-spacing: .04em; }
+.muted { color: #6b7280; font-size: 13px; }
+.score { font-weight: 700; padding: 2px 8px; border-radius: 999px; color: white; }
+ul.q { margin: 0; padding-left: 18px; }
+"""
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return html.escape(str(x))
+    return "–" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def summary_table(frame: pd.DataFrame, *, threshold: float, by: str | None = None) -> pd.DataFrame:
+    """Summary statistics overall and per group (rows, NaN, mean, 95% CI, median, % below)."""
+    groups: list[tuple[str, pd.DataFrame]] = [("all rows", frame)]
+    if by and by in frame.columns and frame[by].nunique() > 1:
+        groups += [(str(k), g) for k, g in frame.groupby(frame[by].astype(str), sort=True)]
+    rows = []
+    for name, part in groups:
+        s = summarize(pd.to_numeric(part["score"], errors="coerce").tolist(), threshold=threshold)
+        rows.append(
+            {
+                "group": name,
+                "rows": s["rows"],
+                "NaN": s["nan"],
+                "mean": s["mean"],
+                "ci_low": s["ci_low"],
+                "ci_high": s["ci_high"],
+                "median": s["median"],
+                "below": s["below_threshold"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _figure_html(fig: Any, first: bool) -> str:
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=bool(first),
+        config={"displaylogo": False, "responsive": True},
+    )
+
+
+def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
+    """HTML text of the report for a :class:`relevancy.store.RunData`."""
+    from relevancy.dashboard import charts
+
+    info, frame = data.info, data.frame
+    by = "variant" if "variant" in frame.columns and frame["variant"].nunique() > 1 else None
+    stats = summary_table(frame, threshold=threshold, by=by)
+    overall = stats.iloc[0] if len(stats) else None
+    settings = info.settings
+    e = html.escape
+
+    parts: list[str] = []
+    parts.append(
+        "<header><main style='padding:0'>"
+        f"<h1>Answer Relevancy report · {e(info.name)}</h1>"
+        f"<p>Run #{info.id} · created {e(info.created)} · {info.n_scored} of {info.n_rows} rows "
+        f"scored · generator {e(str(settings.get('llm_name') or settings.get('llm', '?')))} · "
+        f"embeddings {e(str(settings.get('embeddings_name') or settings.get('embeddings', '?')))}"
+        f" · strictness {e(str(settings.get('strictness', '?')))}</p>"
+        "</main></header><main>"
+    )
+    if overall is not None:
+        parts.append(
+            "<section><h2>Summary</h2><div class='cards'>"
+            f"<div class='card'><div class='l'>mean score</div><div class='v'>{_f(overall['mean'])}"
+            f"</div><div class='muted'>95% CI [{_f(overall['ci_low'])}, {_f(overall['ci_high'])}]"
+            "</div></div>"
+            f"<div class='card'><div class='l'>median</div><div class='v'>{_f(overall['median'])}"
+            "</div></div>"
+            f"<div class='card'><div class='l'>below {threshold:.2f}</div>"
+            f"<div class='v'>{_pct(overall['below'])}</div></div>"
+            f"<div class='card'><div class='l'>rows · NaN</div><div class='v'>{overall['rows']}"
+            f" · {overall['NaN']}</div></div></div>"
+        )
+        head = "".join(
+            f"<th>{h}</th>"
+            for h in ("group", "rows", "NaN", "mean", "95% CI", "median", f"below {threshold:.2f}")
+        )
+        body = "".join(
+            f"<tr><td>{e(str(r['group']))}</td><td class='num'>{r['rows']}</td>"
+            f"<td class='num'>{r['NaN']}</td><td class='num'>{_f(r['mean'])}</td>"
+            f"<td class='num'>[{_f(r['ci_low'])}, {_f(r['ci_high'])}]</td>"
+            f"<td class='num'>{_f(r['median'])}</td><td class='num'>{_pct(r['below'])}</td></tr>"
+            for _, r in stats.iterrows()
+        )
+        parts.append(
+            f"<p class='muted'>Answer Relevancy is the mean cosine similarity between the "
+            "user's question and questions an LLM rebuilt from the answer (0 for noncommittal "
+            "answers). Scores near 1 mean the answer addresses the question; below "
+            f"{threshold:.2f} is counted as low.</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
+        )
+
+    figures = []
+    if len(frame):
+        figures.append(("Distribution", charts.score_histogram(frame, threshold=threshold, by=by)))
+        figures.append(("Spread", charts.score_box(frame, threshold=threshold, by=by)))
+        figures.append(
+            ("Cumulative share (ECDF)", charts.score_ecdf(frame, threshold=threshold, by=by))
+        )
+    if by:
+        from relevancy.compare import pair_variants, summarize_pairs
+
+        names = sorted(frame["variant"].astype(str).unique())[:2]
+        paired = pair_variants(frame, names[0], names[1])
+        if len(paired):
+            summary = summarize_pairs(paired)
+            figures.append(
+                (
+                    f"{e(names[1])} vs {e(names[0])}: {summary['wins']} better, "
+                    f"{summary['ties']} ties, {summary['losses']} worse; mean difference "
+                    f"{_f(summary['mean_diff'])} [{_f(summary['ci_low'])}, "
+                    f"{_f(summary['ci_high'])}]",
+                    charts.ab_scatter(paired, label_a=names[0], label_b=names[1]),
+                )
+            )
+    for i, (title, fig) in enumerate(figures):
+        parts.append(f"<section><h2>{title}</h2>{_figure_html(fig, i == 0)}</section>")
+
+    if len(frame):
+        scores = pd.to_numeric(frame["score"], errors="coerce")
+        order = np.argsort(scores.fillna(-np.inf).to_numpy(), kind="stable")[:lowest]
+        rows_html = []
+        for pos in order:
+            r = frame.iloc[int(pos)]
+            try:
+                questions = json.loads(r.get("generated_questions") or "[]")
+                sims = json.loads(r.get("similarities") or "[]")
+            except (TypeError, ValueError):
+                questions, sims = [], []
+            qs = "".join(
+                f"<li>{e(str(q))} <span class='muted'>({_f(s, 2)})</span></li>"
+                for q, s in zip(questions, sims)
+            )
+            color = charts.score_color(r["score"])
+            variant = f"<br><span class='muted'>{e(str(r['variant']))}</span>" if by else ""
+            rows_html.append(
+                f"<tr><td class='num'><span class='score' style='background:{color}'>"
+                f"{_f(r['score'])}</span>{variant}</td><td>{e(str(r['user_input']))}</td>"
+                f"<td>{e(str(r['response']))}</td><td><ul class='q'>{qs}</ul>"
+                f"{'<span class=muted>' + e(str(r['error'])) + '</span>' if r.get('error') else ''}"
+                "</td></tr>"
+            )
+        parts.append(
+            f"<section><h2>Lowest {len(order)} rows</h2><table><thead><tr><th>score</th>"
+            "<th>question</th><th>answer</th><th>generated questions (similarity)</th></tr>"
+            f"</thead><tbody>{''.join(rows_html)}</tbody></table></section>"
+        )
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts.append(f"<p class='muted'>Generated by relevancy on {stamp}.</p></main>")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>Answer Relevancy · {e(info.name)}</title><style>{_CSS}</style></head><body>"
+        + "".join(parts)
+        + "</body></html>"
+    )

@@ -1,0 +1,255 @@
+"""End to end in headless Chromium against ``streamlit run app.py``.
+
+A newcomer's path: the home page with the demo loaded, upload a file and score it with the
+embedded models, see the results and open a row's drill-down, then the distributions, the
+embeddings map, a comparison of two variants and the saved runs. Each page is saved as a
+screenshot under ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+UPLOAD = (
+    "question,answer,variant\n"
+    'When was the first super bowl?,"The first superbowl was held on Jan 15, 1967.",baseline\n'
+    "When was the first super bowl?,The Super Bowl is a very popular American game.,candidate\n"
+    "What is the capital of Japan?,Tokyo is the capital of Japan.,baseline\n"
+    "What is the capital of Japan?,I'm not sure.,candidate\n"
+)
+
+
+def settle(page: Page, timeout: float = 120.0) -> None:
+    """Wait until the script run is over: no 'Running' widget, no skeleton, for a moment."""
+    page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout * 1000)
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        busy = (
+            page.locator('[data-testid="stStatusWidget"]').count()
+            + page.locator('[data-testid="stSkeleton"]').count()
+            + page.locator('[data-stale="true"]').count()
+        )
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.2:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the app kept running")
+
+
+def open_page(page: Page, url: str, path: str = "") -> None:
+    page.goto(f"{url}/{path}")
+    settle(page)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def shot(page: Page, name: str) -> Path:
+    """A screenshot of the whole page (the viewport is grown to the content's height)."""
+    settle(page)
+    height = page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+        " return m ? m.scrollHeight : document.body.scrollHeight; }"
+    )
+    page.set_viewport_size({"width": 1400, "height": max(900, min(int(height) + 40, 7000))})
+    time.sleep(0.8)  # let plotly re-layout to the new size
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    return path
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    """Choose ``option`` in the selectbox labelled ``label``."""
+    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("option").filter(has_text=option).first.click()
+    settle(page)
+
+
+def test_home_with_the_demo_loaded(page: Page, app_url: str):
+    open_page(page, app_url)
+    expect(page.get_by_text("Active run:")).to_be_visible()
+    expect(page.get_by_text("Demo (embedded default)").first).to_be_visible()
+    expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("0.448")
+    # the precomputed example is explained without running anything
+    expect(page.locator('[data-testid="stPlotlyChart"]')).to_have_count(2)
+    expect(page.get_by_text("Part of the question may be unanswered")).to_be_visible()
+    expect(page.locator(".rel-shaded").first).to_be_visible()
+    # edit an answer and score both live with the embedded models
+    page.get_by_role("textbox", name="Answer B").fill(
+        "Paris is the capital of France, which is in Europe."
+    )
+    page.get_by_test_id("stBaseButton-primary").filter(has_text="Score").click()
+    expect(page.get_by_text("Scored", exact=True)).to_be_visible(timeout=120_000)
+    settle(page)
+    expect(page.get_by_text("Showing the bundled precomputed result")).to_have_count(0)
+    expect(page.locator('[data-testid="stPlotlyChart"]')).to_have_count(2)
+    expect(page.get_by_text(re.compile(r"Score = \(")).nth(1)).to_be_visible()
+    shot(page, "01-home")
+
+
+def test_upload_score_and_drill_down(page: Page, app_url: str, tmp_path: Path):
+    open_page(page, app_url, "Dataset")
+    page.get_by_text("Score a new dataset").click()
+    csv = tmp_path / "two-variants.csv"
+    csv.write_text(UPLOAD, encoding="utf-8")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
+    settle(page)
+    expect(page.get_by_text("Preview · 4 rows")).to_be_visible()
+    expect(page.get_by_text("2 variant(s): baseline (2), candidate (2).")).to_be_visible()
+    name = page.get_by_label("Run name")
+    name.fill("Browser upload")
+    name.press("Enter")
+    settle(page)
+    page.get_by_role("button", name=re.compile("Score 4 rows")).click()
+    expect(page.get_by_text(re.compile(r"Scored 4 rows in"))).to_be_visible(timeout=180_000)
+    settle(page)
+    expect(page.get_by_role("heading", name="Results · Browser upload")).to_be_visible()
+    table = page.locator('[data-testid="stDataFrame"]').last
+    expect(table).to_be_visible()
+    expect(page.get_by_text("4 of 4 rows", exact=True)).to_be_visible()
+    # select the second row in the grid: the drill-down follows the selection
+    inspect = page.get_by_role("combobox", name="Row to inspect")
+    before = inspect.input_value()
+    assert before.startswith("row ")
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 + 17)  # header, row 1, then row 2
+    settle(page)
+    expect(inspect).not_to_have_value(before)
+    expect(page.get_by_text("Generated questions and their similarity").first).to_be_visible()
+    expect(page.locator(".rel-shaded").first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Score = \(")).first).to_be_visible()
+    shot(page, "02-dataset-results-drilldown")
+
+
+def test_distributions(page: Page, app_url: str):
+    open_page(page, app_url, "Distributions")
+    expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+    expect(page.get_by_text("Summary statistics")).to_be_visible()
+    shot(page, "03-distributions")
+
+
+def test_embeddings_map(page: Page, app_url: str):
+    open_page(page, app_url, "Embeddings")
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    expect(chart.locator(".main-svg").first).to_be_visible()
+    expect(chart.locator(".scatterlayer .point").first).to_be_attached()
+    expect(page.get_by_text("original questions").first).to_be_visible()
+    # lasso a generated question: its row opens below the map
+    row = page.get_by_role("combobox", name="Row", exact=True)
+    before = row.input_value()
+    points = chart.locator(".scatterlayer .trace .point")
+    point = points.nth(points.count() - 1)
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    assert box is not None
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx - 10, cy - 10)
+    page.mouse.down()
+    for dx, dy in ((10, -10), (10, 10), (-10, 10), (-10, -10)):
+        page.mouse.move(cx + dx, cy + dy, steps=4)
+    page.mouse.up()
+    settle(page)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    expect(row).not_to_have_value(before)
+    expect(page.get_by_text("Generated questions and their similarity").first).to_be_visible()
+    shot(page, "04-embeddings")
+    page.locator('[data-testid="stButtonGroup"] button').filter(has_text="3D").click()
+    settle(page)
+    expect(page.locator('[data-testid="stPlotlyChart"] .gl-container').first).to_be_attached()
+
+
+def test_compare_two_variants(page: Page, app_url: str):
+    open_page(page, app_url, "Compare")
+    # the uploaded run (newest) is active: baseline vs candidate
+    expect(page.get_by_text("Pairs", exact=True)).to_be_visible()
+    metrics = page.locator('[data-testid="stMetricValue"]')
+    expect(metrics.first).to_have_text("2")
+    expect(page.get_by_text("Biggest regressions")).to_be_visible()
+    shot(page, "05-compare-upload")
+    # the demo run: 24 pairs of prompt-A vs prompt-B
+    pick(page, "Active run", "Demo (embedded default)")
+    expect(metrics.first).to_have_text("24")
+    expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+    shot(page, "06-compare-demo")
+
+
+def test_runs_page(page: Page, app_url: str):
+    open_page(page, app_url, "Runs")
+    # the newest run is selected: the upload when the whole module runs, else the demo
+    run = page.get_by_role("combobox", name="Run", exact=True).input_value()
+    assert re.match(r"#\d+ · (Browser upload|Demo \(embedded default\))", run), run
+    expect(page.get_by_role("heading", level=4).first).to_be_visible()
+    expect(page.get_by_role("button", name="CSV", exact=True)).to_be_visible()
+    page.get_by_role("button", name=re.compile("Build HTML report")).click()
+    settle(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML report", exact=True).click()
+    report = ARTIFACTS / "report.html"
+    download.value.save_as(report)
+    text = report.read_text(encoding="utf-8")
+    assert "<!DOCTYPE html>" in text and "plotly" in text
+    shot(page, "07-runs")
+
+
+def _scored_per_run(store: Path) -> dict[str, int]:
+    with sqlite3.connect(store) as db:
+        return dict(
+            db.execute(
+                "SELECT r.name, COUNT(x.result) FROM runs r JOIN rows x ON x.run_id = r.id "
+                "GROUP BY r.id"
+            ).fetchall()
+        )
+
+
+def test_cancel_keeps_what_was_scored_then_resume_is_offered(
+    page: Page, app_url: str, app_home: Path
+):
+    """Runs last: it leaves a partial run behind."""
+    open_page(page, app_url, "Dataset")
+    page.get_by_text("Score a new dataset").click()
+    page.locator('[data-testid="stButtonGroup"] button').filter(has_text="Bundled demo").click()
+    settle(page)
+    name = page.get_by_label("Run name")
+    name.fill("Cancelled demo")
+    name.press("Enter")
+    settle(page)
+    page.get_by_role("button", name=re.compile("Score 48 rows")).click()
+    # wait for the first rows to be saved, then cancel
+    expect(page.get_by_text(re.compile(r"Scored \d+ of 48 rows"))).to_be_visible(timeout=120_000)
+    page.get_by_role("button", name=re.compile("Cancel")).click()
+    settle(page)
+    expect(page.get_by_text("Scoring stopped.")).to_be_visible()
+    partial = page.get_by_text(re.compile(r"Run Cancelled demo is partial: \d+ of 48 rows scored"))
+    expect(partial).to_be_visible()
+    scored = int(re.search(r"(\d+) of 48", partial.inner_text()).group(1))
+    assert 0 < scored < 48
+    expect(page.get_by_role("button", name=f"Resume ({48 - scored} rows left)")).to_be_visible()
+    expect(page.get_by_text(f"{scored} of {scored} rows", exact=True)).to_be_visible()
+    shot(page, "08-dataset-cancelled")
+    # the rows in flight finish in the background, then nothing else is scored: no new run
+    # (a stale Score click must not restart the job) and the cancelled run stays partial
+    store = app_home / "runs.sqlite3"
+    last, stable_since = None, time.monotonic()
+    while time.monotonic() - stable_since < 4:
+        now = _scored_per_run(store)
+        if now != last:
+            last, stable_since = now, time.monotonic()
+        time.sleep(0.5)
+    assert last is not None
+    assert sum(1 for name in last if name == "Cancelled demo") == 1
+    assert scored <= last["Cancelled demo"] < 48

@@ -1,0 +1,374 @@
+"""Every dashboard page under Streamlit's AppTest: widgets set, files uploaded, runs scored.
+
+Most tests use the precomputed demo run (imported into the per-test store on first start);
+one scores an uploaded CSV with the real embedded models, one drives the OpenAI-compatible
+backend against the local fake server with a recognisable key and checks it never shows up.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from relevancy.store import DEMO_RUN_NAME, RunStore, default_store_path
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+DEMO = 1  # the demo is the first run of every fresh store
+FAKE_KEY = "sk-FAKE-dashboard-key-0123456789-DO-NOT-SHOW"
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    _ok(at)
+    return at
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _page(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"pages/{page}")
+    at.run()
+    _ok(at)
+    return at
+
+
+def _charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _values(v) -> list:
+    """A plotly array from a chart spec (plotly 6+ sends numpy arrays as base64 ``bdata``)."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def _table(at: AppTest, key: str, index: int = 0):
+    """A selectable dataframe by its key; a plain one (no id) by its position on the page."""
+    for d in at.dataframe:
+        if d.proto.id.endswith(f"-{key}"):
+            return d.value
+    return [d for d in at.dataframe if not d.proto.id][index].value
+
+
+def _element_texts(at: AppTest) -> str:
+    """Every rendered element's protobuf, as text (sidebar and main)."""
+    out: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            out.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(out)
+
+
+# --- home ---------------------------------------------------------------------------------
+def test_home_shows_demo_overview_and_precomputed_example():
+    at = _app()
+    assert any("Active run" in m.value for m in at.markdown)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Mean score"] == "0.448"
+    assert any("precomputed" in c.value for c in at.caption)
+    charts = _charts(at)
+    assert len(charts) == 2  # one similarity-bar chart per answer variant
+    assert all(
+        c["data"][0]["type"] == "bar" and len(_values(c["data"][0]["x"])) == 3 for c in charts
+    )
+    # picking another example refills the question and both answers
+    at.selectbox(key="_w_home_example").set_value("When was the first super bowl?").run()
+    _ok(at)
+    assert at.text_area(key="home_question").value == "When was the first super bowl?"
+    assert "1967" in at.text_area(key="home_answer_0").value
+    assert len(_charts(at)) == 2
+
+
+# --- dataset ------------------------------------------------------------------------------
+def test_dataset_results_filters_and_drilldown():
+    at = _page(_app(), "1_Dataset.py")
+    table = _table(at, f"ds_table_{DEMO}")
+    assert len(table) == 48
+    assert table["score"].is_monotonic_increasing  # lowest first by default
+    at.toggle(key="ds_only_low").set_value(True).run()
+    low = _table(at, f"ds_table_{DEMO}")
+    assert 0 < len(low) < 48 and (low["score"] < 0.5).all()
+    at.toggle(key="ds_only_low").set_value(False)
+    at.text_input(key="ds_search").input("SUPERBOWL").run()  # case-insensitive, answers too
+    found = _table(at, f"ds_table_{DEMO}")
+    assert list(found["question"]) == ["When was the first super bowl?"]
+    at.text_input(key="ds_search").input("")
+    at.multiselect(key="ds_variants").set_value(["prompt-B"]).run()
+    assert set(_table(at, f"ds_table_{DEMO}")["variant"]) == {"prompt-B"}
+    at.selectbox(key="ds_nc").set_value("yes").run()
+    _ok(at)
+    assert any("No row matches" in i.value for i in at.info)  # no evasive answer flagged in B
+    at.selectbox(key="ds_nc").set_value("all")
+    at.multiselect(key="ds_variants").set_value([]).run()  # none chosen: all variants
+    at.selectbox(key=f"ds_inspect_{DEMO}").set_value(0).run()  # row 0: the France partial answer
+    _ok(at)
+    bars = _charts(at)[-1]["data"][0]
+    assert bars["type"] == "bar" and len(_values(bars["x"])) == 3
+    assert any("Part of the question may be unanswered" in i.value for i in at.info)
+
+
+def test_dataset_validation_messages_for_a_bad_upload():
+    at = _page(_app(), "1_Dataset.py")
+    at.file_uploader(key="ds_upload").upload("notes.csv", b"title,body\nx,y\n", "text/csv").run()
+    _ok(at)
+    assert any("Choose the column that holds the question" in e.value for e in at.error)
+    assert at.button(key="ds_score").disabled
+    # map the columns by hand: the errors go away
+    at.selectbox(key="ds_map_user_input").set_value("title")
+    at.selectbox(key="ds_map_response").set_value("body").run()
+    _ok(at)
+    assert not at.error and not at.button(key="ds_score").disabled
+    at.file_uploader(key="ds_upload").upload("bad.json", b"{not json", "application/json").run()
+    assert any("Cannot read this file" in e.value for e in at.error)
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_dataset_upload_and_score_with_the_embedded_models():
+    at = _page(_app(), "1_Dataset.py")
+    csv = (
+        b"question,answer,variant\n"
+        b'When was the first super bowl?,"The first superbowl was held on Jan 15, 1967",v1\n'
+        b"What is the capital of Japan?,Tokyo is the capital of Japan.,v1\n"
+        b"How do vaccines work?,I don't know.,v1\n"
+    )
+    at.file_uploader(key="ds_upload").upload("three.csv", csv, "text/csv").run()
+    _ok(at)
+    assert len(_table(at, "ds_preview")) == 3
+    at.text_input(key="ds_run_name").input("three rows")
+    at.button(key="ds_score").click().run()
+    _ok(at)
+    assert any("Scored 3 rows" in s.value for s in at.success)
+    table = _table(at, "ds_table_2")
+    assert len(table) == 3 and table["score"].notna().all()
+    assert table["score"].min() < 0.3  # "I don't know." is noncommittal (or far off topic)
+    runs = RunStore(default_store_path()).list_runs()
+    assert [r.name for r in runs] == ["three rows", DEMO_RUN_NAME]
+    assert runs[0].complete and runs[0].settings["backend"] == "embedded"
+    # the new run is the active one everywhere
+    assert at.selectbox(key="_w_active_run").value == runs[0].id
+
+
+def test_resume_a_partial_run(monkeypatch):
+    """A run cut short keeps its rows; Resume scores only the missing ones."""
+    at = _app()
+    store = RunStore(default_store_path())
+    demo = store.load_run(store.list_runs()[0].id)
+    run_id = store.create_run("partial", {"backend": "embedded"}, demo.inputs.head(4))
+    store.append_results(run_id, [(0, demo.results[0]), (2, demo.results[2])])
+
+    class FakeMetric:
+        concurrency = 2
+        calls: list[list[str]] = []
+
+        def score_many(self, frame, on_result=None, **_):
+            FakeMetric.calls.append(list(frame["user_input"]))
+            out = []
+            for i, (u, r) in enumerate(zip(frame["user_input"], frame["response"])):
+                result = next(x for x in demo.results if x.user_input == u and x.response == r)
+                on_result(i, result)
+                out.append(result)
+            return out
+
+    import relevancy.dashboard.sidebar as sidebar
+
+    monkeypatch.setattr(sidebar, "_build_metric", lambda *a, **k: FakeMetric())
+    at.session_state["active_run"] = run_id
+    _page(at, "1_Dataset.py")
+    assert any("partial: 2 of 4 rows" in i.value for i in at.info)
+    at.button(key="ds_resume").click().run()
+    _ok(at)
+    assert FakeMetric.calls == [[demo.inputs["user_input"][1], demo.inputs["user_input"][3]]]
+    assert store.get_run(run_id).complete
+    assert len(_table(at, f"ds_table_{run_id}")) == 4
+
+
+# --- distributions ------------------------------------------------------------------------
+def test_distributions_charts_and_summary():
+    at = _page(_app(), "2_Distributions.py")
+    charts = _charts(at)
+    assert [c["data"][0]["type"] for c in charts] == ["histogram", "box", "scatter"]
+    assert [t["name"] for t in charts[0]["data"]] == ["prompt-A", "prompt-B"]
+    assert any(s.get("x0") == 0.5 for s in charts[0]["layout"]["shapes"])  # threshold line
+    summary = _table(at, "dist_table")
+    assert list(summary["group"]) == ["all rows", "prompt-A", "prompt-B"]
+    assert list(summary["rows"]) == [48, 24, 24]
+    at.segmented_control(key="dist_split").set_value("none")
+    at.radio(key="dist_kind").set_value("violin").run()
+    _ok(at)
+    charts = _charts(at)
+    assert len(charts[0]["data"]) == 1 and charts[1]["data"][0]["type"] == "violin"
+    at.sidebar.slider(key="_w_sb_threshold").set_value(0.7).run()
+    _ok(at)
+    assert any(s.get("x0") == 0.7 for s in _charts(at)[0]["layout"]["shapes"])
+    assert "below 0.70" in _table(at, "dist_table").columns
+
+
+# --- embeddings ---------------------------------------------------------------------------
+def test_embeddings_projection_and_row_selection():
+    at = _page(_app(), "3_Embeddings.py")
+    chart = _charts(at)[0]
+    names = [t.get("name") for t in chart["data"]]
+    assert names == ["links", "generated questions", "original questions"]
+    assert len(_values(chart["data"][2]["x"])) == 24  # one diamond per distinct question
+    at.segmented_control(key="emb_color").set_value("variant").run()
+    assert [t.get("name") for t in _charts(at)[0]["data"]][1:3] == ["prompt-A", "prompt-B"]
+    at.segmented_control(key="emb_dims").set_value(3).run()
+    _ok(at)
+    assert {t["type"] for t in _charts(at)[0]["data"]} == {"scatter3d"}
+    at.segmented_control(key="emb_dims").set_value(2)
+    at.segmented_control(key="emb_method").set_value("tsne").run()
+    _ok(at)
+    assert _charts(at)[0]["data"][1]["type"] == "scatter"
+    at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
+    _ok(at)
+    assert any("row 5" in c.value for c in at.caption)
+    assert _charts(at)[-1]["data"][0]["type"] == "bar"
+
+
+# --- compare ------------------------------------------------------------------------------
+def test_compare_variants_and_regressions():
+    at = _page(_app(), "4_Compare.py")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Pairs"] == "24"
+    wins, ties, losses = (
+        int(metrics["prompt-B better"]),
+        int(metrics["Ties"]),
+        int(metrics["prompt-A better"]),
+    )
+    assert wins + ties + losses == 24 and losses > 0
+    charts = _charts(at)
+    assert {t.get("name") for t in charts[0]["data"] if t.get("mode") == "markers"} >= {
+        "prompt-B better",
+        "prompt-A better",
+    }
+    assert charts[1]["data"][0]["type"] == "histogram"
+    pairs = _table(at, "cmp_table")
+    assert len(pairs) == 24 and pairs["B − A"].is_monotonic_increasing
+    assert len(at.expander) >= 5  # the biggest regressions, side by side
+    # a wider tie margin turns small differences into ties
+    at.number_input(key="cmp_margin").set_value(0.2).run()
+    assert int({m.label: m.value for m in at.metric}["Ties"]) > ties
+    # swapping A and B swaps wins and losses
+    at.selectbox(key="cmp_a").set_value("prompt-B")
+    at.selectbox(key="cmp_b").set_value("prompt-A").run()
+    _ok(at)
+    at.segmented_control(key="cmp_mode").set_value("runs").run()
+    assert any("Only one run" in i.value for i in at.info)
+
+
+def test_compare_two_runs():
+    at = _app()
+    store = RunStore(default_store_path())
+    demo = store.load_run(store.list_runs()[0].id)
+    run_id = store.create_run("copy", {"backend": "embedded"}, demo.inputs)
+    store.append_results(run_id, enumerate(demo.results))
+    at = _page(at, "4_Compare.py")
+    at.segmented_control(key="cmp_mode").set_value("runs").run()
+    _ok(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Pairs"] == "48" and metrics["Ties"] == "48"
+    assert any("No regressions" in s.value for s in at.success)
+
+
+# --- runs ---------------------------------------------------------------------------------
+def test_runs_rename_export_delete():
+    at = _page(_app(), "5_Runs.py")
+    runs = _table(at, "runs_table")
+    assert list(runs["name"]) == [DEMO_RUN_NAME]
+    run_id = int(runs["id"][0])
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["CSV", "JSON", "PARQUET"]
+    at.button(key="runs_build_report").click().run()
+    _ok(at)
+    assert [b.proto.label for b in at.get("download_button")][-1] == "HTML report"
+    at.text_input(key=f"runs_name_{run_id}").input("Renamed <b>demo</b>")
+    at.button(key="runs_rename").click().run()
+    _ok(at)
+    assert list(_table(at, "runs_table")["name"]) == ["Renamed <b>demo</b>"]
+    assert any("Renamed run" in s.value for s in at.success)
+    assert at.button(key="runs_delete").disabled
+    at.checkbox(key=f"runs_sure_{run_id}").check().run()
+    at.button(key="runs_delete").click().run()
+    _ok(at)
+    assert any("No saved runs" in i.value for i in at.info)
+    at.button(key="runs_demo").click().run()
+    assert len(_table(at, "runs_table")) == 1
+
+
+# --- secrets ------------------------------------------------------------------------------
+def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
+    from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with OpenAICompatServer(api_key=FAKE_KEY) as srv:
+        at = _app()
+        at.sidebar.radio(key="_w_sb_backend").set_value("compatible").run()
+        at.sidebar.text_input(key="_w_sb_base_url").input(srv.base_url)
+        at.sidebar.text_input(key="_w_sb_llm_model").input(CHAT_MODEL)
+        at.sidebar.text_input(key="_w_sb_emb_model").input(EMBEDDING_MODEL).run()
+        _ok(at)
+        assert any("OPENAI_API_KEY" in c.value for c in at.sidebar.caption)
+        # score on Home with the API backend
+        at.button(key="home_score").click().run()
+        _ok(at)
+        assert len(_charts(at)) == 2
+        assert FAKE_KEY not in _element_texts(at)
+        # score the bundled demo on the Dataset page, then visit every page
+        _page(at, "1_Dataset.py")
+        at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
+        at.button(key="ds_score").click().run()
+        _ok(at)
+        assert any("Scored 48 rows" in s.value for s in at.success)
+        assert FAKE_KEY not in _element_texts(at)
+        for page in ("2_Distributions.py", "3_Embeddings.py", "4_Compare.py", "5_Runs.py"):
+            _page(at, page)
+            assert FAKE_KEY not in _element_texts(at), page
+        at.button(key="runs_build_report").click().run()
+        _ok(at)
+        assert FAKE_KEY not in _element_texts(at)
+    store = RunStore(default_store_path())
+    newest = store.list_runs()[0]
+    assert newest.settings["backend"] == "compatible"
+    assert newest.settings["key_source"] == "environment"
+    for path in store.path.parent.glob(store.path.name + "*"):
+        assert FAKE_KEY.encode() not in path.read_bytes()
+    with sqlite3.connect(store.path) as db:
+        dump = "\n".join(db.iterdump())
+    assert FAKE_KEY not in dump
+    for fmt in ("csv", "json", "parquet", "html"):
+        assert FAKE_KEY.encode() not in store.export_bytes(newest.id, fmt)
+
+
+def test_typed_api_key_is_kept_out_of_the_page():
+    typed = "sk-TYPED-in-the-password-field-987654321"
+    at = _app()
+    at.sidebar.radio(key="_w_sb_backend").set_value("openai").run()
+    assert any("needs an API key" in w.value for w in at.sidebar.warning)
+    at.sidebar.text_input(key="sb_api_key_input").input(typed).run()
+    _ok(at)
+    assert at.sidebar.text_input(key="sb_api_key_input").value == ""  # the field is emptied
+    assert any("entered in this session" in c.value for c in at.sidebar.caption)
+    assert typed not in _element_texts(at)
+    _page(at, "5_Runs.py")
+    assert any("entered in this session" in c.value for c in at.sidebar.caption)
+    assert typed not in _element_texts(at)
+    at.sidebar.button(key="sb_forget_key").click().run()
+    assert any("needs an API key" in w.value for w in at.sidebar.warning)

@@ -1,0 +1,514 @@
+"""The dashboard's Streamlit-free logic: charts, projection, compare, explain, store, report."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from relevancy import RelevancyResult
+from relevancy._errors import InputError
+from relevancy._result import QuestionScore
+from relevancy.compare import outcome, pair_runs, pair_variants, summarize_pairs
+from relevancy.dashboard import charts
+from relevancy.dashboard.datasets import apply_mapping, guess_mapping, read_upload, validate
+from relevancy.explain import (
+    Analysis,
+    PartCoverage,
+    SentenceScore,
+    aanalyze,
+    explain,
+    split_question_parts,
+    split_sentences,
+    worked_mean,
+)
+from relevancy.projection import build_points, pca, project
+from relevancy.store import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
+
+FAKE_KEY = "sk-test-DO-NOT-LEAK-1234567890abcdef"
+
+
+def _result(
+    question: str = "When was the first super bowl?",
+    response: str = "The first superbowl was held on Jan 15, 1967.",
+    sims: tuple[float, ...] = (0.9, 0.8, 0.7),
+    *,
+    value: float | None = None,
+    noncommittal: bool = False,
+    answer_similarity: float | None = 0.8,
+    dim: int = 4,
+    seed: int = 0,
+) -> RelevancyResult:
+    rng = np.random.default_rng(seed)
+    qs = [QuestionScore(f"Generated question {i}?", s, None) for i, s in enumerate(sims)]
+    mean = float(np.mean(sims)) if sims else float("nan")
+    return RelevancyResult(
+        user_input=question,
+        response=response,
+        value=(0.0 if noncommittal else mean) if value is None else value,
+        questions=qs,
+        noncommittal=noncommittal,
+        noncommittal_method="exemplars",
+        noncommittal_detail="closest evasive exemplar 'I don't know.' at similarity 0.20",
+        answer_similarity=answer_similarity,
+        llm="local:test",
+        embeddings="local:test-emb",
+        strictness=len(sims),
+        user_input_embedding=rng.normal(size=dim).tolist(),
+        question_embeddings=[rng.normal(size=dim).tolist() for _ in sims],
+    )
+
+
+# --- charts -----------------------------------------------------------------------------
+@pytest.fixture
+def scored_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "user_input": ["q1", "q2", "q3", "q1", "q2", "q3"],
+            "response": ["a"] * 6,
+            "variant": ["A", "A", "A", "B", "B", "B"],
+            "score": [0.2, 0.6, np.nan, 0.9, 0.7, 0.4],
+        }
+    )
+
+
+def _vlines(fig: go.Figure) -> list[float]:
+    return [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]
+
+
+def test_histogram_has_one_trace_per_group_and_threshold_line(scored_frame):
+    fig = charts.score_histogram(scored_frame, threshold=0.55, by="variant")
+    assert isinstance(fig, go.Figure)
+    assert [t.type for t in fig.data] == ["histogram", "histogram"]
+    assert [t.name for t in fig.data] == ["A", "B"]
+    assert list(fig.data[0].x) == [0.2, 0.6]  # NaN dropped
+    assert 0.55 in _vlines(fig)
+    single = charts.score_histogram(scored_frame, threshold=0.5)
+    assert len(single.data) == 1 and len(single.data[0].x) == 5
+
+
+@pytest.mark.parametrize("kind,trace", [("box", "box"), ("violin", "violin")])
+def test_box_and_violin(scored_frame, kind, trace):
+    fig = charts.score_box(scored_frame, threshold=0.5, by="variant", kind=kind)
+    assert [t.type for t in fig.data] == [trace, trace]
+    assert any(s.y0 == 0.5 == s.y1 for s in fig.layout.shapes)  # horizontal threshold
+
+
+def test_ecdf_steps_to_one(scored_frame):
+    fig = charts.score_ecdf(scored_frame, threshold=0.5, by="variant")
+    assert [t.type for t in fig.data] == ["scatter", "scatter"]
+    b = fig.data[1]
+    assert list(b.x) == [0.4, 0.4, 0.7, 0.9]
+    assert list(b.y) == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
+    assert 0.5 in _vlines(fig)
+
+
+def test_question_bars_one_bar_per_question_and_escaped_text():
+    r = _result(sims=(0.9, 0.5))
+    r.questions.append(QuestionScore("", None, None, "hit the token cap"))
+    r.questions[0] = QuestionScore("<script>alert(1)</script>?", 0.9, None)
+    fig = charts.question_bars(r)
+    bar = fig.data[0]
+    assert bar.type == "bar" and list(bar.x) == [0.9, 0.5, 0.0]
+    assert list(fig.layout.yaxis.ticktext) == ["Q1", "Q2", "Q3"]
+    texts = [a.text for a in fig.layout.annotations]
+    assert any("&lt;script&gt;" in t for t in texts)
+    assert not any("<script>" in t for t in texts)
+    assert any("unusable" in t for t in texts)
+    assert any(abs(s.x0 - 0.7) < 1e-9 for s in fig.layout.shapes)  # mean line
+
+
+def test_projection_scatter_lines_and_colouring():
+    results = [_result(sims=(0.9, 0.8), seed=1), _result("other?", sims=(0.3,), seed=2)]
+    frame = pd.DataFrame({"row": [0, 1], "variant": ["A", "B"]})
+    points, matrix = build_points(frame, results)
+    coords = project(matrix, "pca", 2)
+    fig = charts.projection_scatter(points, coords, color_by="score")
+    names = [t.name for t in fig.data]
+    assert names == ["links", "generated questions", "original questions"]
+    links = fig.data[0]
+    assert sum(v is None for v in links.x) == 3  # one segment per generated question
+    assert len(fig.data[1].x) == 3 and len(fig.data[2].x) == 2
+    by_variant = charts.projection_scatter(points, coords, color_by="variant")
+    assert [t.name for t in by_variant.data][1:3] == ["A", "B"]
+    fig3 = charts.projection_scatter(points, project(matrix, "pca", 3), dims=3)
+    assert all(t.type == "scatter3d" for t in fig3.data)
+
+
+def test_ab_scatter_and_diff_histogram():
+    paired = pd.DataFrame(
+        {
+            "user_input": ["q1", "q2", "q3"],
+            "score_a": [0.2, 0.5, 0.9],
+            "score_b": [0.8, 0.51, 0.4],
+        }
+    )
+    paired["diff"] = paired["score_b"] - paired["score_a"]
+    paired["outcome"] = [outcome(d) for d in paired["diff"]]
+    fig = charts.ab_scatter(paired, label_a="old", label_b="new")
+    points = {t.name: list(t.x) for t in fig.data if t.mode == "markers"}
+    assert points == {"new better": [0.2], "tie": [0.5], "old better": [0.9]}
+    hist = charts.diff_histogram(paired)
+    assert [t.type for t in hist.data] == ["histogram"] * 3
+
+
+def test_score_colour_scale_and_shading_escapes():
+    assert charts.score_color(0.0) == "#c0392b"
+    assert charts.score_color(1.0) == "#1e8449"
+    assert charts.score_color(float("nan")) == "#9ca3af"
+    html = charts.sentence_shading_html([SentenceScore("<b>x</b> & y", 0.4)])
+    assert "&lt;b&gt;x&lt;/b&gt; &amp; y" in html and "<b>x" not in html
+
+
+# --- projection -------------------------------------------------------------------------
+def test_pca_shapes_and_determinism():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 16))
+    a, b = pca(x, 2), pca(x.copy(), 2)
+    assert a.shape == (30, 2) and np.allclose(a, b)
+    assert project(x, "pca", 3).shape == (30, 3)
+    # the first component carries the most variance
+    assert a[:, 0].var() >= a[:, 1].var()
+    assert project(x[:1], "pca", 2).shape == (1, 2)
+    assert project(np.zeros((0, 16)), "pca", 2).shape == (0, 2)
+    assert project(x[:3], "tsne", 2).shape == (3, 2)  # too few points: falls back to PCA
+
+
+def test_tsne_runs_lazily():
+    x = np.random.default_rng(1).normal(size=(20, 8))
+    assert project(x, "tsne", 2).shape == (20, 2)
+
+
+@pytest.mark.slow
+def test_umap_runs_lazily(monkeypatch):
+    """UMAP (numba-compiled: ~20 s the first time, a few seconds once its cache is warm)."""
+    import os
+    from pathlib import Path
+
+    monkeypatch.setenv(
+        "NUMBA_CACHE_DIR",
+        os.environ.get("NUMBA_CACHE_DIR") or str(Path.home() / ".cache/relevancy/numba"),
+    )
+    x = np.random.default_rng(2).normal(size=(40, 16))
+    coords = project(x, "umap", 2)
+    assert coords.shape == (40, 2) and np.isfinite(coords).all()
+
+
+def test_project_rejects_bad_input():
+    with pytest.raises(InputError):
+        project(np.ones((3, 4)), "mds", 2)
+    with pytest.raises(InputError):
+        project(np.ones((3, 4)), "pca", 4)
+    with pytest.raises(InputError):
+        project(np.array([[np.nan, 1.0]]), "pca", 2)
+
+
+def test_build_points_dedupes_originals_and_skips_nan_rows():
+    same = _result(sims=(0.9, 0.8), seed=1)
+    same2 = _result(sims=(0.4,), seed=3)  # same user_input, another variant
+    failed = _result("broken?", sims=())
+    failed.user_input_embedding = None
+    frame = pd.DataFrame({"row": [5, 6, 7], "variant": ["A", "B", "A"]})
+    points, matrix = build_points(frame, [same, same2, failed])
+    assert (points["kind"] == "question").sum() == 1
+    assert (points["kind"] == "generated").sum() == 3
+    assert set(points.loc[points["kind"] == "generated", "parent"]) == {0}
+    assert matrix.shape == (4, 4)
+    assert set(points["row"]) == {5, 6}
+
+
+def test_import_projection_does_not_import_umap_or_streamlit():
+    code = (
+        "import sys, relevancy.projection, relevancy.store, relevancy.compare, "
+        "relevancy.explain, relevancy.report, relevancy.dashboard.charts, "
+        "relevancy.dashboard.datasets;"
+        "print(sorted(m for m in ('umap', 'streamlit', 'sklearn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- compare ----------------------------------------------------------------------------
+@pytest.fixture
+def ab_table() -> pd.DataFrame:
+    # q1: B better by .3; q2: tie; q3: B worse by .5; q4 only in A; q5 NaN on B
+    return pd.DataFrame(
+        {
+            "row": range(9),
+            "user_input": ["q1", "q2", "q3", "q4", "q5", "q1", "q2", "q3", "q5"],
+            "response": list("abcdefghi"),
+            "variant": ["A"] * 5 + ["B"] * 4,
+            "score": [0.5, 0.6, 0.9, 0.3, 0.4, 0.8, 0.61, 0.4, np.nan],
+        }
+    )
+
+
+def test_pair_variants_math(ab_table):
+    paired = pair_variants(ab_table, "A", "B", tie_margin=0.02)
+    assert list(paired["user_input"]) == ["q1", "q2", "q3", "q5"]
+    assert paired["diff"].tolist()[:3] == pytest.approx([0.3, 0.01, -0.5])
+    assert list(paired["outcome"]) == ["win", "tie", "loss", "n/a"]
+    assert list(paired["row_a"]) == [0, 1, 2, 4] and list(paired["row_b"]) == [5, 6, 7, 8]
+    s = summarize_pairs(paired, tie_margin=0.02)
+    assert (s["pairs"], s["compared"], s["nan_pairs"]) == (4, 3, 1)
+    assert (s["wins"], s["ties"], s["losses"]) == (1, 1, 1)
+    assert s["mean_diff"] == pytest.approx((0.3 + 0.01 - 0.5) / 3)
+    assert s["mean_a"] == pytest.approx((0.5 + 0.6 + 0.9) / 3)
+    assert s["ci_low"] <= s["mean_diff"] <= s["ci_high"]
+
+
+def test_pair_uses_id_and_occurrence(ab_table):
+    t = ab_table.copy()
+    t["id"] = ["x1", "x2", "x3", "x4", "x5", "x1", "OTHER", "x3", "x5"]
+    paired = pair_variants(t, "A", "B")
+    assert list(paired["user_input"]) == ["q1", "q3", "q5"]  # q2 ids differ
+    dup = pd.DataFrame(
+        {
+            "row": range(4),
+            "user_input": ["q", "q", "q", "q"],
+            "response": list("abcd"),
+            "variant": ["A", "A", "B", "B"],
+            "score": [0.1, 0.2, 0.3, 0.5],
+        }
+    )
+    assert pair_variants(dup, "A", "B")["diff"].tolist() == pytest.approx([0.2, 0.3])
+
+
+def test_pair_runs_and_wide_margin(ab_table):
+    a = ab_table[ab_table["variant"] == "A"]
+    b = ab_table[ab_table["variant"] == "B"].assign(variant="A")
+    paired = pair_runs(a, b, variant="A", tie_margin=0.6)
+    assert set(paired["outcome"]) == {"tie", "n/a"}
+    with pytest.raises(InputError):
+        pair_variants(ab_table.drop(columns=["variant"]), "A", "B")
+
+
+# --- explain ----------------------------------------------------------------------------
+def test_split_helpers():
+    assert split_question_parts("Where is France and what is its capital?") == [
+        "Where is France",
+        "what is its capital",
+    ]
+    assert split_question_parts("What is bread and butter?") == ["What is bread and butter"]
+    assert split_question_parts("Quel est le plus long fleuve et où se jette-t-il ?") == [
+        "Quel est le plus long fleuve",
+        "où se jette-t-il",
+    ]
+    assert split_sentences("One. Two is here!\nThree?  ") == ["One.", "Two is here!", "Three?"]
+
+
+def test_explain_reasons():
+    codes = lambda r, **kw: [x.code for x in explain(r, **kw)]  # noqa: E731
+    assert codes(_result(sims=(0.9, 0.85, 0.8))) == []
+    assert "noncommittal" in codes(_result(noncommittal=True))
+    assert codes(_result(sims=(0.3, 0.2, 0.1), answer_similarity=0.2)) == ["drift"]
+    assert "spread" in codes(_result(sims=(0.9, 0.2, 0.85)))
+    assert "generator" in codes(_result(sims=(0.3, 0.2, 0.1), answer_similarity=0.75))
+    nan = _result(sims=(), value=float("nan"))
+    nan.error = "all 3 generations failed"
+    assert codes(nan) == ["error"]
+    analysis = Analysis(
+        sentences=[SentenceScore("On topic.", 0.8), SentenceScore("Filler.", 0.1)],
+        parts=[PartCoverage("Where is France", 0.82, 0.8), PartCoverage("its capital", 0.08, 0.2)],
+    )
+    with_analysis = codes(_result(sims=(0.7, 0.75)), analysis=analysis)
+    assert "unanswered_part" in with_analysis and "padding" in with_analysis
+    assert worked_mean(_result(sims=(0.5, 0.7))) == "(0.500 + 0.700) / 2 = 0.600"
+    assert worked_mean(_result(sims=(0.5,), noncommittal=True)).endswith("= 0.000")
+
+
+def test_aanalyze_with_a_fake_embedder():
+    class Fake:
+        name = "fake"
+
+        async def aembed(self, texts):
+            # texts mentioning France point one way, the rest another
+            return np.array(
+                [[1.0, 0.0] if "France" in t or "Europe" in t else [0.0, 1.0] for t in texts],
+                dtype=np.float32,
+            )
+
+    import asyncio
+
+    r = _result("Where is France?", "France is in Europe. Cats purr.")
+    a = asyncio.run(aanalyze(r, Fake()))
+    assert [s.text for s in a.sentences] == ["France is in Europe.", "Cats purr."]
+    assert [round(s.similarity, 3) for s in a.sentences] == [1.0, 0.0]
+    assert a.parts == []
+
+
+# --- store ------------------------------------------------------------------------------
+@pytest.fixture
+def store(tmp_path) -> RunStore:
+    return RunStore(tmp_path / "runs.sqlite3")
+
+
+def test_store_round_trip_incremental_rename_delete_export(store, tmp_path):
+    inputs = pd.DataFrame(
+        {
+            "user_input": ["q1", "q2", "q3"],
+            "response": ["=1+1", "b", "c"],
+            "variant": ["A", "B", "A"],
+            "extra": [1, None, 3.5],
+        }
+    )
+    settings = {
+        "backend": "openai",
+        "llm": "openai:gpt-4o-mini",
+        "api_key": FAKE_KEY,
+        "base_url": "https://user:pw@example.com/v1",
+        "nested": {"token": FAKE_KEY, "note": f"key {FAKE_KEY}"},
+    }
+    run_id = store.create_run("first", settings, inputs, source="up.csv")
+    assert store.pending_rows(run_id) == [0, 1, 2]
+    info = store.get_run(run_id)
+    assert (info.n_rows, info.n_scored, info.status) == (3, 0, "empty")
+    # rows arrive one by one, out of order (as a concurrent batch finishes them)
+    store.append_results(run_id, [(2, _result("q3", "c", (0.3,)))])
+    assert store.pending_rows(run_id) == [0, 1]
+    assert store.get_run(run_id).status == "partial"
+    store.append_results(run_id, [(0, _result("q1", "=1+1", (0.9, 0.7)))])
+    data = store.load_run(run_id)
+    assert list(data.frame["row"]) == [0, 2]
+    assert data.frame["score"].tolist() == pytest.approx([0.8, 0.3])
+    assert data.results[0].question_embeddings is not None
+    assert data.inputs.shape == (3, 4)
+    store.append_results(run_id, [(1, _result("q2", "b", (0.5,)))])
+    assert store.get_run(run_id).complete
+    assert store.get_run(run_id).mean == pytest.approx((0.8 + 0.5 + 0.3) / 3)
+
+    store.rename(run_id, "renamed")
+    assert store.get_run(run_id).name == "renamed"
+    with pytest.raises(InputError):
+        store.rename(run_id, "  ")
+
+    for fmt in ("csv", "json", "parquet"):
+        out = store.export(run_id, tmp_path / f"out.{fmt}")
+        assert out.stat().st_size > 0
+    csv = (tmp_path / "out.csv").read_text()
+    assert "'=1+1" in csv  # formula defused
+    assert pd.read_parquet(tmp_path / "out.parquet").shape[0] == 3
+    assert len(json.loads((tmp_path / "out.json").read_text())) == 3
+    html = store.export_bytes(run_id, "html").decode()
+    assert html.startswith("<!DOCTYPE html>")
+
+    # the key is nowhere: not in the database file, not in any export
+    blobs = [store.path.read_bytes()] + [p.read_bytes() for p in tmp_path.iterdir() if p.is_file()]
+    wal = store.path.with_name(store.path.name + "-wal")
+    if wal.exists():
+        blobs.append(wal.read_bytes())
+    assert not any(FAKE_KEY.encode() in b for b in blobs)
+    saved = store.get_run(run_id).settings
+    assert "api_key" not in saved and "token" not in saved["nested"]
+    assert saved["base_url"] == "https://example.com/v1"
+    assert FAKE_KEY not in json.dumps(saved)
+
+    store.delete(run_id)
+    assert store.list_runs() == []
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM rows").fetchone()[0] == 0
+    with pytest.raises(InputError):
+        store.load_run(run_id)
+
+
+def test_clean_settings_keeps_plain_values():
+    out = clean_settings({"strictness": 3, "flag": True, "none": None, "password": "x"})
+    assert out == {"strictness": 3, "flag": True, "none": None}
+
+
+def test_demo_import_once(store):
+    run_id = import_demo(store)
+    assert import_demo(store) is None
+    data = store.load_run(run_id)
+    assert data.info.name == DEMO_RUN_NAME
+    assert data.info.n_rows == data.info.n_scored == 48
+    assert set(data.frame["variant"]) == {"prompt-A", "prompt-B"}
+    assert all(r.user_input_embedding is not None for r in data.results)
+    assert import_demo(store, force=True) != run_id
+
+
+def test_store_location_from_env(tmp_path, monkeypatch):
+    from relevancy.store import default_store_path
+
+    monkeypatch.setenv("RELEVANCY_STORE", str(tmp_path / "somewhere"))
+    assert default_store_path() == tmp_path / "somewhere" / "runs.sqlite3"
+    monkeypatch.setenv("RELEVANCY_STORE", str(tmp_path / "x.db"))
+    assert RunStore().path == tmp_path / "x.db"
+
+
+# --- report -----------------------------------------------------------------------------
+def test_report_is_self_contained_and_escaped(store):
+    evil = "<script>alert('x')</script>"
+    inputs = pd.DataFrame(
+        {
+            "user_input": [f"q1 {evil}", "q2", "q1 " + evil, "q2"],
+            "response": [evil, "b", "c", "d"],
+            "variant": ["A", "A", "B", "B"],
+        }
+    )
+    run_id = store.create_run(f"run {evil}", {}, inputs)
+    store.append_results(
+        run_id,
+        [
+            (i, _result(u, r, (s,)))
+            for i, (u, r, s) in enumerate(
+                zip(inputs["user_input"], inputs["response"], [0.2, 0.6, 0.8, 0.5])
+            )
+        ],
+    )
+    from relevancy.report import build_report
+
+    html = build_report(store.load_run(run_id), threshold=0.5)
+    assert evil not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    # plotly's JS is inlined once; nothing is fetched from the network
+    assert html.count("* plotly.js v") == 1
+    assert "<script src" not in html and "<link" not in html and 'src="http' not in html
+    assert html.count('class="plotly-graph-div"') == 4  # hist, box, ecdf, A vs B
+    assert "Lowest 4 rows" in html
+
+
+# --- dataset upload helpers -------------------------------------------------------------
+def test_read_upload_formats_and_mapping(tmp_path):
+    csv = b"Question,Answer,model\nq1,a1,m1\nq2,,m2\n"
+    frame = read_upload("x.csv", csv)  # the library reader renames the aliases
+    assert list(frame.columns) == ["user_input", "response", "variant"]
+    mapping = guess_mapping(list(frame.columns))
+    assert mapping == {
+        "user_input": "user_input",
+        "response": "response",
+        "variant": "variant",
+        "id": None,
+    }
+    mapped = apply_mapping(frame, mapping)
+    assert list(mapped.columns) == ["user_input", "response", "variant"]
+    issues = validate(frame, mapping)
+    assert [i.level for i in issues][:1] == ["warning"]  # one empty answer
+    assert not any(i.level == "error" for i in issues)
+    assert any(i.level == "error" for i in validate(frame, {**mapping, "response": None}))
+    assert any(i.level == "error" for i in validate(frame, {**mapping, "response": "nope"}))
+    assert any(i.level == "error" for i in validate(frame, {**mapping, "response": "user_input"}))
+    js = json.dumps([{"question": "q", "answer": "a"}]).encode()
+    assert read_upload("x.json", js).shape == (1, 2)
+    assert read_upload("x.jsonl", b'{"question": "q", "answer": "a"}\n').shape == (1, 2)
+    pq = tmp_path / "x.parquet"
+    pd.DataFrame({"user_input": ["q"], "response": ["a"]}).to_parquet(pq)
+    assert read_upload("x.parquet", pq.read_bytes()).shape == (1, 2)
+    with pytest.raises(InputError, match="unsupported"):
+        read_upload("x.xlsx", b"abc")
+    with pytest.raises(InputError, match="UTF-8"):
+        read_upload("x.csv", "q,a\né,è\n".encode("latin-1"))
+    with pytest.raises(InputError):
+        read_upload("x.json", b'"just a string"')
+    # no recognisable question/answer column: read as-is, for mapping by hand
+    raw = read_upload("x.csv", b"Prompt text,Bot reply\nq,a\n")
+    assert list(raw.columns) == ["Prompt text", "Bot reply"]
+    assert guess_mapping(list(raw.columns))["user_input"] is None
+    mapped = apply_mapping(raw, {"user_input": "Prompt text", "response": "Bot reply"})
+    assert list(mapped.columns) == ["user_input", "response"]
