@@ -25,6 +25,7 @@ from relevancy._noncommittal import (
 )
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
+from relevancy._sync import run_sync
 from relevancy.backends import Embedder, QuestionGenerator
 from relevancy.backends._caching import CachedGenerator, EmbeddingService
 
@@ -137,7 +138,7 @@ class AnswerRelevancy:
     # one row -----------------------------------------------------------------------------
     def score(self, *, user_input: str, response: str) -> RelevancyResult:
         """Score one pair (blocking). Bad input raises :class:`InputError`."""
-        return asyncio.run(self._then_close(self.ascore(user_input=user_input, response=response)))
+        return run_sync(self._then_close(self.ascore(user_input=user_input, response=response)))
 
     async def ascore(self, *, user_input: str, response: str) -> RelevancyResult:
         """Score one pair. Bad input raises; a backend failure gives a NaN result with ``error``."""
@@ -242,7 +243,7 @@ class AnswerRelevancy:
         on_result: ResultCallback | None = None,
     ) -> list[RelevancyResult]:
         """Score a DataFrame or a list of records; see :meth:`ascore_many`."""
-        return asyncio.run(
+        return run_sync(
             self._then_close(
                 self.ascore_many(
                     data, concurrency=concurrency, progress=progress, on_result=on_result

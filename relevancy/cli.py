@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import json
 import math
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from relevancy._errors import RelevancyError
+from relevancy._sync import run_sync
 
 __all__ = ["main", "build_metric"]
 
@@ -116,7 +116,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             ".parquet"
         )
     metric = build_metric(args, concurrency=args.concurrency)
-    asyncio.run(_preflight(metric))
+    run_sync(_preflight(metric))
     started = time.perf_counter()
     bar = tqdm(
         total=len(frame),
@@ -182,7 +182,7 @@ def cmd_score_one(args: argparse.Namespace) -> int:
     _check_text("question", args.question)
     _check_text("answer", args.answer)
     metric = build_metric(args, concurrency=1)
-    asyncio.run(_preflight(metric))
+    run_sync(_preflight(metric))
     r = metric.score(user_input=args.question, response=args.answer)
     print(f"question : {args.question}")
     print(f"answer   : {args.answer}")

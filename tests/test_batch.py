@@ -109,3 +109,12 @@ def test_failure_of_a_shared_generation_reaches_every_duplicate():
     m = AnswerRelevancy(llm=FakeGenerator(boom, delay=0.01), embeddings=FakeEmbedder(), cache=False)
     results = m.score_many([("q?", "same")] * 3, concurrency=3)
     assert all("shared failure" in r.error for r in results)
+
+
+def test_blocking_api_works_inside_a_running_event_loop():
+    async def inside():  # e.g. Jupyter, or Playwright's sync API in the same process
+        m = make()
+        return m.score(user_input="q?", response="a"), m.score_many([("q?", "b")])
+
+    one, many = asyncio.run(inside())
+    assert one.ok and many[0].ok
