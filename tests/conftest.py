@@ -13,3 +13,9 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     yield
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the browser tests last: Playwright's sync API keeps an event loop running in the main
+    thread for the rest of the session, which other tests' ``asyncio.run`` cannot share."""
+    items.sort(key=lambda item: "tests/browser/" in item.nodeid.replace("\\", "/"))
