@@ -157,3 +157,15 @@ def test_missing_key_and_unreachable_server_are_one_line_errors(capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "cannot reach http://127.0.0.1:9/v1" in err[0]
+
+
+def test_falls_back_when_server_refuses_json_schema_with_500():
+    # llama-cpp-python's server answers an unknown response_format type with HTTP 500.
+    with OpenAICompatServer(accept_json_schema=False) as srv:
+        srv.reject_status = 500
+        m = build(srv, max_retries=0)
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        formats = [(req["body"] or {}).get("response_format", {}) for req in chat_requests(srv)]
+    assert r.ok
+    assert [f.get("type") for f in formats[:2]] == ["json_schema", "json_object"]
+    assert formats[1]["schema"]["required"] == ["question", "noncommittal"]

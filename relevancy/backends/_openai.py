@@ -204,7 +204,11 @@ class OpenAIGenerator(_ClientPerLoop):
             if mode == "json_schema":
                 kwargs["response_format"] = {"type": "json_schema", "json_schema": output_schema()}
             elif mode == "json_object":
-                kwargs["response_format"] = {"type": "json_object"}
+                # "schema" is used by llama.cpp's server to constrain decoding; others ignore it.
+                kwargs["response_format"] = {
+                    "type": "json_object",
+                    "schema": output_schema()["schema"],
+                }
             if n > 1:
                 kwargs["n"] = n
             try:
@@ -216,9 +220,14 @@ class OpenAIGenerator(_ClientPerLoop):
                     seed=seed,
                     **kwargs,
                 )
-            except openai.BadRequestError as exc:
-                # A server that cannot do this structured-output mode: try the next one.
-                if mode != "text" and _about_response_format(exc):
+            except openai.APIStatusError as exc:
+                # A server that cannot do this structured-output mode: try the next one. Most
+                # answer 400; llama-cpp-python's server answers 500 with a validation error.
+                if (
+                    mode != "text"
+                    and exc.status_code in (400, 422, 500)
+                    and _about_response_format(exc)
+                ):
                     self._mode_index += 1
                     continue
                 raise

@@ -344,11 +344,14 @@ def _check_kind(kind: str | None) -> None:
 class _BadRequestError(Exception):
     """A request the server refuses with 400."""
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str | None = None, status: int = 400
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
+        self.status = status
 
 
 @dataclass
@@ -536,6 +539,8 @@ class OpenAICompatServer:
         self.honour_n = honour_n
         self.max_n = max_n
         self.accept_json_schema = accept_json_schema
+        #: HTTP status for a refused response_format (llama-cpp-python's server answers 500).
+        self.reject_status = 400
         self.accept_json_object = accept_json_object
         self.text_mode = text_mode
         self.retry_after = retry_after
@@ -782,7 +787,11 @@ class OpenAICompatServer:
                 with self._lock:  # the fault never reached the client
                     entry["fault"], entry["fault_ignored"] = None, fault
             return _error_reply(
-                400, exc.message, type_="invalid_request_error", code=exc.code, param=exc.param
+                exc.status,
+                exc.message,
+                type_="invalid_request_error",
+                code=exc.code,
+                param=exc.param,
             )
 
         if fault == "missing_fields":
@@ -904,6 +913,7 @@ class OpenAICompatServer:
                     "response_format of type 'json_schema' is not supported by this server.",
                     param="response_format",
                     code="unsupported_response_format",
+                    status=self.reject_status,
                 )
             if not isinstance(response_format.get("json_schema"), dict):
                 raise _BadRequestError(

@@ -1,0 +1,74 @@
+"""Our OpenAI-compatible backend against llama-cpp-python's own server on 127.0.0.1."""
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from relevancy import AnswerRelevancy, make_embedder, make_generator
+from relevancy.backends._local_generator import smollm_model_path
+
+pytestmark = pytest.mark.models
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    pytest.importorskip("llama_cpp.server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            "2",
+            "--n_ctx",
+            "4096",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("llama-cpp-python's server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_scores_through_llama_cpp_server(llama_server):
+    m = AnswerRelevancy(
+        llm=make_generator("openai:smollm2", base_url=llama_server, timeout=120),
+        embeddings=make_embedder("local"),
+        cache=False,
+    )
+    results = m.score_many(
+        [
+            ("When was the first super bowl?", "The first superbowl was held on Jan 15, 1967"),
+            ("Where is France and what is it's capital?", "France is in western Europe."),
+        ],
+        concurrency=1,
+    )
+    for r in results:
+        assert r.ok, r.error
+        assert len(r.questions) == 3 and all(q.question for q in r.questions)
