@@ -161,6 +161,12 @@ class AnswerRelevancy:
             embeddings=self.embeddings.name,
             strictness=self.strictness,
         )
+        limit = getattr(self.llm, "max_response_chars", None)
+        if limit and len(response) > limit:
+            result.notes.append(
+                f"response truncated to its first {limit:,} of {len(response):,} characters "
+                "for the question generator"
+            )
         try:
             generated = await self._generator.agenerate(response, self.strictness)
         except Exception as exc:

@@ -152,3 +152,15 @@ def test_result_round_trips_through_plain_json():
     )
     assert json.loads(json.dumps(nan.to_dict()))["value"] is None
     assert "user_input_embedding" not in r.to_dict(embeddings=False)
+
+
+def test_overlong_response_is_truncated_for_the_generator_with_a_note():
+    gen = FakeGenerator(gens(("Where is France located?", False)))
+    gen.max_response_chars = 2000
+    m = AnswerRelevancy(llm=gen, embeddings=FakeEmbedder(VEC), cache=False, strictness=1)
+    r = m.score(user_input=Q, response="France " * 20_000)
+    assert r.ok
+    assert r.notes == [
+        "response truncated to its first 2,000 of 140,000 characters for the question generator"
+    ]
+    assert m.score(user_input=Q, response="France is in Europe.").notes == []
