@@ -278,6 +278,7 @@ def results_to_frame(
                 ),
                 "similarities": json.dumps([q.similarity for q in r.questions]),
                 "error": r.error or "",
+                "notes": "; ".join(r.notes),
                 "llm": r.llm,
                 "embeddings": r.embeddings,
                 "strictness": r.strictness,
