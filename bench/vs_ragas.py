@@ -1,0 +1,576 @@
+"""Ours against Ragas 0.4.3 on the same llama-cpp-python server, same rows, same MiniLM.
+
+Starts ``python -m llama_cpp.server`` on 127.0.0.1 with the embedded SmolLM2 GGUF (n_threads 2,
+n_ctx 4096) and scores the same rows with
+
+* **ours**: ``AnswerRelevancy(llm=make_generator("openai:smollm2", base_url=...),
+  embeddings=make_embedder("local"))``, strictness 3, default concurrency 4;
+* **Ragas**: its collections ``AnswerRelevancy`` with instructor in JSON-schema mode
+  (``bench/_ragas_side.py``, run in ``bench/.venv-ragas``), strictness 3, concurrency 1.
+
+in alternating chunks (ours, Ragas, Ragas, ours, ...). Also: our concurrency 1/2/4 on a few
+rows, the stock set-ups of both (Ragas' documented ``llm_factory`` JSON mode and its legacy
+``evaluate()``; our backend as shipped) on a few rows, and parity of the two formulas on
+identical questions and vectors.
+
+Our backend as shipped asks for ``response_format={"type": "json_schema"}``; llama-cpp-python's
+server answers that with HTTP 500 (its request model only knows ``text``/``json_object``), and
+the backend falls back to another mode only on HTTP 400, so every row fails. The main comparison
+therefore uses a bench-side subclass (``SchemaJSONGenerator``) that sends
+``{"type": "json_object", "schema": ...}`` instead, which is the fix proposed in the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    ROOT,
+    emit,
+    load_average,
+    log,
+    make_rows,
+    parser,
+    percentile,
+    r,
+    vm_hwm_mb,
+)
+
+RAGAS_PY = ROOT / "bench" / ".venv-ragas" / "bin" / "python"
+MODEL = "smollm2"
+STRICTNESS = 3
+
+
+# ------------------------------------------------------------------------------------------
+# the server
+# ------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    def __init__(self, threads: int = 2) -> None:
+        from relevancy.backends._local_generator import smollm_model_path
+
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-llama-server-", suffix=".log")  # noqa: SIM115
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm_model_path()),
+            "--model_alias",
+            MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_threads",
+            str(threads),
+            "--n_ctx",
+            "4096",
+        ]
+        started = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}")
+            try:
+                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("llama_cpp.server did not start within 120 s")
+        self.start_s = time.perf_counter() - started
+
+    def hwm_mb(self) -> float:
+        return vm_hwm_mb(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+# ------------------------------------------------------------------------------------------
+# our side
+# ------------------------------------------------------------------------------------------
+
+
+def schema_generator(base_url: str) -> Any:
+    """Our OpenAI backend, asking for JSON constrained by our schema the way llama.cpp's
+    server understands it (``{"type": "json_object", "schema": ...}``)."""
+    from relevancy._prompt import chat_messages, output_schema
+    from relevancy.backends._openai import OpenAIGenerator
+
+    class SchemaJSONGenerator(OpenAIGenerator):
+        async def _request(self, response: str, n: int, seed: int) -> Any:
+            kwargs: dict[str, Any] = {"n": n} if n > 1 else {}
+            return await self.client().chat.completions.create(
+                model=self.model,
+                messages=chat_messages(response),
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=seed,
+                response_format={"type": "json_object", "schema": output_schema()["schema"]},
+                **kwargs,
+            )
+
+    return SchemaJSONGenerator(MODEL, base_url=base_url)
+
+
+MULTI_INSTRUCTION = (
+    "Read the response below and write {n} different questions that it answers, each asked a "
+    "different way. Write them in the same language as the response. Also say whether the "
+    "response is noncommittal: 1 when it avoids giving an answer (for example 'I don't know', "
+    "'I'm not sure', 'it depends' with nothing more), 0 when it gives a real answer. Reply "
+    'with JSON only, shaped as {{"questions": ["...", ...], "noncommittal": 0}}.'
+)
+MULTI_EXAMPLES = (
+    (
+        "Mount Kilimanjaro, in Tanzania, is the highest mountain in Africa at 5,895 metres.",
+        [
+            "What is the highest mountain in Africa?",
+            "How tall is Mount Kilimanjaro?",
+            "In which country is Africa's highest mountain?",
+        ],
+        0,
+    ),
+    (
+        "I can't say for sure which phone has the better camera; I haven't compared them.",
+        [
+            "Which of the two phones has the better camera?",
+            "Which phone takes better photos?",
+            "How do the cameras of the two phones compare?",
+        ],
+        1,
+    ),
+    (
+        "Le cœur humain bat environ 100 000 fois par jour.",
+        [
+            "Combien de fois le cœur humain bat-il par jour ?",
+            "À quelle fréquence bat le cœur humain ?",
+            "Combien de battements le cœur fait-il en une journée ?",
+        ],
+        0,
+    ),
+)
+
+
+def multi_generator(base_url: str) -> Any:
+    """Prototype of a proposed mode: all N questions in one request (one prompt evaluation,
+    one JSON object holding N questions and one noncommittal flag), for servers that ignore
+    ``n``. Ragas and our shipped backend make N requests per row."""
+    from relevancy._result import Generation, GenerationSet
+    from relevancy.backends._openai import OpenAIGenerator
+
+    class MultiQuestionGenerator(OpenAIGenerator):
+        def fingerprint(self) -> dict[str, Any]:
+            return {**super().fingerprint(), "mode": "multi"}
+
+        async def agenerate(self, response: str, n: int) -> GenerationSet:
+            messages = [{"role": "system", "content": MULTI_INSTRUCTION.format(n=n)}]
+            for text, questions, flag in MULTI_EXAMPLES:
+                messages.append({"role": "user", "content": f"Response: {text}"})
+                body = {"questions": questions[:n], "noncommittal": flag}
+                messages.append(
+                    {"role": "assistant", "content": json.dumps(body, ensure_ascii=False)}
+                )
+            messages.append({"role": "user", "content": f"Response: {response}"})
+            schema = {
+                "type": "object",
+                "properties": {
+                    "questions": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": n,
+                        "maxItems": n,
+                    },
+                    "noncommittal": {"type": "integer", "enum": [0, 1]},
+                },
+                "required": ["questions", "noncommittal"],
+            }
+            started = time.perf_counter()
+            completion = await self.client().chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=self.temperature,
+                max_tokens=60 * n,
+                seed=self.seed,
+                response_format={"type": "json_object", "schema": schema},
+            )
+            usage = {
+                "prompt_tokens": completion.usage.prompt_tokens if completion.usage else 0,
+                "completion_tokens": completion.usage.completion_tokens if completion.usage else 0,
+            }
+            try:
+                data = json.loads(completion.choices[0].message.content or "")
+                questions = [str(q).strip() for q in data["questions"]][:n]
+                flag = bool(int(data.get("noncommittal", 0)))
+                gens = [
+                    Generation(q, flag) if q else Generation("", None, "empty question")
+                    for q in questions
+                ]
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                gens = [Generation("", None, f"unparseable output: {exc}")]
+            gens += [Generation("", None, "fewer questions than asked")] * (n - len(gens))
+            return GenerationSet(
+                generations=gens,
+                model=self.model,
+                usage=usage,
+                requests=1,
+                seconds=time.perf_counter() - started,
+                cacheable=all(g.error is None for g in gens),
+            )
+
+    return MultiQuestionGenerator(MODEL, base_url=base_url)
+
+
+def ours(rows: list[dict], gen: Any, emb: Any, concurrency: int = 4) -> dict[str, Any]:
+    from relevancy import AnswerRelevancy
+
+    with tempfile.TemporaryDirectory(prefix="bench-vs-") as tmp:
+        metric = AnswerRelevancy(
+            llm=gen, embeddings=emb, cache=tmp, strictness=STRICTNESS, concurrency=concurrency
+        )
+        start = time.perf_counter()
+        results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
+        wall = time.perf_counter() - start
+    return {"wall_s": wall, "results": results}
+
+
+def ragas(mode: str, rows: list[dict], base_url: str, **kw: Any) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(rows, fh)
+        path = fh.name
+    cmd = [str(RAGAS_PY), str(ROOT / "bench" / "_ragas_side.py"), "--mode", mode]
+    cmd += ["--rows-file", path, "--base-url", base_url, "--model", MODEL]
+    for key, value in kw.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    env = dict(os.environ, RAGAS_DO_NOT_TRACK="true", PYTHONPATH=str(ROOT))
+    started = time.perf_counter()
+    try:
+        # stderr (per-row progress) goes to this bench's own stderr / log
+        proc = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=None, text=True, env=env, timeout=3600
+        )
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ragas side failed ({proc.returncode}); see the log above")
+    out = json.loads(proc.stdout)
+    out["process_s"] = time.perf_counter() - started
+    return out
+
+
+def ragas_available() -> str | None:
+    if not RAGAS_PY.exists():
+        return f"no {RAGAS_PY.relative_to(ROOT)}: see bench/README.md to create it"
+    proc = subprocess.run(
+        [str(RAGAS_PY), "-c", "import ragas, instructor, langchain_openai, onnxruntime"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, RAGAS_DO_NOT_TRACK="true"),
+    )
+    if proc.returncode != 0:
+        return "Ragas venv cannot import its pieces: " + proc.stderr.strip().splitlines()[-1]
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------
+
+
+def identical_sets(sets: list[list[str]]) -> int:
+    return sum(1 for qs in sets if len(qs) >= 2 and len(set(qs)) == 1)
+
+
+def summarize_ours(results: list[Any], wall: float) -> dict[str, Any]:
+    lat = [x.timings.get("total_s", float("nan")) for x in results]
+    return {
+        "wall_s": r(wall),
+        "pairs_per_s": r(len(results) / wall),
+        "nan_rows": sum(not x.ok for x in results),
+        "zeroed_noncommittal": sum(bool(x.ok and x.noncommittal) for x in results),
+        "identical_3_questions": identical_sets(
+            [[q.question for q in x.questions if q.similarity is not None] for x in results]
+        ),
+        "p50_row_s": r(percentile(lat, 50)),
+        "p95_row_s": r(percentile(lat, 95)),
+        "prompt_tokens": sum(x.usage.get("prompt_tokens", 0) for x in results),
+        "completion_tokens": sum(x.usage.get("completion_tokens", 0) for x in results),
+    }
+
+
+def summarize_ragas(rows: list[dict], wall: float) -> dict[str, Any]:
+    values = [x["value"] for x in rows]
+    secs = [x["seconds"] for x in rows if x.get("seconds") is not None]
+    errors = sorted({(x.get("error") or "")[:120] for x in rows if x.get("error")})
+    gens = [[g["question"] for g in x.get("generations", [])] for x in rows]
+    return {
+        "wall_s": r(wall),
+        "pairs_per_s": r(len(rows) / wall) if wall else None,
+        "nan_rows": sum(v is None for v in values),
+        "zeroed_noncommittal": sum(v == 0.0 for v in values),
+        "identical_3_questions": identical_sets(gens) if any(gens) else None,
+        "p50_row_s": r(percentile(secs, 50)) if secs else None,
+        "p95_row_s": r(percentile(secs, 95)) if secs else None,
+        "errors": errors[:5],
+    }
+
+
+def parity_cases(results: list[Any], n_random: int = 200, seed: int = 0) -> list[dict]:
+    """Identical inputs for both formulas: our real questions, flags and MiniLM vectors, plus
+    random ones (negative cosines, all/some/no flags, 1-5 questions, unnormalised)."""
+    cases = []
+    for x in results:
+        usable = [q for q in x.questions if q.similarity is not None]
+        if not usable or x.user_input_embedding is None:
+            continue
+        cases.append(
+            {
+                "source": "run",
+                "user_input": x.user_input,
+                "user_input_vector": x.user_input_embedding,
+                "questions": [q.question for q in usable],
+                "question_vectors": x.question_embeddings,
+                "flags": [int(bool(q.noncommittal)) for q in usable],
+            }
+        )
+    rng = random.Random(seed)
+    for i in range(n_random):
+        k = rng.randint(1, 5)
+        dim = rng.choice([8, 384])
+        scale = rng.choice([1.0, 0.01, 37.0])
+
+        def vec(dim: int = dim, scale: float = scale) -> list[float]:
+            return [rng.gauss(0, 1) * scale for _ in range(dim)]
+
+        flags = [int(rng.random() < rng.choice([0.0, 0.5, 1.0])) for _ in range(k)]
+        cases.append(
+            {
+                "source": "random",
+                "user_input": f"random question {i}?",
+                "user_input_vector": vec(),
+                "questions": [f"random generated {i}.{j}?" for j in range(k)],
+                "question_vectors": [vec() for _ in range(k)],
+                "flags": flags,
+            }
+        )
+    return cases
+
+
+def ours_formula(case: dict) -> float:
+    import numpy as np
+
+    from relevancy import cosine_similarities, relevancy_score
+
+    sims = cosine_similarities(
+        np.asarray(case["question_vectors"]), np.asarray(case["user_input_vector"])
+    )
+    return relevancy_score(sims.tolist(), [bool(f) for f in case["flags"]])
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    p = parser(__doc__.splitlines()[0], default_rows=100)
+    p.add_argument("--chunks", type=int, default=4, help="alternating chunks (default 4)")
+    p.add_argument("--sweep-rows", type=int, default=8, help="rows per concurrency setting")
+    p.add_argument("--stock-rows", type=int, default=3, help="rows per stock set-up")
+    p.add_argument("--stock-timeout", type=float, default=40.0, help="seconds per stock row")
+    p.add_argument(
+        "--ragas-row-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per Ragas row in the main comparison (then NaN, as a failed row)",
+    )
+    args = p.parse_args()
+
+    from relevancy import make_embedder, make_generator
+
+    rows = make_rows(args.rows, seed=1)
+    out: dict[str, Any] = {"bench": "vs_ragas", "rows": len(rows), "strictness": STRICTNESS}
+    missing = ragas_available()
+    if missing:
+        out["ragas_skipped"] = missing
+        log("vs_ragas: Ragas side unavailable:", missing)
+    server = LlamaServer()
+    out["server"] = {"start_s": r(server.start_s), "n_threads": 2, "n_ctx": 4096}
+    log(f"vs_ragas: server on {server.base_url} in {server.start_s:.1f} s, load {load_average()}")
+    emb = make_embedder("local")
+    emb.embed(["warm-up"])
+    try:
+        gen = schema_generator(server.base_url)
+        ours(rows[:1], gen, emb)  # warm the server's KV cache with our prefix
+
+        # --- main comparison, alternating chunks ------------------------------------------
+        size = -(-len(rows) // max(1, args.chunks))
+        parts = [rows[i : i + size] for i in range(0, len(rows), size)]
+        multi = multi_generator(server.base_url)
+        per_chunk: dict[int, dict[str, float]] = {}
+        multi_results: list[Any] = []
+        multi_wall = 0.0
+        our_results: list[Any] = []
+        our_wall = 0.0
+        rag_rows: list[dict] = []
+        rag_wall = 0.0
+        rag_meta: dict[str, Any] = {}
+        for c, part in enumerate(parts):
+            order = ("ours", "multi", "ragas") if c % 2 == 0 else ("ragas", "multi", "ours")
+            for side in order:
+                if side == "multi":
+                    o = ours(part, multi, emb)
+                    multi_results += o["results"]
+                    multi_wall += o["wall_s"]
+                    per_chunk.setdefault(c, {})["multi"] = o["wall_s"]
+                    log(f"  chunk {c} multi {o['wall_s']:.1f} s")
+                elif side == "ours":
+                    o = ours(part, gen, emb)
+                    our_results += o["results"]
+                    our_wall += o["wall_s"]
+                    per_chunk.setdefault(c, {})["ours"] = o["wall_s"]
+                    log(f"  chunk {c} ours  {o['wall_s']:.1f} s")
+                elif not missing:
+                    g = ragas(
+                        "jsonschema",
+                        part,
+                        server.base_url,
+                        concurrency=1,
+                        row_timeout=args.ragas_row_timeout,
+                    )
+                    rag_rows += g["rows"]
+                    rag_wall += g["wall_s"]
+                    per_chunk.setdefault(c, {})["ragas"] = g["wall_s"]
+                    rag_meta = {
+                        k: g[k] for k in ("ragas_version", "import_s", "peak_rss_mb", "concurrency")
+                    }
+                    log(f"  chunk {c} ragas {g['wall_s']:.1f} s")
+        out["ours"] = summarize_ours(our_results, our_wall)
+        out["ours"]["backend"] = "openai-compatible, response_format json_object+schema (bench fix)"
+        out["ours"]["concurrency"] = 4
+        out["ours_multi"] = summarize_ours(multi_results, multi_wall)
+        out["ours_multi"]["backend"] = "prototype: all 3 questions in one request (one JSON)"
+        out["ours_multi"]["concurrency"] = 4
+        if not missing:
+            out["ragas"] = summarize_ragas(rag_rows, rag_wall)
+            out["ragas"].update(
+                {k: r(v, 2) if isinstance(v, float) else v for k, v in rag_meta.items()}
+            )
+            out["ragas"]["setup"] = "collections AnswerRelevancy, instructor Mode.JSON_SCHEMA"
+            out["ours_over_ragas_pairs_per_s"] = r(rag_wall / our_wall)
+            out["multi_over_ragas_pairs_per_s"] = r(rag_wall / multi_wall)
+            out["ours_over_ragas_per_chunk"] = [
+                r(t["ragas"] / t["ours"]) for t in per_chunk.values() if "ragas" in t
+            ]
+            # paired per-row agreement of the two scores (same rows)
+            pairs = [
+                (a.value, b["value"])
+                for a, b in zip(our_results, rag_rows)
+                if a.ok and b["value"] is not None
+            ]
+            if len(pairs) > 2:
+                import numpy as np
+
+                xs, ys = np.array(pairs).T
+                out["score_correlation_pearson"] = r(float(np.corrcoef(xs, ys)[0, 1]))
+                out["mean_score"] = {"ours": r(xs.mean()), "ragas": r(ys.mean())}
+            pairs = [
+                (a.value, b.value) for a, b in zip(our_results, multi_results) if a.ok and b.ok
+            ]
+            if len(pairs) > 2:
+                import numpy as np
+
+                xs, ys = np.array(pairs).T
+                out["multi_vs_ours_score_pearson"] = r(float(np.corrcoef(xs, ys)[0, 1]))
+                out.setdefault("mean_score", {})["multi"] = r(ys.mean())
+
+        # --- our concurrency against a one-request-at-a-time server ------------------------
+        sweep_rows = make_rows(args.rows + args.sweep_rows, seed=1)[args.rows :]
+        out["ours_concurrency_sweep"] = {"rows": len(sweep_rows)}
+        for conc in (1, 2, 4):
+            o = ours(sweep_rows, gen, emb, concurrency=conc)
+            out["ours_concurrency_sweep"][f"c{conc}_pairs_per_s"] = r(len(sweep_rows) / o["wall_s"])
+            log(f"  sweep c={conc} {o['wall_s']:.1f} s")
+
+        # --- parity --------------------------------------------------------------------------
+        cases = parity_cases(our_results)
+        mine = [ours_formula(c) for c in cases]
+        out["parity"] = {"cases": len(cases), "from_run": sum(c["source"] == "run" for c in cases)}
+        if not missing:
+            theirs = ragas("parity", cases, server.base_url)
+            for key in ("legacy", "collections"):
+                diffs = [
+                    abs(a - b)
+                    for a, b in zip(mine, theirs[key])
+                    if not (a != a and b != b)  # both NaN counts as equal
+                ]
+                nan_mismatch = sum((a != a) != (b != b) for a, b in zip(mine, theirs[key]))
+                out["parity"][f"max_abs_diff_{key}"] = max(diffs) if diffs else None
+                out["parity"][f"nan_mismatches_{key}"] = nan_mismatch
+
+        # --- stock set-ups, a few rows each (last: they can leave the server busy) ---------
+        stock_rows = rows[: args.stock_rows]
+        stock: dict[str, Any] = {"rows": len(stock_rows), "row_timeout_s": args.stock_timeout}
+        shipped = make_generator(f"openai:{MODEL}", base_url=server.base_url)
+        o = ours(stock_rows, shipped, emb)
+        stock["ours_as_shipped"] = summarize_ours(o["results"], o["wall_s"])
+        stock["ours_as_shipped"]["errors"] = sorted(
+            {(x.error or "")[:120] for x in o["results"] if x.error}
+        )[:3]
+        if not missing:
+            for mode in ("stock", "legacy"):
+                log(f"  ragas {mode} on {len(stock_rows)} rows")
+                # rows at once, as Ragas' own batch scoring and evaluate() do
+                g = ragas(
+                    mode,
+                    stock_rows,
+                    server.base_url,
+                    row_timeout=args.stock_timeout,
+                    concurrency=len(stock_rows),
+                )
+                stock[f"ragas_{mode}"] = summarize_ragas(g["rows"], g["wall_s"])
+            stock["ragas_stock"]["setup"] = "llm_factory (instructor Mode.JSON), collections API"
+            stock["ragas_legacy"]["setup"] = (
+                "evaluate() + ResponseRelevancy + LangchainLLMWrapper(ChatOpenAI), "
+                f"RunConfig(timeout={int(args.stock_timeout)}) else default"
+            )
+        out["stock"] = stock
+        out["server"]["peak_rss_mb"] = r(server.hwm_mb(), 1)
+    finally:
+        server.stop()
+    out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
+    emit(out, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
