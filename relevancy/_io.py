@@ -262,13 +262,20 @@ def normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
 def results_to_frame(
     results: Sequence[RelevancyResult], source: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """One row per result: the input's extra columns, then the score and its explanation."""
+    """One row per result: the input's extra columns, then the score and its explanation.
+
+    ``score`` is the value of the row's ``mode``; ``ragas_value`` is its Ragas value (the same
+    as ``score`` in ``"ragas"`` mode); ``parts`` is the result's ``parts`` as JSON (in ``"focus"``
+    mode one ``{"text", "similarity", ...}`` per sentence; empty in ``"ragas"`` mode).
+    """
     rows = []
     for r in results:
         sims = r.similarities
         rows.append(
             {
                 "score": r.value,
+                "mode": r.mode,
+                "ragas_value": r.ragas_value,
                 "noncommittal": r.noncommittal,
                 "noncommittal_method": r.noncommittal_method,
                 "answer_similarity": r.answer_similarity,
@@ -277,12 +284,12 @@ def results_to_frame(
                     [q.question for q in r.questions], ensure_ascii=False
                 ),
                 "similarities": json.dumps([q.similarity for q in r.questions]),
+                "parts": json.dumps(r.parts, ensure_ascii=False, default=str) if r.parts else "",
                 "error": r.error or "",
                 "notes": "; ".join(r.notes),
                 "llm": r.llm,
                 "embeddings": r.embeddings,
                 "strictness": r.strictness,
-                "mode": r.mode,
                 "seconds": r.timings.get("total_s", math.nan),
                 "cached": r.cached,
             }

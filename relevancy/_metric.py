@@ -17,6 +17,7 @@ import numpy as np
 from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
 from relevancy._formula import cosine_similarities, relevancy_score
+from relevancy._modes import check_mode, focus_parts, focus_score, split_sentences
 from relevancy._noncommittal import (
     DETECTORS,
     EVASIVE_EXEMPLARS,
@@ -68,6 +69,11 @@ class AnswerRelevancy:
         How the noncommittal verdict is decided; see ``relevancy/_noncommittal.py``.
     noncommittal_threshold : float, default 0.6
         Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires.
+    mode : {"auto", "ragas", "focus"}, default "auto"
+        What ``result.value`` is: ``"ragas"`` the Ragas value exactly, ``"focus"`` a
+        sentence-level score measured to agree better with people on long answers (see
+        ``relevancy/_modes.py``); ``"auto"``: ``"focus"`` with the embedded models, else
+        ``"ragas"``. ``result.ragas_value`` holds the Ragas value in every mode.
     cache : Cache, bool or path, default True
         ``True``: the user cache folder; ``False``/``None``: no cache; a path or a ``Cache``.
     concurrency : int, default 4
@@ -92,6 +98,7 @@ class AnswerRelevancy:
         strictness: int = 3,
         noncommittal: str = "auto",
         noncommittal_threshold: float = DEFAULT_EXEMPLAR_THRESHOLD,
+        mode: str = "auto",
         cache: Cache | bool | str | None = True,
         concurrency: int = 4,
     ) -> None:
@@ -105,6 +112,10 @@ class AnswerRelevancy:
             raise InputError(
                 f"noncommittal must be one of {', '.join(DETECTORS)}; got {noncommittal!r}"
             )
+        try:
+            check_mode(mode)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
         if not isinstance(concurrency, int) or concurrency < 1:
             raise InputError(f"concurrency must be a positive integer, got {concurrency!r}")
         if not (-1.0 <= float(noncommittal_threshold) <= 1.0):
@@ -132,6 +143,12 @@ class AnswerRelevancy:
         self.noncommittal = noncommittal
         self.noncommittal_threshold = float(noncommittal_threshold)
         self.concurrency = concurrency
+        if mode == "auto":
+            embedded = llm.name.startswith("local:SmolLM2") and embeddings.name.startswith(
+                "local:all-MiniLM"
+            )
+            mode = "focus" if embedded else "ragas"
+        self.mode = mode
         self._generator = CachedGenerator(llm, cache)
         self._embedder = EmbeddingService(embeddings, cache)
 
@@ -160,6 +177,7 @@ class AnswerRelevancy:
             llm=self.llm.name,
             embeddings=self.embeddings.name,
             strictness=self.strictness,
+            mode=self.mode,
         )
         limit = getattr(self.llm, "max_response_chars", None)
         if limit and len(response) > limit:
@@ -181,6 +199,9 @@ class AnswerRelevancy:
         texts = [user_input, response] + [g.question for g in usable]
         if detector == "exemplars":
             texts += list(EVASIVE_EXEMPLARS)
+        n_fixed = len(texts)
+        sentences = split_sentences(response) if self.mode == "focus" else []
+        texts += sentences
         t0 = time.perf_counter()
         try:
             vectors = await self._embedder.embed(texts)
@@ -201,7 +222,7 @@ class AnswerRelevancy:
         if detector == "llm":
             verdict, detail = llm_verdict([g.noncommittal for g in usable])
         elif detector == "exemplars":
-            exemplar_vecs = vectors[2 + len(usable) :]
+            exemplar_vecs = vectors[2 + len(usable) : n_fixed]
             verdict, detail = exemplar_verdict(resp_vec, exemplar_vecs, self.noncommittal_threshold)
         else:
             verdict, detail = False, "noncommittal detection is off"
@@ -224,8 +245,19 @@ class AnswerRelevancy:
         flags = (
             [verdict] * len(usable) if detector != "llm" else [bool(g.noncommittal) for g in usable]
         )
-        result.value = relevancy_score(sims.tolist(), flags)
-        if math.isnan(result.value):
+        result.ragas_value = relevancy_score(sims.tolist(), flags)
+        result.value = result.ragas_value
+        if self.mode == "focus":
+            sent_sims = cosine_similarities(vectors[n_fixed:], ui_vec) if sentences else []
+            context = focus_parts(sent_sims)
+            result.parts = [
+                {"text": t, "similarity": float(c), "context_similarity": float(r)}
+                for t, c, r in zip(sentences, sent_sims, context)
+            ]
+            result.value = focus_score(sent_sims, result.ragas_value, noncommittal=verdict)
+        if math.isnan(result.value) and not math.isnan(result.ragas_value):
+            result.error = "focus mode: the response has no sentence with a word in it"
+        elif math.isnan(result.value):
             reasons = sorted({q.error or "empty question" for q in result.questions})
             result.error = redact(
                 f"all {len(generated.generations)} generations failed: " + "; ".join(reasons)
@@ -327,6 +359,7 @@ def _failed(user_input: Any, response: Any, error: str, metric: AnswerRelevancy)
         llm=metric.llm.name,
         embeddings=metric.embeddings.name,
         strictness=metric.strictness,
+        mode=metric.mode,
     )
 
 

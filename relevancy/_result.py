@@ -74,9 +74,12 @@ class QuestionScore:
 class RelevancyResult:
     """The score of one (user_input, response) pair and everything that explains it.
 
-    ``value`` is the Answer Relevancy: the mean of ``questions[i].similarity`` over usable
-    questions, 0 when the response was judged noncommittal, NaN (with ``error``) when no
-    generation was usable.
+    ``value`` is the score of ``mode`` (see ``relevancy/_modes.py``). In ``"ragas"`` mode it is
+    the Answer Relevancy: the mean of ``questions[i].similarity`` over usable questions, 0 when
+    the response was judged noncommittal, NaN (with ``error``) when no generation was usable.
+    ``ragas_value`` is that Ragas value in every mode (the same generations), so it equals
+    ``value`` in ``"ragas"`` mode. ``parts`` is plain JSON that explains a non-Ragas score (in
+    ``"focus"`` mode: one ``{"text", "similarity", "context_similarity"}`` per sentence).
     """
 
     user_input: str
@@ -92,12 +95,18 @@ class RelevancyResult:
     embeddings: str = ""
     strictness: int = 0
     mode: str = "ragas"
+    ragas_value: float = float("nan")
+    parts: list[dict[str, Any]] = field(default_factory=list)
     user_input_embedding: list[float] | None = None
     question_embeddings: list[list[float]] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     usage: dict[str, int] = field(default_factory=dict)
     cached: bool = False
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.mode == "ragas" and math.isnan(self.ragas_value):
+            self.ragas_value = self.value
 
     @property
     def ok(self) -> bool:
@@ -121,6 +130,7 @@ class RelevancyResult:
         """Plain JSON-ready data (NaN becomes ``None``)."""
         data = asdict(self)
         data["value"] = None if math.isnan(self.value) else self.value
+        data["ragas_value"] = None if math.isnan(self.ragas_value) else self.ragas_value
         sims = self.similarities
         data["similarity_std"] = None if not sims else self.similarity_std
         data["similarity_min"] = min(sims) if sims else None
@@ -136,5 +146,10 @@ class RelevancyResult:
         for key in ("similarity_std", "similarity_min", "similarity_max"):
             data.pop(key, None)
         value = data.pop("value")
+        value = float("nan") if value is None else float(value)
+        if "ragas_value" not in data:  # written before modes existed: that was the Ragas value
+            data["ragas_value"] = value if data.get("mode", "ragas") == "ragas" else None
+        ragas = data.pop("ragas_value")
         data["questions"] = [QuestionScore(**q) for q in data.get("questions", [])]
-        return cls(value=float("nan") if value is None else float(value), **data)
+        data["parts"] = [dict(p) for p in data.get("parts") or []]
+        return cls(value=value, ragas_value=float("nan") if ragas is None else float(ragas), **data)

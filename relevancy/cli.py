@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from relevancy._errors import RelevancyError
+from relevancy._modes import describe_mode
 from relevancy._sync import run_sync
 
 __all__ = ["main", "build_metric"]
@@ -49,6 +50,14 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         help="how evasive answers are detected (auto: the LLM's flags for API models, "
         "similarity to evasive exemplars for the embedded model)",
     )
+    g.add_argument(
+        "--mode",
+        default="auto",
+        choices=("auto", "ragas", "focus"),
+        help="what the score is: ragas (the Ragas Answer Relevancy exactly), focus "
+        "(sentence-level, measured to agree better with people on long answers with the "
+        "embedded models); auto: focus for the embedded models, ragas for API models",
+    )
     g.add_argument("--seed", type=int, default=0, help="sampling seed")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per API request")
     g.add_argument("--no-cache", action="store_true", help="bypass the persistent cache")
@@ -76,6 +85,7 @@ def build_metric(args: argparse.Namespace, concurrency: int = 4) -> Any:
         embeddings=embeddings,
         strictness=args.strictness,
         noncommittal=args.noncommittal,
+        mode=args.mode,
         cache=cache,
         concurrency=concurrency,
     )
@@ -156,6 +166,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         f"rows            {stats['rows']}  (scored {stats['scored']}, NaN {stats['nan']}, "
         f"from cache {cached})"
     )
+    print(f"mode            {metric.mode} ({describe_mode(metric.mode)})")
     print(
         f"mean            {_fmt(stats['mean'])}  95% CI [{_fmt(stats['ci_low'])}, "
         f"{_fmt(stats['ci_high'])}]"
@@ -202,7 +213,13 @@ def cmd_score_one(args: argparse.Namespace) -> int:
     sims = r.similarities
     worked = " + ".join(f"{s:.3f}" for s in sims)
     rule = "  x 0 (noncommittal)" if r.noncommittal else ""
-    print(f"score    : {r.value:.3f}   = ({worked}) / {len(sims)}{rule}")
+    ragas = "score    " if r.mode == "ragas" else "ragas    "
+    print(f"{ragas}: {r.ragas_value:.3f}   = ({worked}) / {len(sims)}{rule}")
+    if r.mode != "ragas":
+        print("sentences of the answer (cosine similarity to the question):")
+        for part in r.parts:
+            print(f"  {part['similarity']:6.3f}  {part['text']}")
+        print(f"score    : {r.value:.3f}   ({r.mode} mode: {describe_mode(r.mode)})")
     return 0
 
 

@@ -34,6 +34,25 @@ def test_score_writes_questions_and_is_cached_the_second_time(demo_subset, tmp_p
 
 
 @pytest.mark.models
+def test_mode_option_names_the_mode_and_reuses_generations(demo_subset, tmp_path, capsys):
+    focus, ragas = tmp_path / "focus.csv", tmp_path / "ragas.csv"
+    assert main(["score", str(demo_subset), "-o", str(focus), "-q"]) == 0
+    assert "mode            focus" in capsys.readouterr().out  # the embedded default
+    assert main(["score", str(demo_subset), "-o", str(ragas), "-q", "--mode", "ragas"]) == 0
+    out = capsys.readouterr().out
+    assert "mode            ragas" in out and "from cache 6" in out
+    f, r = pd.read_csv(focus), pd.read_csv(ragas)
+    assert set(f["mode"]) == {"focus"} and set(r["mode"]) == {"ragas"}
+    # the same generations: the Ragas value of a focus run is the score of a ragas run
+    assert f["ragas_value"].tolist() == pytest.approx(r["score"].tolist())
+    assert r["score"].tolist() == pytest.approx(r["ragas_value"].tolist())
+    assert json.loads(f.loc[0, "parts"])[0]["text"]
+    with pytest.raises(SystemExit) as exc:
+        main(["score", str(demo_subset), "--mode", "Focus"])
+    assert exc.value.code == 2 and "invalid choice: 'Focus'" in capsys.readouterr().err
+
+
+@pytest.mark.models
 def test_fail_under_sets_exit_code(demo_subset, tmp_path, capsys):
     code = main(
         ["score", str(demo_subset), "-o", str(tmp_path / "o.json"), "-q", "--fail-under", "0.99"]

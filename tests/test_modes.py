@@ -1,0 +1,126 @@
+"""Scoring modes: the focus formula with fake backends, the API around it, one real-model check."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from relevancy import AnswerRelevancy, Generation, InputError, RelevancyResult
+from relevancy._modes import focus_parts, focus_score, split_sentences
+from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+Q = "Where is France?"
+ON = "France is in Europe."
+OFF = "I like bananas."
+VEC = {
+    Q: [1.0, 0.0, 0.0],
+    "Where is France located?": [0.8, 0.6, 0.0],
+    ON: [0.8, 0.6, 0.0],
+    OFF: [0.0, 1.0, 0.0],
+    f"{ON} {OFF}": [0.6, 0.8, 0.0],
+}
+
+
+def metric(mode, script=None, **kw):
+    kw.setdefault("noncommittal", "llm")
+    script = script or (lambda response, n: [Generation("Where is France located?", False)] * n)
+    return AnswerRelevancy(
+        llm=FakeGenerator(script), embeddings=FakeEmbedder(VEC), cache=False, mode=mode, **kw
+    )
+
+
+def test_split_sentences():
+    text = "Paris is big. Is it?  Yes!\n\n- \n* Edit: 2 typos\nLast one"
+    assert split_sentences(text) == [
+        "Paris is big.",
+        "Is it?",
+        "Yes!",
+        "* Edit: 2 typos",
+        "Last one",
+    ]
+    assert split_sentences("no end mark") == ["no end mark"]
+    assert split_sentences(" - * ") == []
+
+
+def test_focus_parts_mix_in_neighbours():
+    assert focus_parts([0.4]).tolist() == [0.4]
+    assert focus_parts([1.0, 0.0, 1.0]).tolist() == pytest.approx([0.75, 0.5, 0.75])
+    assert focus_parts([1.0, 0.0], context=0.0).tolist() == [1.0, 0.0]
+
+
+def test_focus_score_formula():
+    r = np.array([0.75, 0.5, 0.75])
+    expected = 0.7 * (r.mean() - r.std()) + 0.3 * 0.6
+    assert focus_score([1.0, 0.0, 1.0], 0.6) == pytest.approx(expected)
+    assert focus_score([0.5], 0.5) == pytest.approx(0.5)  # one sentence: 0.7 c + 0.3 ragas
+    assert focus_score([0.5, 0.5], 0.2, noncommittal=True) == 0.0
+    assert math.isnan(focus_score([0.5], float("nan")))
+    assert math.isnan(focus_score([], 0.5))
+
+
+def test_ragas_mode_value_equals_ragas_value():
+    r = metric("ragas").score(user_input=Q, response=f"{ON} {OFF}")
+    assert r.mode == "ragas" and r.value == pytest.approx(0.8) and r.ragas_value == r.value
+    assert r.parts == []
+
+
+def test_focus_mode_scores_sentences_and_keeps_the_ragas_value():
+    r = metric("focus").score(user_input=Q, response=f"{ON} {OFF}")
+    assert r.mode == "focus" and r.ragas_value == pytest.approx(0.8)
+    assert [p["text"] for p in r.parts] == [ON, OFF]
+    assert [p["similarity"] for p in r.parts] == pytest.approx([0.8, 0.0])
+    assert [p["context_similarity"] for p in r.parts] == pytest.approx([0.6, 0.2])
+    assert r.value == pytest.approx(0.7 * (0.4 - 0.2) + 0.3 * 0.8)
+    on_only = metric("focus").score(user_input=Q, response=ON)
+    assert on_only.value == pytest.approx(0.8)
+    assert on_only.value > r.value  # the off-topic sentence costs
+    json.dumps(r.to_dict())  # parts are plain JSON
+
+
+def test_focus_mode_keeps_the_noncommittal_zero_and_nan_rules():
+    flagged = metric("focus", lambda response, n: [Generation("Where is France located?", True)])
+    r = flagged.score(user_input=Q, response=ON)
+    assert r.value == 0.0 and r.ragas_value == 0.0 and r.noncommittal
+    failed = metric("focus", lambda response, n: [Generation("", None, "boom")])
+    r = failed.score(user_input=Q, response=ON)
+    assert math.isnan(r.value) and math.isnan(r.ragas_value) and "boom" in r.error
+
+
+def test_auto_mode_is_ragas_for_other_backends():
+    assert metric("auto").mode == "ragas"
+
+
+@pytest.mark.parametrize("bad", ["Ragas", "sentences", None, 1])
+def test_unknown_mode_is_rejected_with_the_value(bad):
+    with pytest.raises(InputError, match=repr(bad).replace("(", r"\(")):
+        metric(bad)
+
+
+def test_result_round_trips_and_old_dicts_load():
+    r = metric("focus").score(user_input=Q, response=f"{ON} {OFF}")
+    back = RelevancyResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back.ragas_value == pytest.approx(r.ragas_value) and back.parts == r.parts
+    assert back.mode == "focus" and back.value == pytest.approx(r.value)
+    old = r.to_dict()
+    for key in ("ragas_value", "parts", "mode"):
+        old.pop(key)
+    loaded = RelevancyResult.from_dict(old)
+    assert loaded.mode == "ragas" and loaded.ragas_value == pytest.approx(r.value)
+    assert RelevancyResult(user_input=Q, response=ON, value=0.5).ragas_value == 0.5
+    nan = RelevancyResult(user_input=Q, response=ON, value=float("nan"))
+    assert math.isnan(RelevancyResult.from_dict(nan.to_dict()).ragas_value)
+
+
+@pytest.mark.models
+def test_focus_is_the_embedded_default_and_penalises_an_off_topic_sentence():
+    m = AnswerRelevancy(cache=False)
+    assert m.mode == "focus"
+    q = "Where is France and what is its capital?"
+    on = "France is in western Europe. Its capital is Paris."
+    padded = on + " Bananas are rich in potassium and grow in warm tropical climates."
+    a, b = m.score_many([(q, on), (q, padded)])
+    assert a.mode == "focus" and len(a.parts) == 2 and len(b.parts) == 3
+    assert not math.isnan(a.ragas_value) and not math.isnan(b.ragas_value)
+    assert b.parts[2]["similarity"] < 0.2 < a.parts[1]["similarity"]
+    assert a.value > b.value + 0.1
