@@ -12,7 +12,7 @@ from relevancy._redact import redact
 from relevancy.dashboard.drilldown import render_result
 from relevancy.dashboard.sidebar import get_embedder_for, get_metric
 from relevancy.dashboard.state import active_run, bind, get_store, load_run
-from relevancy.dashboard.ui import PAGES, esc, fmt, pct, setup_page
+from relevancy.dashboard.ui import PAGES, esc, fmt, mode_of, modes_in, pct, setup_page
 from relevancy.store import DEMO_RUN_NAME
 
 settings = setup_page(
@@ -28,11 +28,14 @@ st.markdown(
     "would be a good reply to, then measures how close those questions are to the user's "
     "question (mean cosine similarity of embeddings, from about 0 to 1). Answers that drift "
     "off topic, pad with filler or leave part of the question unanswered score lower; "
-    "noncommittal answers score 0."
+    "noncommittal answers score 0. In **focus** mode (the default with the embedded models) "
+    "the score also looks at each sentence of the answer: how close it is to the question, "
+    "and how evenly; every score keeps its Ragas value beside it."
 )
 st.caption(
     f"Scores here are produced by the {settings.describe()} · {settings.strictness} questions "
-    f"per answer · noncommittal detector: {settings.noncommittal}."
+    f"per answer · noncommittal detector: {settings.noncommittal} · "
+    f"**{settings.resolved_mode}** mode."
 )
 
 # --- overview of the active run -----------------------------------------------------------
@@ -41,7 +44,11 @@ if info is not None and info.n_scored:
     data = load_run(info.id)
     scores = data.frame["score"].astype(float)
     with st.container(border=True):
-        st.markdown(f"**Active run:** {esc(info.name)} · {info.n_scored} rows")
+        run_mode = mode_of(modes_in(data.frame))
+        st.markdown(
+            f"**Active run:** {esc(info.name)} · {info.n_scored} rows"
+            + (f" · {run_mode} mode" if run_mode else "")
+        )
         cols = st.columns(4)
         cols[0].metric("Mean score", fmt(scores.mean()), border=True)
         cols[1].metric("Median", fmt(scores.median()), border=True)
@@ -182,9 +189,12 @@ if shown and (shown["question"] != question or shown["answers"] != answers):
 if shown is None:
     shown = _precomputed()
     if shown is not None:
+        demo_mode = mode_of(sorted({r.mode for r in shown["results"]}))
+        live = settings.resolved_mode
         st.caption(
-            "Showing the bundled precomputed result for this demo example; press **Score** "
-            "to run the models live."
+            f"Showing the bundled precomputed result for this demo example ({demo_mode} mode); "
+            "press **Score** to run the models live"
+            + (f" in {live} mode." if live != demo_mode else ".")
         )
 
 if shown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 
 import pandas as pd
@@ -21,7 +22,7 @@ from relevancy.dashboard.state import (
     load_run,
     set_active_run,
 )
-from relevancy.dashboard.ui import esc, fmt, pct, setup_page
+from relevancy.dashboard.ui import esc, fmt, mode_of, mode_text, modes_in, pct, setup_page
 from relevancy.store import demo_inputs
 
 settings = setup_page(
@@ -139,7 +140,10 @@ def _new_run_section() -> None:
             icon="▶️",
             width="stretch",
         )
-    st.caption(f"Scoring with the {settings.describe()} · strictness {settings.strictness}.")
+    st.caption(
+        f"Scoring with the {settings.describe()} · strictness {settings.strictness} · "
+        f"{settings.resolved_mode} mode."
+    )
     if go and may_start:
         try:
             metric = get_metric(settings)
@@ -151,6 +155,7 @@ def _new_run_section() -> None:
             **settings.record(),
             "llm_name": metric.llm.name,
             "embeddings_name": metric.embeddings.name,
+            "mode_used": metric.mode,
         }
         run_id = store.create_run(name, record, inputs, source=source_name)
         set_active_run(run_id)
@@ -184,12 +189,20 @@ if not info.complete:
         f"Run **{esc(info.name)}** is partial: {info.n_scored} of {info.n_rows} rows scored.",
         icon="⏳",
     )
+    # finish the run in the mode it was started in, so that its scores stay comparable
+    resume_mode = info.mode if info.mode in ("ragas", "focus") else info.settings.get("mode_used")
     resume = c2.button(
-        f"Resume ({left} rows left)", key="ds_resume", type="primary", width="stretch"
+        f"Resume ({left} rows left)",
+        key="ds_resume",
+        type="primary",
+        width="stretch",
+        help=f"Scores the rest in {resume_mode} mode, like the rows already scored."
+        if resume_mode
+        else None,
     )
     if resume and may_start:
         try:
-            metric = get_metric(settings)
+            metric = get_metric(replace(settings, mode=resume_mode) if resume_mode else settings)
         except RelevancyError as exc:
             st.error(f"**Cannot build the backend.** {esc(redact(exc))}", icon="⛔")
             st.stop()
@@ -203,15 +216,25 @@ if frame.empty:
     st.stop()
 
 st.subheader(f"Results · {info.name}", anchor=False)
+modes = modes_in(frame)
+run_mode = mode_of(modes)
+# a "Ragas value" column beside the score whenever the score is something else
+with_ragas = run_mode != "ragas" and "ragas_value" in frame.columns
 st.caption(
     f"Run #{info.id} · {info.n_scored} of {info.n_rows} rows scored · created {info.created} · "
     f"{esc(info.settings.get('llm_name') or info.settings.get('llm', ''))} + "
     f"{esc(info.settings.get('embeddings_name') or info.settings.get('embeddings', ''))}"
 )
+st.caption(
+    f"Scores: {mode_text(run_mode)}."
+    + (" The **Ragas value** column has each row's Ragas value." if with_ragas else "")
+)
 scores = pd.to_numeric(frame["score"], errors="coerce")
-m = st.columns(5)
+m = st.columns(6 if with_ragas else 5)
 m[0].metric("Rows scored", f"{int(scores.notna().sum())}", border=True)
-m[1].metric("Mean score", fmt(scores.mean()), border=True)
+m[1].metric(
+    "Mean score", fmt(scores.mean()), border=True, help=f"In {run_mode} mode." if run_mode else None
+)
 m[2].metric("Median", fmt(scores.median()), border=True)
 m[3].metric(
     f"Below {threshold:.2f}",
@@ -219,6 +242,13 @@ m[3].metric(
     border=True,
 )
 m[4].metric("NaN / errors", f"{int(scores.isna().sum())}", border=True)
+if with_ragas:
+    m[5].metric(
+        "Ragas mean",
+        fmt(pd.to_numeric(frame["ragas_value"], errors="coerce").mean()),
+        border=True,
+        help="The Ragas Answer Relevancy of the same rows: comparable with ragas-mode runs.",
+    )
 
 # filters
 with st.container(border=True):
@@ -296,6 +326,12 @@ shown = pd.DataFrame(
         **({"id": view["id"].astype(str)} if "id" in view.columns else {}),
         **({"variant": view["variant"].astype(str)} if "variant" in view.columns else {}),
         "score": view["score"],
+        **(
+            {"Ragas value": pd.to_numeric(view["ragas_value"], errors="coerce")}
+            if with_ragas
+            else {}
+        ),
+        "mode": view["mode"].astype(str) if "mode" in view.columns else "ragas",
         "question": view["user_input"].astype(str),
         "answer": view["response"].astype(str),
         "noncommittal": view["noncommittal"].astype(bool),
@@ -331,7 +367,10 @@ st.markdown(
 )
 st.dataframe(
     shown.style.map(_low_style, subset=["score"]).format(
-        {"score": "{:.3f}", "answer ~ question": "{:.2f}"}, na_rep="NaN"
+        {"score": "{:.3f}", "Ragas value": "{:.3f}", "answer ~ question": "{:.2f}"}
+        if with_ragas
+        else {"score": "{:.3f}", "answer ~ question": "{:.2f}"},
+        na_rep="NaN",
     ),
     hide_index=True,
     height=min(38 + 35 * len(shown), 420),
@@ -340,7 +379,19 @@ st.dataframe(
     selection_mode="single-row",
     column_config={
         "row": st.column_config.NumberColumn("row", width="small"),
-        "score": st.column_config.NumberColumn("score", help="Answer Relevancy", width="small"),
+        "score": st.column_config.NumberColumn(
+            "score",
+            help=f"Answer Relevancy, {run_mode} mode" if run_mode else "Answer Relevancy",
+            width="small",
+        ),
+        "Ragas value": st.column_config.NumberColumn(
+            "Ragas value",
+            help="The Ragas Answer Relevancy from the same generated questions",
+            width="small",
+        ),
+        "mode": st.column_config.TextColumn(
+            "mode", help="What the score is: ragas or focus (see the sidebar)", width="small"
+        ),
         "question": st.column_config.TextColumn("question", width="medium"),
         "answer": st.column_config.TextColumn("answer", width="large"),
         "answer ~ question": st.column_config.NumberColumn(

@@ -7,7 +7,7 @@ import streamlit as st
 
 from relevancy.dashboard import charts
 from relevancy.dashboard.state import list_runs, load_run, load_run_data
-from relevancy.dashboard.ui import fmt, pct, setup_page
+from relevancy.dashboard.ui import fmt, mode_of, mode_text, modes_in, pct, setup_page
 from relevancy.report import summary_table
 from relevancy.store import RunInfo
 
@@ -61,8 +61,35 @@ if by == "variant" and "variant" not in frame.columns:
     st.caption("This run has no variant column: showing all rows together.")
     by = None
 
+modes = modes_in(frame)
+mode = mode_of(modes)
+value = "score"
+if mode != "ragas" and "ragas_value" in frame.columns:
+    value = st.segmented_control(
+        "Show",
+        ["score", "Ragas value"],
+        default="score",
+        key="dist_value",
+        required=True,
+        help="The score of each row's mode, or the Ragas value every row keeps (the same for "
+        "every mode, so comparable across runs).",
+    )
+if value == "Ragas value":
+    frame = frame.assign(score=pd.to_numeric(frame["ragas_value"], errors="coerce"))
+    st.caption("Showing each row's **Ragas value** (the Ragas Answer Relevancy).")
+elif mode == "mixed":
+    st.warning(
+        f"These rows were scored in different modes ({', '.join(modes)}): their scores mean "
+        "different things, so the groups are not comparable. Show the **Ragas value** instead, "
+        "which every row has.",
+        icon="⚠️",
+    )
+else:
+    st.caption(f"Scores: {mode_text(mode)}.")
 scores = pd.to_numeric(frame["score"], errors="coerce")
 stats = summary_table(frame, threshold=threshold, by=by)
+if value == "Ragas value":
+    stats = stats.drop(columns=["ragas_mean"], errors="ignore")
 overall = stats.iloc[0]
 m = st.columns(4)
 m[0].metric(
@@ -78,11 +105,18 @@ st.markdown(
     f"Mean **{fmt(overall['mean'])}**, 95% CI **[{fmt(overall['ci_low'])}, "
     f"{fmt(overall['ci_high'])}]** over {int(overall['rows'] - overall['NaN'])} scored rows."
 )
-st.caption(
-    "Good answers usually score above 0.7 with the embedded models (0.8+ with API models); "
-    "scores under the threshold deserve a look on the Dataset page. Noncommittal answers sit "
-    "at exactly 0."
-)
+if value == "Ragas value" or mode == "ragas":
+    st.caption(
+        "Good answers usually score above 0.7 with the embedded models (0.8+ with API models); "
+        "scores under the threshold deserve a look on the Dataset page. Noncommittal answers "
+        "sit at exactly 0."
+    )
+else:
+    st.caption(
+        "Focus scores have a scale of their own: compare them with other focus scores, not "
+        "with Ragas values (switch **Show** to compare those). Scores under the threshold "
+        "deserve a look on the Dataset page. Noncommittal answers sit at exactly 0."
+    )
 
 tab1, tab2, tab3 = st.tabs(["📊 Histogram", "📦 Box / violin", "📈 ECDF"])
 with tab1:
@@ -127,6 +161,11 @@ st.dataframe(
     column_config={
         "mean": st.column_config.NumberColumn(format="%.3f"),
         "median": st.column_config.NumberColumn(format="%.3f"),
+        "ragas_mean": st.column_config.NumberColumn(
+            "mean Ragas value",
+            format="%.3f",
+            help="The mean Ragas Answer Relevancy of the same rows.",
+        ),
     },
 )
 st.caption(

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import streamlit as st
 
 from relevancy._result import RelevancyResult
-from relevancy.compare import pair_runs, pair_variants, summarize_pairs
+from relevancy.compare import pair_rows, summarize_pairs
 from relevancy.dashboard import charts
 from relevancy.dashboard.drilldown import render_result
 from relevancy.dashboard.sidebar import get_embedder_for
 from relevancy.dashboard.state import list_runs, load_run, load_run_data
-from relevancy.dashboard.ui import esc, fmt, setup_page
+from relevancy.dashboard.ui import esc, fmt, mode_of, modes_in, setup_page
 
 settings = setup_page(
     "Compare",
@@ -66,7 +67,8 @@ if mode == "variants":
             key="cmp_margin",
             help="Differences within ± this count as ties.",
         )
-    paired = pair_variants(frame, label_a, label_b, tie_margin=tie_margin)
+    values = frame["variant"].astype(str)
+    frame_a, frame_b = frame[values == label_a], frame[values == label_b]
     by_row = {int(r): res for r, res in zip(frame["row"], data.results)}
     results_a = results_b = by_row
 else:
@@ -105,9 +107,59 @@ else:
         if len(common) > 1:
             pick = st.selectbox("Variant (in both runs)", ["(all)", *common], key="cmp_run_variant")
             variant = None if pick == "(all)" else pick
-    paired = pair_runs(da.frame, db.frame, variant=variant, tie_margin=tie_margin)
+    frame_a, frame_b = da.frame, db.frame
+    if variant is not None:
+        frame_a = frame_a[frame_a["variant"].astype(str) == variant]
+        frame_b = frame_b[frame_b["variant"].astype(str) == variant]
     results_a = {int(r): res for r, res in zip(da.frame["row"], da.results)}
     results_b = {int(r): res for r, res in zip(db.frame["row"], db.results)}
+
+# --- what the numbers are: both sides' scoring modes ---------------------------------------
+modes_a, modes_b = modes_in(frame_a), modes_in(frame_b)
+mode_a, mode_b = mode_of(modes_a), mode_of(modes_b)
+same_mode = mode_a == mode_b and mode_a != "mixed"
+has_ragas = "ragas_value" in frame_a.columns and "ragas_value" in frame_b.columns
+on_ragas = False
+if not same_mode:
+    st.warning(
+        f"**{esc(label_a)} was scored in {mode_a or '?'} mode and {esc(label_b)} in "
+        f"{mode_b or '?'} mode: their scores mean different things**, so a difference between "
+        "them says little about the answers. "
+        + (
+            "Comparing on the **Ragas value** instead, which every row has."
+            if has_ragas
+            else "Score both in the same mode to compare them."
+        ),
+        icon="⚠️",
+    )
+    on_ragas = has_ragas
+elif mode_a != "ragas" and has_ragas:
+    on_ragas = (
+        st.segmented_control(
+            "Compare on",
+            ["score", "Ragas value"],
+            default="score",
+            key="cmp_value",
+            required=True,
+            help=f"The {mode_a} score of both sides, or the Ragas value every row also keeps.",
+        )
+        == "Ragas value"
+    )
+if on_ragas:
+    frame_a = frame_a.assign(score=pd.to_numeric(frame_a["ragas_value"], errors="coerce"))
+    frame_b = frame_b.assign(score=pd.to_numeric(frame_b["ragas_value"], errors="coerce"))
+    compared = "Ragas value"
+else:
+    compared = f"{mode_a} score" if same_mode and mode_a else "score"
+st.caption(
+    f"Comparing the **{compared}** of each pair"
+    + (
+        f" ({esc(label_a)}: {mode_a} mode, {esc(label_b)}: {mode_b} mode)."
+        if not same_mode
+        else "."
+    )
+)
+paired = pair_rows(frame_a, frame_b, tie_margin=tie_margin)
 
 if paired.empty:
     st.warning(
@@ -168,17 +220,40 @@ with right:
 
 st.markdown("**All pairs** (sorted by difference, regressions first)")
 table = paired.sort_values("diff", kind="stable")
-cols = [c for c in ("id", "user_input", "score_a", "score_b", "diff", "outcome") if c in table]
+# beside non-Ragas scores, each side's Ragas value; each side's mode when they differ
+ragas_cols = (
+    ["ragas_value_a", "ragas_value_b"]
+    if not on_ragas and mode_a != "ragas" and "ragas_value_a" in table
+    else []
+)
+mode_cols = ["mode_a", "mode_b"] if not same_mode and "mode_a" in table else []
+cols = [
+    c
+    for c in ("id", "user_input", "score_a", "score_b", *ragas_cols, "diff", "outcome", *mode_cols)
+    if c in table
+]
+value_a = f"{label_a} (Ragas value)" if on_ragas else label_a
+value_b = f"{label_b} (Ragas value)" if on_ragas else label_b
+names = {
+    "user_input": "question",
+    "score_a": value_a,
+    "score_b": value_b,
+    "ragas_value_a": f"{label_a} Ragas value",
+    "ragas_value_b": f"{label_b} Ragas value",
+    "diff": "B − A",
+    "mode_a": f"{label_a} mode",
+    "mode_b": f"{label_b} mode",
+}
 st.dataframe(
-    table[cols].rename(
-        columns={"user_input": "question", "score_a": label_a, "score_b": label_b, "diff": "B − A"}
-    ),
+    table[cols].rename(columns=names),
     hide_index=True,
     key="cmp_table",
     height=min(38 + 35 * len(table), 360),
     column_config={
-        label_a: st.column_config.NumberColumn(format="%.3f"),
-        label_b: st.column_config.NumberColumn(format="%.3f"),
+        value_a: st.column_config.NumberColumn(format="%.3f"),
+        value_b: st.column_config.NumberColumn(format="%.3f"),
+        names["ragas_value_a"]: st.column_config.NumberColumn(format="%.3f"),
+        names["ragas_value_b"]: st.column_config.NumberColumn(format="%.3f"),
         "B − A": st.column_config.NumberColumn(format="%+.3f"),
     },
 )

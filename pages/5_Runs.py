@@ -10,7 +10,7 @@ import streamlit as st
 
 from relevancy._errors import RelevancyError
 from relevancy.dashboard.state import get_store, list_runs, set_active_run
-from relevancy.dashboard.ui import esc, fmt, setup_page
+from relevancy.dashboard.ui import esc, fmt, mode_text, setup_page
 from relevancy.store import import_demo
 
 settings = setup_page(
@@ -40,6 +40,12 @@ def _models(settings_: dict) -> str:
     return f"{llm} + {emb}"
 
 
+def _mode(info) -> str:
+    """The run's scoring mode; an unscored run: the mode it was started in, if known."""
+    return info.mode or info.settings.get("mode_used") or ""
+
+
+with_ragas = any(_mode(r) not in ("", "ragas") for r in runs)
 table = pd.DataFrame(
     [
         {
@@ -48,7 +54,13 @@ table = pd.DataFrame(
             "created": r.created.replace("T", " ")[:16],
             "status": r.status,
             "rows": f"{r.n_scored}/{r.n_rows}",
+            "mode": _mode(r),
             "mean": None if math.isnan(r.mean) else r.mean,
+            **(
+                {"ragas_mean": None if math.isnan(r.ragas_mean) else r.ragas_mean}
+                if with_ragas
+                else {}
+            ),
             "models": _models(r.settings),
             "strictness": r.settings.get("strictness"),
             "source": r.source,
@@ -62,7 +74,16 @@ st.dataframe(
     key="runs_table",
     column_config={
         "id": st.column_config.NumberColumn("#", width="small"),
+        "mode": st.column_config.TextColumn(
+            "mode", help="What the scores are: ragas or focus (mixed: rows of both)"
+        ),
         "mean": st.column_config.NumberColumn("mean score", format="%.3f"),
+        "ragas_mean": st.column_config.NumberColumn(
+            "mean Ragas value",
+            format="%.3f",
+            help="The mean Ragas Answer Relevancy of the run's rows, whatever its mode: "
+            "comparable across runs.",
+        ),
         "name": st.column_config.TextColumn(width="medium"),
     },
 )
@@ -81,15 +102,20 @@ info = next(r for r in runs if r.id == run_id)
 
 with st.container(border=True):
     st.markdown(f"#### {esc(info.name)}")
-    c = st.columns(4)
+    run_mode = _mode(info)
+    c = st.columns(5 if run_mode not in ("", "ragas") else 4)
     c[0].metric("Rows scored", f"{info.n_scored} / {info.n_rows}", border=True)
     c[1].metric("Mean score", fmt(info.mean), border=True)
     c[2].metric("Status", info.status, border=True)
     c[3].metric("Strictness", str(info.settings.get("strictness", "?")), border=True)
+    if run_mode not in ("", "ragas"):
+        c[4].metric("Mean Ragas value", fmt(info.ragas_mean), border=True)
     st.caption(
         f"Created {info.created} · source {esc(info.source or '?')} · {esc(_models(info.settings))}"
         f" · noncommittal {esc(info.settings.get('noncommittal', '?'))}"
     )
+    if run_mode:
+        st.caption(f"Scores: {mode_text(run_mode)}.")
     with st.expander("Settings saved with this run (never any API key)"):
         st.json(info.settings)
 
@@ -168,7 +194,8 @@ with e[3]:
         st.session_state["runs_report_for"] = (info.id, version, settings.threshold)
         st.rerun()
 st.caption(
-    "CSV/JSON/Parquet hold one row per answer with its score, generated questions and "
-    "similarities (spreadsheet formulas are defused in CSV). The HTML report is a single "
-    "offline file with the summary, charts and lowest rows."
+    "CSV/JSON/Parquet hold one row per answer with its score, mode, Ragas value, generated "
+    "questions and similarities, and in focus mode its sentences with theirs (spreadsheet "
+    "formulas are defused in CSV). The HTML report is a single offline file with the summary, "
+    "charts and lowest rows."
 )

@@ -23,6 +23,8 @@ _CARRY = (
     "row",
     "response",
     "score",
+    "mode",
+    "ragas_value",
     "noncommittal",
     "generated_questions",
     "similarities",
@@ -56,8 +58,9 @@ def pair_rows(a: pd.DataFrame, b: pd.DataFrame, *, tie_margin: float = 0.02) -> 
     """Pair the rows of two scored tables; one output row per pair.
 
     Columns: ``user_input``, ``id`` (if any), ``score_a``, ``score_b``, ``diff`` (B - A),
-    ``outcome``, and ``row``/``response``/``noncommittal``/``generated_questions``/
-    ``similarities``/``error`` with ``_a`` and ``_b`` suffixes.
+    ``outcome``, and ``row``/``response``/``mode``/``ragas_value``/``noncommittal``/
+    ``generated_questions``/``similarities``/``error`` with ``_a`` and ``_b`` suffixes (those
+    the tables have).
     """
     use_id = "id" in a.columns and "id" in b.columns
     ka, kb = _keyed(a, use_id), _keyed(b, use_id)

@@ -52,6 +52,9 @@ __all__ = [
     "analyze",
     "explain",
     "worked_mean",
+    "worked_focus",
+    "focus_sentences",
+    "sentence_effects",
     "DRIFT_BELOW",
     "SPREAD_ABOVE",
 ]
@@ -215,6 +218,84 @@ def worked_mean(result: RelevancyResult) -> str:
     return text
 
 
+def focus_sentences(result: RelevancyResult) -> list[SentenceScore]:
+    """The sentences a focus score was made of (``result.parts``), with their similarity."""
+    out = []
+    for part in result.parts:
+        if not isinstance(part, dict) or "text" not in part:
+            continue
+        try:
+            sim = float(part.get("similarity"))
+        except (TypeError, ValueError):
+            sim = math.nan
+        out.append(SentenceScore(str(part["text"]), sim))
+    return out
+
+
+def _focus_reproduces(result: RelevancyResult, sims: list[float]) -> bool:
+    """True when the focus formula on ``sims`` gives back ``result.value`` (before any zeroing)."""
+    from relevancy._modes import focus_score
+
+    if result.mode != "focus" or not sims or not result.ok or math.isnan(result.ragas_value):
+        return False
+    if any(math.isnan(s) for s in sims):
+        return False
+    try:
+        value = focus_score(sims, result.ragas_value, noncommittal=result.noncommittal)
+    except Exception:  # a formula with another signature: explain nothing rather than wrongly
+        return False
+    return math.isclose(value, result.value, abs_tol=5e-4)
+
+
+def sentence_effects(result: RelevancyResult) -> list[float]:
+    """How much a focus score would change if each sentence were left out (one per sentence).
+
+    Positive: the score would rise without the sentence, so it pulls the score down. NaN when
+    that cannot be worked out: one sentence only, a noncommittal answer (0 whatever the
+    sentences), or parts that do not reproduce the score.
+    """
+    from relevancy._modes import focus_score
+
+    sims = [s.similarity for s in focus_sentences(result)]
+    nan = [math.nan] * len(sims)
+    if len(sims) < 2 or result.noncommittal or not _focus_reproduces(result, sims):
+        return nan
+    return [
+        focus_score(sims[:j] + sims[j + 1 :], result.ragas_value) - result.value
+        for j in range(len(sims))
+    ]
+
+
+def worked_focus(result: RelevancyResult) -> str | None:
+    """The arithmetic behind a focus score, or ``None`` when the parts do not reproduce it.
+
+    E.g. ``0.7 × (0.612 mean − 0.081 spread of the sentences' similarities in context) +
+    0.3 × 0.771 Ragas value = 0.603``; for one sentence ``0.7 × 0.612 (the sentence's
+    similarity) + ...``.
+    """
+    from relevancy._modes import FOCUS_RAGAS_WEIGHT, focus_parts
+
+    sims = [s.similarity for s in focus_sentences(result)]
+    if not _focus_reproduces(result, sims):
+        return None
+    r = focus_parts(sims)
+    w = FOCUS_RAGAS_WEIGHT
+    before = (1 - w) * float(r.mean() - r.std()) + w * result.ragas_value
+    if not result.noncommittal and not math.isclose(before, result.value, abs_tol=5e-4):
+        return None
+    if len(sims) == 1:
+        view = f"{r.mean():.3f} (the sentence's similarity)"
+    else:
+        view = (
+            f"({r.mean():.3f} mean − {r.std():.3f} spread of the sentences' similarities "
+            "in context)"
+        )
+    text = f"{1 - w:.2g} × {view} + {w:.2g} × {result.ragas_value:.3f} Ragas value = {before:.3f}"
+    if result.noncommittal:
+        text += " × 0 (noncommittal) = 0.000"
+    return text
+
+
 def _fmt(x: float) -> str:
     return f"{x:.2f}"
 
@@ -232,7 +313,12 @@ def explain(
             Reason(
                 "error",
                 "Not scored",
-                f"No generated question was usable, so there is no score: {result.error or 'NaN'}",
+                (
+                    f"There is no score: {result.error or 'NaN'}"
+                    if result.similarities
+                    else "No generated question was usable, so there is no score: "
+                    f"{result.error or 'NaN'}"
+                ),
                 "error",
             )
         )

@@ -15,9 +15,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from relevancy._modes import describe_mode
 from relevancy._stats import summarize
 
-__all__ = ["build_report", "summary_table"]
+__all__ = ["build_report", "summary_table", "frame_modes", "MODE_MEANING"]
+
+#: what the score of each mode is, in plain words (for reports and captions)
+MODE_MEANING = {mode: describe_mode(mode) for mode in ("ragas", "focus")}
+#: a sentence this far from the question is marked as off topic (as in relevancy.explain)
+SENTENCE_LOW = 0.25
 
 _CSS = """
 body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2937;
@@ -42,6 +48,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .muted { color: #6b7280; font-size: 13px; }
 .score { font-weight: 700; padding: 2px 8px; border-radius: 999px; color: white; }
 ul.q { margin: 0; padding-left: 18px; }
+li.low { color: #991b1b; }
+li.low::marker { content: "✗ "; }
 """
 
 
@@ -57,27 +65,73 @@ def _pct(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
+def frame_modes(frame: pd.DataFrame) -> list[str]:
+    """The scoring modes of a results table's rows, sorted; rows without one are ``"ragas"``."""
+    if frame is None or len(frame) == 0:
+        return []
+    if "mode" not in frame.columns:
+        return ["ragas"]
+    return sorted({m if isinstance(m, str) and m else "ragas" for m in frame["mode"]})
+
+
+def _mode_word(modes: list[str]) -> str:
+    return "" if not modes else modes[0] if len(modes) == 1 else "mixed"
+
+
 def summary_table(frame: pd.DataFrame, *, threshold: float, by: str | None = None) -> pd.DataFrame:
-    """Summary statistics overall and per group (rows, NaN, mean, 95% CI, median, % below)."""
+    """Summary statistics overall and per group (rows, NaN, mean, 95% CI, median, % below).
+
+    Columns ``mode`` (the group's scoring mode, ``"mixed"`` when several) and, when a row is
+    not in ``"ragas"`` mode, ``ragas_mean`` (the mean Ragas value of the same rows).
+    """
     groups: list[tuple[str, pd.DataFrame]] = [("all rows", frame)]
     if by and by in frame.columns and frame[by].nunique() > 1:
         groups += [(str(k), g) for k, g in frame.groupby(frame[by].astype(str), sort=True)]
+    with_ragas = frame_modes(frame) not in ([], ["ragas"]) and "ragas_value" in frame.columns
     rows = []
     for name, part in groups:
         s = summarize(pd.to_numeric(part["score"], errors="coerce").tolist(), threshold=threshold)
-        rows.append(
+        row = {
+            "group": name,
+            "mode": _mode_word(frame_modes(part)),
+            "rows": s["rows"],
+            "NaN": s["nan"],
+            "mean": s["mean"],
+        }
+        if with_ragas:
+            ragas = pd.to_numeric(part["ragas_value"], errors="coerce")
+            row["ragas_mean"] = float(ragas.mean()) if ragas.notna().any() else math.nan
+        row.update(
             {
-                "group": name,
-                "rows": s["rows"],
-                "NaN": s["nan"],
-                "mean": s["mean"],
                 "ci_low": s["ci_low"],
                 "ci_high": s["ci_high"],
                 "median": s["median"],
                 "below": s["below_threshold"],
             }
         )
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _sentences_html(text: Any) -> str:
+    """A focus row's sentences with their similarity to the question; off-topic ones marked."""
+    try:
+        parts = json.loads(text) if isinstance(text, str) and text else []
+    except ValueError:
+        return ""
+    items = []
+    for p in parts if isinstance(parts, list) else []:
+        if not isinstance(p, dict) or "text" not in p:
+            continue
+        try:
+            sim = float(p.get("similarity"))
+        except (TypeError, ValueError):
+            sim = math.nan
+        low = " class='low'" if sim < SENTENCE_LOW else ""
+        items.append(
+            f"<li{low}>{html.escape(str(p['text']))} <span class='muted'>({_f(sim, 2)})</span></li>"
+        )
+    return f"<ul class='q'>{''.join(items)}</ul>" if items else ""
 
 
 def _figure_html(fig: Any, first: bool) -> str:
@@ -98,6 +152,9 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
     overall = stats.iloc[0] if len(stats) else None
     settings = info.settings
     e = html.escape
+    modes = frame_modes(frame)
+    mode = _mode_word(modes)
+    with_ragas = "ragas_mean" in stats.columns
 
     parts: list[str] = []
     parts.append(
@@ -106,7 +163,9 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
         f"<p>Run #{info.id} · created {e(info.created)} · {info.n_scored} of {info.n_rows} rows "
         f"scored · generator {e(str(settings.get('llm_name') or settings.get('llm', '?')))} · "
         f"embeddings {e(str(settings.get('embeddings_name') or settings.get('embeddings', '?')))}"
-        f" · strictness {e(str(settings.get('strictness', '?')))}</p>"
+        f" · strictness {e(str(settings.get('strictness', '?')))}"
+        + (f" · {e(mode)} mode" if mode else "")
+        + "</p>"
         "</main></header><main>"
     )
     if overall is not None:
@@ -115,8 +174,15 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
             f"<div class='card'><div class='l'>mean score</div><div class='v'>{_f(overall['mean'])}"
             f"</div><div class='muted'>95% CI [{_f(overall['ci_low'])}, {_f(overall['ci_high'])}]"
             "</div></div>"
-            f"<div class='card'><div class='l'>median</div><div class='v'>{_f(overall['median'])}"
-            "</div></div>"
+            + (
+                f"<div class='card'><div class='l'>mean Ragas value</div>"
+                f"<div class='v'>{_f(overall['ragas_mean'])}</div><div class='muted'>same rows, "
+                "same generated questions</div></div>"
+                if with_ragas
+                else ""
+            )
+            + f"<div class='card'><div class='l'>median</div>"
+            f"<div class='v'>{_f(overall['median'])}</div></div>"
             f"<div class='card'><div class='l'>below {threshold:.2f}</div>"
             f"<div class='v'>{_pct(overall['below'])}</div></div>"
             f"<div class='card'><div class='l'>rows · NaN</div><div class='v'>{overall['rows']}"
@@ -124,20 +190,46 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
         )
         head = "".join(
             f"<th>{h}</th>"
-            for h in ("group", "rows", "NaN", "mean", "95% CI", "median", f"below {threshold:.2f}")
+            for h in (
+                "group",
+                "mode",
+                "rows",
+                "NaN",
+                "mean",
+                *(["mean Ragas value"] if with_ragas else []),
+                "95% CI",
+                "median",
+                f"below {threshold:.2f}",
+            )
         )
         body = "".join(
-            f"<tr><td>{e(str(r['group']))}</td><td class='num'>{r['rows']}</td>"
+            f"<tr><td>{e(str(r['group']))}</td><td>{e(str(r['mode']))}</td>"
+            f"<td class='num'>{r['rows']}</td>"
             f"<td class='num'>{r['NaN']}</td><td class='num'>{_f(r['mean'])}</td>"
-            f"<td class='num'>[{_f(r['ci_low'])}, {_f(r['ci_high'])}]</td>"
+            + (f"<td class='num'>{_f(r['ragas_mean'])}</td>" if with_ragas else "")
+            + f"<td class='num'>[{_f(r['ci_low'])}, {_f(r['ci_high'])}]</td>"
             f"<td class='num'>{_f(r['median'])}</td><td class='num'>{_pct(r['below'])}</td></tr>"
             for _, r in stats.iterrows()
         )
+        if mode in MODE_MEANING:
+            meaning = (
+                f"Scores are in <b>{mode}</b> mode: {e(MODE_MEANING[mode])}; 0 for noncommittal "
+                "answers."
+            )
+        else:
+            meaning = (
+                "Rows of this run were scored in different modes ("
+                + ", ".join(e(m) for m in modes)
+                + "), so their scores mean different things: compare their Ragas values."
+            )
+        if with_ragas:
+            meaning += (
+                " Every row also keeps its Ragas value (mean cosine similarity between the "
+                "user's question and questions an LLM rebuilt from the answer)."
+            )
         parts.append(
-            f"<p class='muted'>Answer Relevancy is the mean cosine similarity between the "
-            "user's question and questions an LLM rebuilt from the answer (0 for noncommittal "
-            "answers). Scores near 1 mean the answer addresses the question; below "
-            f"{threshold:.2f} is counted as low.</p>"
+            f"<p class='muted'>{meaning} Scores near 1 mean the answer addresses the question; "
+            f"below {threshold:.2f} is counted as low.</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
         )
 
@@ -170,6 +262,9 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
     if len(frame):
         scores = pd.to_numeric(frame["score"], errors="coerce")
         order = np.argsort(scores.fillna(-np.inf).to_numpy(), kind="stable")[:lowest]
+        with_sentences = "parts" in frame.columns and bool(
+            frame["parts"].astype(str).str.len().gt(0).any()
+        )
         rows_html = []
         for pos in order:
             r = frame.iloc[int(pos)]
@@ -184,16 +279,34 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
             )
             color = charts.score_color(r["score"])
             variant = f"<br><span class='muted'>{e(str(r['variant']))}</span>" if by else ""
+            row_mode = f"<br><span class='muted'>{e(str(r['mode']))}</span>" if mode else ""
+            ragas = (
+                f"<td class='num'>{_f(r.get('ragas_value', math.nan))}</td>" if with_ragas else ""
+            )
+            sentences = f"<td>{_sentences_html(r.get('parts'))}</td>" if with_sentences else ""
             rows_html.append(
                 f"<tr><td class='num'><span class='score' style='background:{color}'>"
-                f"{_f(r['score'])}</span>{variant}</td><td>{e(str(r['user_input']))}</td>"
-                f"<td>{e(str(r['response']))}</td><td><ul class='q'>{qs}</ul>"
+                f"{_f(r['score'])}</span>{row_mode}{variant}</td>{ragas}"
+                f"<td>{e(str(r['user_input']))}</td>"
+                f"<td>{e(str(r['response']))}</td>{sentences}<td><ul class='q'>{qs}</ul>"
                 f"{'<span class=muted>' + e(str(r['error'])) + '</span>' if r.get('error') else ''}"
                 "</td></tr>"
             )
+        head = (
+            "<th>score</th>"
+            + ("<th>Ragas value</th>" if with_ragas else "")
+            + "<th>question</th><th>answer</th>"
+            + ("<th>sentences (similarity to the question)</th>" if with_sentences else "")
+            + "<th>generated questions (similarity)</th>"
+        )
+        note = (
+            "<p class='muted'>Sentences in red are far from the question (similarity below "
+            f"{SENTENCE_LOW}).</p>"
+            if with_sentences
+            else ""
+        )
         parts.append(
-            f"<section><h2>Lowest {len(order)} rows</h2><table><thead><tr><th>score</th>"
-            "<th>question</th><th>answer</th><th>generated questions (similarity)</th></tr>"
+            f"<section><h2>Lowest {len(order)} rows</h2>{note}<table><thead><tr>{head}</tr>"
             f"</thead><tbody>{''.join(rows_html)}</tbody></table></section>"
         )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -171,6 +171,17 @@ class RunInfo:
     n_rows: int
     n_scored: int
     mean: float
+    #: scoring modes of the scored rows, sorted (rows saved before modes existed: ``"ragas"``)
+    modes: tuple[str, ...] = ()
+    #: mean Ragas value of the scored rows (equals ``mean`` for a ``"ragas"`` run)
+    ragas_mean: float = float("nan")
+
+    @property
+    def mode(self) -> str:
+        """``"ragas"``, ``"focus"``, ``"mixed"`` (rows of several modes) or ``""`` (none)."""
+        if not self.modes:
+            return ""
+        return self.modes[0] if len(self.modes) == 1 else "mixed"
 
     @property
     def complete(self) -> bool:
@@ -311,11 +322,19 @@ class RunStore:
 
     def list_runs(self) -> list[RunInfo]:
         """All runs, newest first."""
+        # one JSON parse per result: [value, mode, ragas_value]; a result saved before modes
+        # existed has no mode (it was a Ragas value) and no ragas_value (it was the value)
         rows = self._run(
             "SELECT r.id, r.name, r.created, r.updated, r.settings, r.source, r.n_rows, "
-            "COUNT(x.result), "
-            "AVG(CASE WHEN x.result IS NOT NULL THEN json_extract(x.result, '$.value') END) "
-            "FROM runs r LEFT JOIN rows x ON x.run_id = r.id "
+            "COUNT(x.j), AVG(json_extract(x.j, '$[0]')), "
+            "GROUP_CONCAT(DISTINCT CASE WHEN x.j IS NOT NULL "
+            "THEN COALESCE(json_extract(x.j, '$[1]'), 'ragas') END), "
+            "AVG(COALESCE(json_extract(x.j, '$[2]'), CASE WHEN "
+            "COALESCE(json_extract(x.j, '$[1]'), 'ragas') = 'ragas' "
+            "THEN json_extract(x.j, '$[0]') END)) "
+            "FROM runs r LEFT JOIN (SELECT run_id, "
+            "json_extract(result, '$.value', '$.mode', '$.ragas_value') AS j "
+            "FROM rows WHERE result IS NOT NULL) x ON x.run_id = r.id "
             "GROUP BY r.id ORDER BY r.id DESC"
         )
         return [
@@ -329,6 +348,8 @@ class RunStore:
                 n_rows=int(r[6]),
                 n_scored=int(r[7]),
                 mean=float("nan") if r[8] is None else float(r[8]),
+                modes=tuple(sorted(set(r[9].split(",")))) if r[9] else (),
+                ragas_mean=float("nan") if r[10] is None else float(r[10]),
             )
             for r in rows
         ]

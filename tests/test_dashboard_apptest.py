@@ -61,6 +61,11 @@ def _table(at: AppTest, key: str, index: int = 0):
     return [d for d in at.dataframe if not d.proto.id][index].value
 
 
+def _sentence_tables(at: AppTest) -> list[str]:
+    """The HTML of every focus sentence table on the page."""
+    return [m.value for m in at.markdown if 'class="rel-sent"' in m.value]
+
+
 def _element_texts(at: AppTest) -> str:
     """Every rendered element's protobuf, as text (sidebar and main)."""
     out: list[str] = []
@@ -372,3 +377,180 @@ def test_typed_api_key_is_kept_out_of_the_page():
     assert typed not in _element_texts(at)
     at.sidebar.button(key="sb_forget_key").click().run()
     assert any("needs an API key" in w.value for w in at.sidebar.warning)
+
+
+# --- scoring modes ------------------------------------------------------------------------
+Q = "Where is France?"
+ON, ON2, OFF = "France is in western Europe.", "Its capital is Paris.", "I like bananas."
+VECTORS = {
+    Q: [1.0, 0.0, 0.0],
+    "Where is France located?": [0.9, 0.43589, 0.0],
+    ON: [0.8, 0.6, 0.0],
+    ON2: [0.7, 0.0, 0.71414],
+    OFF: [0.0, 1.0, 0.0],
+}
+
+
+def _fake_backends():
+    from relevancy import Generation
+    from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+    def script(response, n):
+        return [Generation("Where is France located?", False)] * n
+
+    return FakeGenerator(script), FakeEmbedder(VECTORS)
+
+
+def _fake_metric(mode: str):
+    from relevancy import AnswerRelevancy
+
+    llm, emb = _fake_backends()
+    return AnswerRelevancy(llm=llm, embeddings=emb, cache=False, mode=mode, noncommittal="llm")
+
+
+def _focus_run(store: RunStore, name: str = "focus run") -> int:
+    """A saved run scored in focus mode (fake backends): one answer per row, some padded."""
+    import pandas as pd
+
+    answers = [f"{ON} {OFF} {ON2}", f"{ON} {ON2}", OFF]
+    inputs = pd.DataFrame({"user_input": [Q] * 3, "response": answers, "id": ["1", "2", "3"]})
+    results = _fake_metric("focus").score_many(inputs)
+    assert all(r.mode == "focus" and r.parts for r in results)
+    run_id = store.create_run(name, {"backend": "embedded", "mode": "auto"}, inputs)
+    store.append_results(run_id, enumerate(results))
+    return run_id
+
+
+def test_scoring_mode_control_reaches_the_metric(monkeypatch):
+    import relevancy
+
+    llm, emb = _fake_backends()
+    monkeypatch.setattr(relevancy, "make_generator", lambda *a, **k: llm)
+    monkeypatch.setattr(relevancy, "make_embedder", lambda *a, **k: emb)
+    at = _app()
+    control = at.sidebar.segmented_control(key="_w_sb_mode")
+    assert control.value == "auto" and control.options == ["auto", "ragas", "focus"]
+    assert any("**focus** (auto, embedded models)" in c.value for c in at.sidebar.caption)
+    assert any("**focus** mode" in c.value for c in at.caption)
+    # the home example shows the precomputed demo: made in ragas mode, and says so
+    assert any("(ragas mode)" in c.value and "in focus mode" in c.value for c in at.caption)
+    at.text_area(key="home_question").input(Q)
+    at.number_input(key="home_n").set_value(1)
+    at.text_area(key="home_answer_0").input(f"{ON} {OFF}")
+    control.set_value("focus").run()
+    at.button(key="home_score").click().run()
+    _ok(at)
+    assert any("**Mode:** focus" in m.value for m in at.markdown)
+    (sentences,) = _sentence_tables(at)
+    assert sentences.count("<tr class=") == 2 and "I like bananas." in sentences
+    # another mode builds another metric (the cached one is keyed on the mode)
+    at.sidebar.segmented_control(key="_w_sb_mode").set_value("ragas").run()
+    assert any("New scores: **ragas**" in c.value for c in at.sidebar.caption)
+    at.button(key="home_score").click().run()
+    _ok(at)
+    assert any("**Mode:** ragas" in m.value for m in at.markdown)
+    assert _sentence_tables(at) == []
+    # the mode survives a page switch
+    _page(at, "5_Runs.py")
+    assert at.sidebar.segmented_control(key="_w_sb_mode").value == "ragas"
+
+
+def test_focus_run_table_and_drilldown_explain_the_sentences():
+    at = _app()
+    run_id = _focus_run(RunStore(default_store_path()))
+    at.session_state["active_run"] = run_id
+    _page(at, "1_Dataset.py")
+    table = _table(at, f"ds_table_{run_id}")
+    assert list(table.columns[:6]) == ["row", "id", "score", "Ragas value", "mode", "question"]
+    assert set(table["mode"]) == {"focus"}
+    assert (table["Ragas value"] != table["score"]).any()
+    assert any("**focus** mode" in c.value for c in at.caption)
+    assert "Ragas mean" in {m.label for m in at.metric}
+    at.selectbox(key=f"ds_inspect_{run_id}").set_value(0).run()  # the padded answer
+    _ok(at)
+    (sentences,) = _sentence_tables(at)
+    rows = sentences.split("<tr class=")[1:]
+    assert [ON in rows[0], OFF in rows[1], ON2 in rows[2]] == [True] * 3
+    assert [r.split('"')[1] for r in rows] == ["", "off", ""]  # the banana row is marked
+    assert "<b>0.80</b>" in rows[0] and "<b>0.00</b>" in rows[1] and "<b>0.70</b>" in rows[2]
+    assert 'rel-flag off">off topic, lowers the score</span>' in rows[1]
+    assert "<th" in sentences and ">without it</th>" in sentences
+    assert any("Of 3 sentences: 1 off topic" in c.value for c in at.caption)
+    assert any(c.value.startswith("Score = 0.7 × (") for c in at.caption)
+    assert any(c.value.startswith("Ragas value = ") for c in at.caption)  # the questions' mean
+    assert any("**Ragas value:**" in m.value for m in at.markdown)
+    assert len(_charts(at)) == 1  # the generated questions are still there
+
+
+def test_old_runs_load_everywhere_as_ragas():
+    """Results saved before modes existed (no mode, ragas_value or parts) still display."""
+    at = _app()
+    store = RunStore(default_store_path())
+    with sqlite3.connect(store.path) as db:
+        db.execute(
+            "UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value', '$.parts')"
+        )
+    _page(at, "1_Dataset.py")
+    table = _table(at, f"ds_table_{DEMO}")
+    assert len(table) == 48 and set(table["mode"]) == {"ragas"}
+    assert "Ragas value" not in table.columns
+    assert any("**ragas** mode" in c.value for c in at.caption)
+    at.selectbox(key=f"ds_inspect_{DEMO}").set_value(0).run()
+    _ok(at)
+    assert any("**Mode:** ragas" in m.value for m in at.markdown)
+    assert any(c.value.startswith("Score = ") for c in at.caption)
+    _page(at, "2_Distributions.py")
+    assert list(_table(at, "dist_table")["mode"]) == ["ragas"] * 3
+    _page(at, "5_Runs.py")
+    runs = _table(at, "runs_table")
+    assert list(runs["mode"]) == ["ragas"] and "ragas_mean" not in runs.columns
+    at.button(key="runs_build_report").click().run()
+    _ok(at)
+    _page(at, "4_Compare.py")
+    assert int({m.label: m.value for m in at.metric}["Pairs"]) == 24
+    assert not any("mean different things" in w.value for w in at.warning)
+
+
+def test_runs_distributions_and_compare_across_modes():
+    at = _app()
+    store = RunStore(default_store_path())
+    focus = _focus_run(store)
+    ragas = store.create_run("ragas run", {"backend": "embedded"}, store.inputs(focus))
+    store.append_results(ragas, enumerate(_fake_metric("ragas").score_many(store.inputs(focus))))
+    _page(at, "5_Runs.py")
+    runs = _table(at, "runs_table")
+    assert list(runs["mode"]) == ["ragas", "focus", "ragas"]  # newest first, the demo last
+    assert runs["ragas_mean"].notna().all()
+    at.selectbox(key="runs_pick").set_value(focus).run()
+    assert "Mean Ragas value" in {m.label for m in at.metric}
+    # distributions of the focus run: mode and Ragas mean in the summary; switch to Ragas
+    at.session_state["active_run"] = focus
+    _page(at, "2_Distributions.py")
+    summary = _table(at, "dist_table")
+    assert list(summary["mode"]) == ["focus"] and summary["ragas_mean"].notna().all()
+    at.segmented_control(key="dist_value").set_value("Ragas value").run()
+    _ok(at)
+    assert "ragas_mean" not in _table(at, "dist_table").columns
+    # the focus run against the ragas run: warned, and compared on the Ragas value
+    at.session_state["active_run"] = ragas
+    _page(at, "4_Compare.py")
+    at.segmented_control(key="cmp_mode").set_value("runs").run()
+    at.selectbox(key="cmp_run_a").set_value(focus)
+    at.selectbox(key="cmp_run_b").set_value(ragas).run()
+    _ok(at)
+    assert any("mean different things" in w.value for w in at.warning)
+    pairs = _table(at, "cmp_table")
+    assert f"#{focus} (Ragas value)" in pairs.columns
+    assert list(pairs[f"#{focus} mode"]) == ["focus"] * 3
+    assert (pairs["B − A"].abs() < 1e-9).all()  # same generations: the Ragas values agree
+    # two runs in the same (focus) mode: no warning, a choice of what to compare
+    again = _focus_run(store, "focus again")
+    at.run()
+    at.selectbox(key="cmp_run_b").set_value(again).run()
+    _ok(at)
+    assert not any("mean different things" in w.value for w in at.warning)
+    pairs = _table(at, "cmp_table")
+    assert [f"#{focus}", f"#{again}", f"#{focus} Ragas value"] == list(pairs.columns[2:5])
+    at.segmented_control(key="cmp_value").set_value("Ragas value").run()
+    _ok(at)
+    assert f"#{focus} (Ragas value)" in _table(at, "cmp_table").columns

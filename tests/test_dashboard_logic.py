@@ -512,3 +512,168 @@ def test_read_upload_formats_and_mapping(tmp_path):
     assert guess_mapping(list(raw.columns))["user_input"] is None
     mapped = apply_mapping(raw, {"user_input": "Prompt text", "response": "Bot reply"})
     assert list(mapped.columns) == ["user_input", "response"]
+
+
+# --- scoring modes ----------------------------------------------------------------------
+def _focus_result(
+    sentence_sims: tuple[float, ...] = (0.8, 0.1, 0.7),
+    ragas: float = 0.75,
+    *,
+    question: str = "Where is France?",
+    noncommittal: bool = False,
+) -> RelevancyResult:
+    """A focus-mode result whose value is the focus formula on ``sentence_sims``."""
+    from relevancy._modes import focus_parts, focus_score
+
+    texts = [f"Sentence <{i}> here." for i in range(len(sentence_sims))]
+    r = _result(question, " ".join(texts), (ragas,), noncommittal=noncommittal)
+    r.mode = "focus"
+    r.ragas_value = 0.0 if noncommittal else ragas
+    context = focus_parts(sentence_sims)
+    r.parts = [
+        {"text": t, "similarity": s, "context_similarity": float(c)}
+        for t, s, c in zip(texts, sentence_sims, context)
+    ]
+    r.value = focus_score(sentence_sims, r.ragas_value, noncommittal=noncommittal)
+    return r
+
+
+def test_results_frame_has_mode_ragas_value_and_parts():
+    from relevancy import results_to_frame
+
+    focus, ragas = _focus_result(), _result()
+    frame = results_to_frame([focus, ragas])
+    assert list(frame.columns[2:5]) == ["score", "mode", "ragas_value"]
+    assert list(frame["mode"]) == ["focus", "ragas"]
+    assert frame["ragas_value"].tolist() == pytest.approx([0.75, ragas.value])
+    assert frame["score"][0] == pytest.approx(focus.value) and focus.value != 0.75
+    assert json.loads(frame["parts"][0])[1]["similarity"] == 0.1
+    assert frame["parts"][1] == ""
+
+
+def test_focus_worked_formula_and_sentence_effects():
+    from relevancy.explain import focus_sentences, sentence_effects, worked_focus
+
+    r = _focus_result((0.8, 0.1, 0.7), 0.75)
+    assert [s.similarity for s in focus_sentences(r)] == [0.8, 0.1, 0.7]
+    text = worked_focus(r)
+    assert text is not None and text.startswith("0.7 × (") and text.endswith(f"= {r.value:.3f}")
+    assert "0.750 Ragas value" in text
+    effects = sentence_effects(r)
+    assert effects[1] > 0.1  # the off-topic sentence pulls the score down
+    assert effects[0] < 0 and effects[2] < 0
+    # a score the parts do not reproduce (another formula): nothing is claimed
+    r.value += 0.1
+    assert worked_focus(r) is None and all(np.isnan(sentence_effects(r)))
+    assert worked_focus(_result()) is None and sentence_effects(_result()) == []
+    silent = _focus_result(noncommittal=True)
+    assert worked_focus(silent).endswith("× 0 (noncommittal) = 0.000")
+    assert all(np.isnan(sentence_effects(silent)))
+    one = _focus_result((0.6,), 0.5)
+    assert (
+        worked_focus(one)
+        == "0.7 × 0.600 (the sentence's similarity) + 0.3 × 0.500 Ragas value = 0.570"
+    )
+    assert np.isnan(sentence_effects(one)[0])
+
+
+def test_sentence_table_marks_what_pulls_the_score_down():
+    from relevancy.dashboard.drilldown import sentence_table
+
+    r = _focus_result((0.8, 0.1, 0.7, 0.55), 0.75)
+    r.parts[0]["origin"] = "first line"  # extra keys are shown generically
+    table = sentence_table(r)
+    assert list(table.columns) == [
+        "#",
+        "similarity",
+        "in context",
+        "origin",
+        "without it",
+        "note",
+        "sentence",
+    ]
+    assert table["sentence"][1] == "Sentence <1> here."
+    assert table["note"][1] == "off topic, lowers the score" and table["note"][0] == ""
+    assert table["without it"][1] > 0
+    assert list(table["origin"]) == ["first line", "", "", ""]
+    assert sentence_table(_result()).empty
+
+
+def test_store_lists_modes_and_loads_results_saved_before_modes(store):
+    inputs = pd.DataFrame({"user_input": ["q1", "q2"], "response": ["a", "b"]})
+    focus = store.create_run("focus", {}, inputs)
+    store.append_results(focus, [(0, _focus_result()), (1, _focus_result((0.6, 0.5), 0.4))])
+    ragas = store.create_run("ragas", {}, inputs)
+    store.append_results(ragas, [(0, _result(sims=(0.5,))), (1, _result(sims=(0.7,)))])
+    old = store.create_run("old", {}, inputs)
+    store.append_results(old, [(0, _result(sims=(0.5,))), (1, _focus_result())])
+    store.create_run("empty", {}, inputs)
+    with sqlite3.connect(store.path) as db:  # as written before modes existed
+        db.execute(
+            "UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value', '$.parts') "
+            "WHERE run_id = ?",
+            (old,),
+        )
+    infos = {r.name: r for r in store.list_runs()}
+    assert infos["focus"].modes == ("focus",) and infos["focus"].mode == "focus"
+    assert infos["focus"].ragas_mean == pytest.approx((0.75 + 0.4) / 2)
+    assert infos["focus"].mean != pytest.approx(infos["focus"].ragas_mean)
+    assert infos["ragas"].mode == "ragas" and infos["ragas"].ragas_mean == pytest.approx(0.6)
+    assert infos["old"].mode == "ragas"  # no mode saved: those were Ragas values
+    assert infos["old"].ragas_mean == pytest.approx(infos["old"].mean)
+    assert infos["empty"].modes == () and infos["empty"].mode == ""
+    assert np.isnan(infos["empty"].ragas_mean)
+    data = store.load_run(old)
+    assert list(data.frame["mode"]) == ["ragas", "ragas"]
+    assert data.frame["ragas_value"].tolist() == pytest.approx(data.frame["score"].tolist())
+    assert all(r.parts == [] for r in data.results)
+    loaded = store.load_run(focus)
+    assert loaded.results[0].parts == _focus_result().parts
+    assert loaded.frame["mode"].tolist() == ["focus", "focus"]
+
+
+def test_shipped_demo_loads_as_a_ragas_run(store):
+    run_id = import_demo(store)
+    info = store.get_run(run_id)
+    assert info.mode == "ragas" and info.ragas_mean == pytest.approx(info.mean)
+    frame = store.load_run(run_id).frame
+    assert set(frame["mode"]) == {"ragas"}
+    assert frame["ragas_value"].tolist() == pytest.approx(frame["score"].tolist())
+
+
+def test_summary_table_and_report_name_the_mode(store):
+    from relevancy.report import build_report, frame_modes, summary_table
+
+    inputs = pd.DataFrame(
+        {"user_input": ["q1", "q2"], "response": ["a", "b"], "variant": ["A", "B"]}
+    )
+    run_id = store.create_run("focus run", {}, inputs)
+    store.append_results(run_id, [(0, _focus_result()), (1, _focus_result((0.6, 0.5), 0.4))])
+    data = store.load_run(run_id)
+    assert frame_modes(data.frame) == ["focus"]
+    stats = summary_table(data.frame, threshold=0.5, by="variant")
+    assert list(stats["mode"]) == ["focus"] * 3
+    assert stats["ragas_mean"].tolist() == pytest.approx([0.575, 0.75, 0.4])
+    html = build_report(data, threshold=0.5)
+    assert "Scores are in <b>focus</b> mode" in html and "<th>Ragas value</th>" in html
+    assert "<th>sentences (similarity to the question)</th>" in html
+    assert "<li class='low'>Sentence &lt;1&gt; here." in html
+    # a ragas run: no Ragas column, the Ragas wording
+    plain = store.create_run("ragas run", {}, inputs)
+    store.append_results(plain, [(0, _result(sims=(0.5,))), (1, _result(sims=(0.7,)))])
+    ragas_data = store.load_run(plain)
+    assert "ragas_mean" not in summary_table(ragas_data.frame, threshold=0.5).columns
+    html = build_report(ragas_data, threshold=0.5)
+    assert "Scores are in <b>ragas</b> mode" in html and "<th>Ragas value</th>" not in html
+    # a frame written before modes existed has no mode column: it was Ragas
+    assert frame_modes(ragas_data.frame.drop(columns=["mode"])) == ["ragas"]
+
+
+def test_pairs_carry_each_sides_mode_and_ragas_value():
+    from relevancy import results_to_frame
+
+    a = results_to_frame([_result("q1", sims=(0.5,)), _result("q2", sims=(0.6,))])
+    b = results_to_frame([_focus_result(question="q1"), _focus_result(question="q2")])
+    paired = pair_runs(a, b)
+    assert list(paired["mode_a"]) == ["ragas"] * 2 and list(paired["mode_b"]) == ["focus"] * 2
+    assert paired["ragas_value_b"].tolist() == pytest.approx([0.75, 0.75])

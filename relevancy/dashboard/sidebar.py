@@ -32,6 +32,17 @@ NONCOMMITTAL = {
     "llm": "llm (the generator's own flag)",
     "off": "off (never zero a score)",
 }
+MODES = ["auto", "ragas", "focus"]
+MODE_HELP = (
+    "What the score is.  \n"
+    "**ragas**: the Ragas Answer Relevancy, exactly (mean similarity of the questions an LLM "
+    "rebuilds from the answer).  \n"
+    "**focus**: a sentence-level score (how closely each sentence of the answer stays on the "
+    "question, blended with the Ragas value), measured to agree better with people on long "
+    "answers with the embedded model.  \n"
+    "**auto**: focus for the embedded models, ragas for API models.  \n"
+    "Every row also keeps its Ragas value, whatever the mode."
+)
 EMBEDDED_LLM = "SmolLM2-135M-Instruct (Q4_1, llama.cpp)"
 EMBEDDED_EMB = "all-MiniLM-L6-v2 (int8 ONNX)"
 
@@ -49,6 +60,7 @@ class Settings:
     concurrency: int = 4
     threshold: float = 0.5
     key_source: str = "none"
+    mode: str = "auto"
 
     def record(self) -> dict[str, Any]:
         """The settings saved with a run (no key, only where it came from)."""
@@ -66,6 +78,13 @@ class Settings:
         where = "OpenAI API" if self.backend == "openai" else f"server at {self.base_url}"
         llm, emb = self.llm.partition(":")[2], self.embeddings.partition(":")[2]
         return f"{where} ({llm} writes the questions, {emb} embeds them)"
+
+    @property
+    def resolved_mode(self) -> str:
+        """The mode the scores will be in: ``"auto"`` resolved as ``AnswerRelevancy`` does."""
+        if self.mode != "auto":
+            return self.mode
+        return "focus" if self.llm == "local" and self.embeddings == "local" else "ragas"
 
     @property
     def needs_key(self) -> bool:
@@ -234,8 +253,18 @@ def render_sidebar() -> Settings:
             help="Scores below this are flagged as low on every page.",
             **bind("sb_threshold", 0.5),
         )
+        mode = st.segmented_control(
+            "Scoring mode",
+            MODES,
+            help=MODE_HELP,
+            required=True,
+            **bind("sb_mode", "auto", options=MODES),
+        )
+        mode_note = st.empty()
         with st.expander("⚙️ Scoring settings", expanded=False):
             settings = _render_settings()
+        settings = Settings(**{**asdict(settings), "mode": mode or "auto"})
+        mode_note.caption(_mode_note(settings))
         with st.expander("💾 Storage", expanded=False):
             from relevancy._cache import default_cache_dir
             from relevancy.store import default_store_path
@@ -250,6 +279,18 @@ def render_sidebar() -> Settings:
     return Settings(**{**asdict(settings), "threshold": float(threshold)})
 
 
+def _mode_note(settings: Settings) -> str:
+    resolved = settings.resolved_mode
+    what = {
+        "ragas": "scores are the Ragas Answer Relevancy, exactly",
+        "focus": "scores are sentence-level; each row keeps its Ragas value too",
+    }[resolved]
+    if settings.mode == "auto":
+        models = "embedded models" if resolved == "focus" else "API models"
+        return f"New scores: **{resolved}** (auto, {models}): {what}."
+    return f"New scores: **{resolved}**: {what}."
+
+
 def _digest(key: str | None) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
 
@@ -262,6 +303,7 @@ def _build_metric(
     strictness: int,
     noncommittal: str,
     concurrency: int,
+    mode: str,
     key_digest: str,
     cache_dir: str,
     _api_key: str | None,
@@ -277,6 +319,7 @@ def _build_metric(
         strictness=strictness,
         noncommittal=noncommittal,
         concurrency=concurrency,
+        mode=mode,
         cache=Cache(cache_dir),
     )
 
@@ -293,6 +336,7 @@ def get_metric(settings: Settings) -> Any:
         settings.strictness,
         settings.noncommittal,
         settings.concurrency,
+        settings.mode,
         _digest(key),
         str(default_cache_dir()),
         key,

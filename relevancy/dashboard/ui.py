@@ -8,6 +8,8 @@ from typing import Any
 
 import streamlit as st
 
+from relevancy._modes import describe_mode
+
 __all__ = [
     "PAGES",
     "setup_page",
@@ -17,7 +19,14 @@ __all__ = [
     "pct",
     "score_badge",
     "nav_links",
+    "MODE_SHORT",
+    "mode_of",
+    "mode_text",
+    "modes_in",
 ]
+
+#: what a result's ``value`` is, in a few plain words per scoring mode
+MODE_SHORT = {mode: describe_mode(mode) for mode in ("ragas", "focus")}
 
 #: (script, label, icon, what it is for) in sidebar order
 PAGES: list[tuple[str, str, str, str]] = [
@@ -39,6 +48,22 @@ _CSS = """
 .rel-header p { margin: .1rem 0 0; color: #4b5563; font-size: .98rem; }
 .rel-shaded { font-size: 1rem; background: #fff; border: 1px solid #e5e7eb; border-radius: 10px;
   padding: .7rem .9rem; }
+.rel-sentences { padding: .3rem .5rem; }
+.rel-sent { width: 100%; border-collapse: collapse; font-size: .95rem; }
+.rel-sent th { text-align: left; font-weight: 600; color: #4b5563; font-size: .8rem;
+  padding: .25rem .4rem; border-bottom: 1px solid #e5e7eb; white-space: nowrap; }
+.rel-sent td { padding: .4rem .4rem; border-bottom: 1px solid #f3f4f6; vertical-align: top; }
+.rel-sent tr:last-child td { border-bottom: none; }
+.rel-sent .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.rel-sent tr td:first-child { border-left: 4px solid transparent; color: #6b7280; }
+.rel-sent tr.off td:first-child { border-left-color: #dc2626; }
+.rel-sent tr.lowers td:first-child { border-left-color: #f59e0b; }
+.rel-sent-text { border-radius: 4px; padding: 1px 3px; line-height: 1.7;
+  box-decoration-break: clone; -webkit-box-decoration-break: clone; }
+.rel-flag { display: inline-block; font-size: .72rem; font-weight: 700; border-radius: 999px;
+  padding: 0 .45rem; margin-left: .25rem; white-space: nowrap; }
+.rel-flag.off { background: #fee2e2; color: #991b1b; }
+.rel-flag.lowers { background: #fef3c7; color: #92400e; }
 .rel-badge { display: inline-block; padding: .1rem .6rem; border-radius: 999px; color: #fff;
   font-weight: 700; font-size: .85rem; }
 div[data-testid="stMetric"] { background: #ffffff; }
@@ -84,6 +109,32 @@ def score_badge(value: float | None, threshold: float) -> str:
         f'<span class="rel-badge" style="background:{score_color(value)}">'
         f"{value:.3f} · {label}</span>"
     )
+
+
+def modes_in(frame: Any) -> list[str]:
+    """The scoring modes of a results table's rows, sorted (``["ragas"]`` for old runs)."""
+    from relevancy.report import frame_modes
+
+    return frame_modes(frame)
+
+
+def mode_of(modes: list[str] | tuple[str, ...]) -> str:
+    """One word for a set of modes: the mode, ``"mixed"``, or ``""`` when there is none."""
+    if not modes:
+        return ""
+    return modes[0] if len(modes) == 1 else "mixed"
+
+
+def mode_text(mode: str) -> str:
+    """Markdown naming a mode and what its numbers are (static text, no user input)."""
+    if mode in MODE_SHORT:
+        return f"**{mode}** mode: {MODE_SHORT[mode]}"
+    if mode == "mixed":
+        return (
+            "**mixed** modes: some rows are Ragas values, others focus scores; compare the "
+            "*Ragas value* column across them"
+        )
+    return f"**{esc(mode)}** mode"
 
 
 def nav_links() -> None:

@@ -96,7 +96,7 @@ def test_home_with_the_demo_loaded(page: Page, app_url: str):
     settle(page)
     expect(page.get_by_text("Showing the bundled precomputed result")).to_have_count(0)
     expect(page.locator('[data-testid="stPlotlyChart"]')).to_have_count(2)
-    expect(page.get_by_text(re.compile(r"Score = \(")).nth(1)).to_be_visible()
+    expect(page.get_by_text(re.compile(r"(Score|Ragas value) = \(")).nth(1)).to_be_visible()
     shot(page, "01-home")
 
 
@@ -132,7 +132,7 @@ def test_upload_score_and_drill_down(page: Page, app_url: str, tmp_path: Path):
     expect(inspect).not_to_have_value(before)
     expect(page.get_by_text("Generated questions and their similarity").first).to_be_visible()
     expect(page.locator(".rel-shaded").first).to_be_visible()
-    expect(page.get_by_text(re.compile(r"Score = \(")).first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"(Score|Ragas value) = \(")).first).to_be_visible()
     shot(page, "02-dataset-results-drilldown")
 
 
