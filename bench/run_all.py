@@ -34,6 +34,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS_DIR = BENCH / "results"
 RESULTS_MD = BENCH / "RESULTS.md"
+#: measured once and kept (their last JSON is re-rendered); run them with --all or --only
+EXTRA = {"omp_wait", "speedups"}
 NO_JSON = {"agreement"}  # benches that print figures but take no --json
 KEEP_SECTIONS = ("Agreement with people", "Stability", "Findings and proposals")
 
@@ -84,6 +86,8 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         ["baselines", "--subset", "heldout", "--out", "/tmp/bench-agreement"],
         ["baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"],
     ),
+    # seconds per row of each scoring mode (issue: agreement with people)
+    "modes": ("modes.py", ["--rows", "24", "--chunks", "4"], ["--rows", "4", "--chunks", "2"]),
     # libgomp busy-waiting vs passive waiting, floor and ours (explains a measurement trap)
     "omp_wait": (
         "omp_wait.py",
@@ -443,6 +447,18 @@ def section_omp(fig: dict[str, Any]) -> str:
     )
 
 
+_SERVER_SPLIT_KEYS = (
+    "requests_per_row",
+    "prompt_tokens_reused_per_row",
+    "prompt_tokens_evaluated_per_row",
+    "completion_tokens_per_row",
+    "server_s_per_row",
+    "prompt_eval_s_per_row",
+    "decode_s_per_row",
+    "other_s_per_row",
+)
+
+
 def section_vs_ragas(fig: dict[str, Any]) -> str:
     o = fig["ours"]
     parts = [
@@ -507,17 +523,53 @@ def section_vs_ragas(fig: dict[str, Any]) -> str:
         parts += [
             "",
             f"**ours / Ragas pairs/s = {f(fig['ours_over_ragas_pairs_per_s'])}x** (goal: at "
-            f"least 3x, with fewer NaN rows); with all questions in one request (prototype): "
-            f"**{f(fig.get('multi_over_ragas_pairs_per_s'))}x**. Per chunk, ours/Ragas: "
+            "least 3x, with fewer NaN rows)"
+            + (
+                f"; with all questions in one request (prototype): "
+                f"**{f(fig.get('multi_over_ragas_pairs_per_s'))}x**"
+                if m
+                else ""
+            )
+            + f". Per chunk, ours/Ragas: "
             f"{', '.join(f(x) for x in fig.get('ours_over_ragas_per_chunk', []))}. "
             f"Pearson correlation of our "
             f"and Ragas' scores over rows both scored: "
             f"{f(fig.get('score_correlation_pearson'))}; mean score ours "
             f"{f(fig.get('mean_score', {}).get('ours'))}, Ragas "
-            f"{f(fig.get('mean_score', {}).get('ragas'))}, one-request prototype "
-            f"{f(fig.get('mean_score', {}).get('multi'))} (correlation with ours "
-            f"{f(fig.get('multi_vs_ours_score_pearson'))}).",
+            f"{f(fig.get('mean_score', {}).get('ragas'))}"
+            + (
+                f", one-request prototype {f(fig.get('mean_score', {}).get('multi'))} "
+                f"(correlation with ours {f(fig.get('multi_vs_ours_score_pearson'))})"
+                if m
+                else ""
+            )
+            + ".",
         ]
+        split_rows = [
+            [label, *(d["server"].get(k) for k in _SERVER_SPLIT_KEYS)]
+            for label, d in (("ours", o), ("one-request prototype", m), ("Ragas", g))
+            if d and d.get("server")
+        ]
+        if split_rows:
+            parts += [
+                "",
+                "Where the server's time goes, per row (from the server's own log):",
+                "",
+                table(
+                    [
+                        "",
+                        "requests",
+                        "prompt tokens reused",
+                        "prompt tokens evaluated",
+                        "completion tokens",
+                        "server s",
+                        "prompt eval s",
+                        "decode s",
+                        "other s (sampling, grammar)",
+                    ],
+                    split_rows,
+                ),
+            ]
     elif fig.get("ragas_skipped"):
         parts += ["", f"Ragas side skipped: {fig['ragas_skipped']}"]
     sw = fig.get("ours_concurrency_sweep")
@@ -679,11 +731,27 @@ def section_dashboard(fig: dict[str, Any]) -> str:
     )
 
 
+def section_modes(fig: dict[str, Any]) -> str:
+    return (
+        f"{fig['rows']} rows ({fig['source']}, {fig['sentences_per_row']} sentences per answer "
+        "on average) scored in both modes with the embedded default, no cache, alternating "
+        "chunks:\n\n"
+        + table(
+            ["mode", "s per row"],
+            [["ragas", fig["ragas_s_per_row"]], ["focus", fig["focus_s_per_row"]]],
+        )
+        + f"\n\nfocus / ragas = **{f(fig['focus_over_ragas'])}x** (focus adds one embedding "
+        "call for the answer's sentences; the generations are the same). Rows whose Ragas value "
+        f"was identical in both runs: {fig['ragas_value_identical_rows']}/{fig['rows']}."
+    )
+
+
 SECTIONS = {
     "throughput": ("1. Throughput, embedded default", section_throughput),
     "vs_ragas": ("2. Against Ragas on the same server", section_vs_ragas),
     "dashboard_scale": ("4. Dashboard at scale", section_dashboard),
     "cache": ("5. Cache", section_cache),
+    "modes": ("Time per row of each scoring mode", section_modes),
     "speedups": ("Speed-ups tried", section_speedups),
     "omp_wait": ("OpenMP waiting policy (measurement trap and proposal)", section_omp),
 }
@@ -785,9 +853,17 @@ def main() -> int:
         "(benches not started when the budget is spent are skipped)",
     )
     p.add_argument("--report-only", action="store_true", help="rewrite RESULTS.md only")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help=f"also the extra benches ({', '.join(sorted(EXTRA))}); their last results are "
+        "kept in RESULTS.md otherwise",
+    )
     args = p.parse_args()
     RESULTS_DIR.mkdir(exist_ok=True)
-    names = [n.strip() for n in args.only.split(",") if n.strip()] or list(BENCHES)
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or [
+        n for n in BENCHES if args.all or n not in EXTRA
+    ]
     unknown = set(names) - set(BENCHES)
     if unknown:
         p.error(f"unknown bench(es): {', '.join(sorted(unknown))}")
