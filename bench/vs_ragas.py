@@ -4,20 +4,18 @@ Starts ``python -m llama_cpp.server`` on 127.0.0.1 with the embedded SmolLM2 GGU
 n_ctx 4096) and scores the same rows with
 
 * **ours**: ``AnswerRelevancy(llm=make_generator("openai:smollm2", base_url=...),
-  embeddings=make_embedder("local"))``, strictness 3, default concurrency 4;
+  embeddings=make_embedder("local"))``, the backend as shipped, strictness 3, default
+  concurrency 4;
 * **Ragas**: its collections ``AnswerRelevancy`` with instructor in JSON-schema mode
   (``bench/_ragas_side.py``, run in ``bench/.venv-ragas``), strictness 3, concurrency 1.
 
-in alternating chunks (ours, Ragas, Ragas, ours, ...). Also: our concurrency 1/2/4 on a few
-rows, the stock set-ups of both (Ragas' documented ``llm_factory`` JSON mode and its legacy
-``evaluate()``; our backend as shipped) on a few rows, and parity of the two formulas on
-identical questions and vectors.
-
-Our backend as shipped asks for ``response_format={"type": "json_schema"}``; llama-cpp-python's
-server answers that with HTTP 500 (its request model only knows ``text``/``json_object``), and
-the backend falls back to another mode only on HTTP 400, so every row fails. The main comparison
-therefore uses a bench-side subclass (``SchemaJSONGenerator``) that sends
-``{"type": "json_object", "schema": ...}`` instead, which is the fix proposed in the report.
+in alternating chunks (ours, Ragas, Ragas, ours, ...). Also: where the server's time goes for
+each side (from the server's own log: requests, prompt tokens evaluated and reused from its
+prefix cache, completion tokens, seconds of prompt evaluation, decoding and the rest, per row);
+our concurrency 1/2/4 on a few rows; the stock set-ups of both (Ragas' documented
+``llm_factory`` JSON mode and its legacy ``evaluate()``; our backend as shipped) on a few rows;
+parity of the two formulas on identical questions and vectors. ``--multi`` adds a prototype
+that asks for all N questions in one request (not used by the library: see its docstring).
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -89,7 +88,13 @@ class LlamaServer:
             "4096",
         ]
         started = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        # libgomp's default busy-waiting makes a llama.cpp server that shares its cores with
+        # other processes 10-20x slower per token (measured here: 9 ms -> 90-170 ms); passive
+        # waiting keeps the comparison about the two clients (see bench/omp_wait.py)
+        env = dict(os.environ)
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        self.omp_wait_policy = env["OMP_WAIT_POLICY"]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -107,6 +112,16 @@ class LlamaServer:
     def hwm_mb(self) -> float:
         return vm_hwm_mb(self.proc.pid)
 
+    def log_offset(self) -> int:
+        return os.path.getsize(self.log.name)
+
+    def requests_since(self, offset: int) -> list[dict[str, float]]:
+        """The server's own per-request figures (llama.cpp's timings) logged after ``offset``."""
+        time.sleep(0.2)  # let the last request's lines reach the file
+        with open(self.log.name, "rb") as fh:
+            fh.seek(offset)
+            return parse_server_log(fh.read().decode("utf-8", "replace"))
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -118,31 +133,65 @@ class LlamaServer:
         self.log.close()
 
 
+_PERF = re.compile(
+    r"prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens.*?"
+    r"\beval time =\s+([\d.]+) ms /\s+(\d+) runs.*?"
+    r"total time =\s+([\d.]+) ms",
+    re.S,
+)
+_HIT = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+def parse_server_log(text: str) -> list[dict[str, float]]:
+    """One record per completed request: prompt tokens reused from the prefix cache and
+    evaluated, completion tokens (decode runs), and the seconds llama.cpp spent evaluating the
+    prompt, decoding, and in total (the rest is mostly sampling, grammar included)."""
+    out: list[dict[str, float]] = []
+    start = 0
+    for m in _PERF.finditer(text):
+        hits = _HIT.findall(text, start, m.start())
+        reused, evaluated = (int(hits[-1][0]), int(hits[-1][1])) if hits else (0, int(m[2]))
+        out.append(
+            {
+                "reused": reused,
+                "evaluated": evaluated,
+                "completion": int(m[4]),
+                "prompt_s": float(m[1]) / 1000,
+                "decode_s": float(m[3]) / 1000,
+                "total_s": float(m[5]) / 1000,
+            }
+        )
+        start = m.end()
+    return out
+
+
+def server_split(records: list[dict[str, float]], rows: int) -> dict[str, Any]:
+    """Per row: where the server's time went for one side's requests."""
+    if not records or not rows:
+        return {}
+
+    def per_row(key: str) -> float:
+        return sum(x[key] for x in records) / rows
+
+    total = per_row("total_s")
+    return {
+        "requests_per_row": r(len(records) / rows, 2),
+        "prompt_tokens_reused_per_row": r(per_row("reused"), 1),
+        "prompt_tokens_evaluated_per_row": r(per_row("evaluated"), 1),
+        "completion_tokens_per_row": r(per_row("completion"), 1),
+        "server_s_per_row": r(total),
+        "prompt_eval_s_per_row": r(per_row("prompt_s")),
+        "decode_s_per_row": r(per_row("decode_s")),
+        "other_s_per_row": r(total - per_row("prompt_s") - per_row("decode_s")),
+        "ms_per_completion_token": r(
+            1000 * per_row("decode_s") / max(per_row("completion"), 1e-9), 1
+        ),
+    }
+
+
 # ------------------------------------------------------------------------------------------
 # our side
 # ------------------------------------------------------------------------------------------
-
-
-def schema_generator(base_url: str) -> Any:
-    """Our OpenAI backend, asking for JSON constrained by our schema the way llama.cpp's
-    server understands it (``{"type": "json_object", "schema": ...}``)."""
-    from relevancy._prompt import chat_messages, output_schema
-    from relevancy.backends._openai import OpenAIGenerator
-
-    class SchemaJSONGenerator(OpenAIGenerator):
-        async def _request(self, response: str, n: int, seed: int) -> Any:
-            kwargs: dict[str, Any] = {"n": n} if n > 1 else {}
-            return await self.client().chat.completions.create(
-                model=self.model,
-                messages=chat_messages(response),
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                seed=seed,
-                response_format={"type": "json_object", "schema": output_schema()["schema"]},
-                **kwargs,
-            )
-
-    return SchemaJSONGenerator(MODEL, base_url=base_url)
 
 
 MULTI_INSTRUCTION = (
@@ -186,7 +235,16 @@ MULTI_EXAMPLES = (
 def multi_generator(base_url: str) -> Any:
     """Prototype of a proposed mode: all N questions in one request (one prompt evaluation,
     one JSON object holding N questions and one noncommittal flag), for servers that ignore
-    ``n``. Ragas and our shipped backend make N requests per row."""
+    ``n``. Ragas and our shipped backend make N requests per row.
+
+    Not adopted: its N questions are not N independent samples (each is written after the
+    ones before it, and they drift off the point), and one flag stands for N. Once the shipped
+    backend sent a row's N requests back to back (the server reuses the whole prompt) and
+    wrote compact JSON, even a compact variant of this (per-question flags, ``[["q", 0], ...]``)
+    saved only 12% of the completion tokens (56 against 64 per row, 20 rows), while the mean
+    similarity of its questions fell (0.44 against 0.47-0.54) and its per-row scores agreed
+    less with the shipped backend's (Pearson 0.57-0.70) than two seeds of the shipped backend
+    agree with each other (0.80-0.88)."""
     from relevancy._result import Generation, GenerationSet
     from relevancy.backends._openai import OpenAIGenerator
 
@@ -406,6 +464,9 @@ def main() -> int:
     p.add_argument("--chunks", type=int, default=4, help="alternating chunks (default 4)")
     p.add_argument("--sweep-rows", type=int, default=8, help="rows per concurrency setting")
     p.add_argument("--stock-rows", type=int, default=3, help="rows per stock set-up")
+    p.add_argument(
+        "--multi", action="store_true", help="also the all-questions-in-one-request prototype"
+    )
     p.add_argument("--stock-timeout", type=float, default=40.0, help="seconds per stock row")
     p.add_argument(
         "--ragas-row-timeout",
@@ -424,18 +485,23 @@ def main() -> int:
         out["ragas_skipped"] = missing
         log("vs_ragas: Ragas side unavailable:", missing)
     server = LlamaServer()
-    out["server"] = {"start_s": r(server.start_s), "n_threads": 2, "n_ctx": 4096}
+    out["server"] = {
+        "start_s": r(server.start_s),
+        "n_threads": 2,
+        "n_ctx": 4096,
+        "omp_wait_policy": server.omp_wait_policy,
+    }
     log(f"vs_ragas: server on {server.base_url} in {server.start_s:.1f} s, load {load_average()}")
     emb = make_embedder("local")
     emb.embed(["warm-up"])
     try:
-        gen = schema_generator(server.base_url)
+        gen = make_generator(f"openai:{MODEL}", base_url=server.base_url)  # as shipped
         ours(rows[:1], gen, emb)  # warm the server's KV cache with our prefix
 
         # --- main comparison, alternating chunks ------------------------------------------
         size = -(-len(rows) // max(1, args.chunks))
         parts = [rows[i : i + size] for i in range(0, len(rows), size)]
-        multi = multi_generator(server.base_url)
+        multi = multi_generator(server.base_url) if args.multi else None
         per_chunk: dict[int, dict[str, float]] = {}
         multi_results: list[Any] = []
         multi_wall = 0.0
@@ -444,10 +510,14 @@ def main() -> int:
         rag_rows: list[dict] = []
         rag_wall = 0.0
         rag_meta: dict[str, Any] = {}
+        served: dict[str, list[dict[str, float]]] = {"ours": [], "multi": [], "ragas": []}
         for c, part in enumerate(parts):
             order = ("ours", "multi", "ragas") if c % 2 == 0 else ("ragas", "multi", "ours")
             for side in order:
+                offset = server.log_offset()
                 if side == "multi":
+                    if multi is None:
+                        continue
                     o = ours(part, multi, emb)
                     multi_results += o["results"]
                     multi_wall += o["wall_s"]
@@ -474,20 +544,26 @@ def main() -> int:
                         k: g[k] for k in ("ragas_version", "import_s", "peak_rss_mb", "concurrency")
                     }
                     log(f"  chunk {c} ragas {g['wall_s']:.1f} s")
+                served[side] += server.requests_since(offset)
         out["ours"] = summarize_ours(our_results, our_wall)
-        out["ours"]["backend"] = "openai-compatible, response_format json_object+schema (bench fix)"
+        out["ours"]["backend"] = "openai-compatible backend as shipped"
         out["ours"]["concurrency"] = 4
-        out["ours_multi"] = summarize_ours(multi_results, multi_wall)
-        out["ours_multi"]["backend"] = "prototype: all 3 questions in one request (one JSON)"
-        out["ours_multi"]["concurrency"] = 4
+        out["ours"]["server"] = server_split(served["ours"], len(our_results))
+        if multi is not None:
+            out["ours_multi"] = summarize_ours(multi_results, multi_wall)
+            out["ours_multi"]["backend"] = "prototype: all 3 questions in one request (one JSON)"
+            out["ours_multi"]["concurrency"] = 4
+            out["ours_multi"]["server"] = server_split(served["multi"], len(multi_results))
         if not missing:
             out["ragas"] = summarize_ragas(rag_rows, rag_wall)
             out["ragas"].update(
                 {k: r(v, 2) if isinstance(v, float) else v for k, v in rag_meta.items()}
             )
             out["ragas"]["setup"] = "collections AnswerRelevancy, instructor Mode.JSON_SCHEMA"
+            out["ragas"]["server"] = server_split(served["ragas"], len(rag_rows))
             out["ours_over_ragas_pairs_per_s"] = r(rag_wall / our_wall)
-            out["multi_over_ragas_pairs_per_s"] = r(rag_wall / multi_wall)
+            if multi is not None:
+                out["multi_over_ragas_pairs_per_s"] = r(rag_wall / multi_wall)
             out["ours_over_ragas_per_chunk"] = [
                 r(t["ragas"] / t["ours"]) for t in per_chunk.values() if "ragas" in t
             ]

@@ -36,7 +36,7 @@ INSTRUCTION = (
     "the same language as the response. Also say whether the response is noncommittal: 1 when "
     "it avoids giving an answer (for example 'I don't know', 'I'm not sure', 'it depends' with "
     "nothing more), 0 when it gives a real answer. Reply with JSON only, shaped as "
-    '{"question": "...", "noncommittal": 0}.'
+    '{"question":"...","noncommittal":0}.'
 )
 
 EXAMPLES: tuple[Example, ...] = (
@@ -62,7 +62,7 @@ EXAMPLES: tuple[Example, ...] = (
 
 
 def render_output(output: QuestionOutput) -> str:
-    return json.dumps(output.model_dump(), ensure_ascii=False)
+    return json.dumps(output.model_dump(), ensure_ascii=False, separators=(",", ":"))
 
 
 def chat_messages(response: str) -> list[dict[str, str]]:

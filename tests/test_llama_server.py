@@ -72,3 +72,24 @@ def test_scores_through_llama_cpp_server(llama_server):
     for r in results:
         assert r.ok, r.error
         assert len(r.questions) == 3 and all(q.question for q in r.questions)
+
+
+def test_rows_scored_at_once_fall_back_from_json_schema_once(llama_server):
+    # Regression: this server answers response_format json_schema with HTTP 500; rows scored at
+    # once each got that refusal and each pushed the backend's mode one step further, so every
+    # row failed with "generation failed: tuple index out of range".
+    from relevancy.backends._openai import _MODES
+
+    gen = make_generator("openai:smollm2", base_url=llama_server, timeout=120)
+    m = AnswerRelevancy(
+        llm=gen, embeddings=make_embedder("local"), cache=False, strictness=1, concurrency=3
+    )
+    results = m.score_many(
+        [
+            ("When was the first super bowl?", "The first superbowl was held on Jan 15, 1967"),
+            ("Where is France?", "France is in western Europe."),
+            ("What is the boiling point of water?", "Water boils at 100 degrees Celsius."),
+        ]
+    )
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert _MODES[gen._mode_index] == "json_object"  # the schema still constrains decoding

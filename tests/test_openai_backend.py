@@ -169,3 +169,72 @@ def test_falls_back_when_server_refuses_json_schema_with_500():
     assert r.ok
     assert [f.get("type") for f in formats[:2]] == ["json_schema", "json_object"]
     assert formats[1]["schema"]["required"] == ["question", "noncommittal"]
+
+
+def test_concurrent_rows_refused_json_schema_fall_back_one_step_only():
+    # Regression: rows scored at once all send json_schema before the first refusal comes back;
+    # each refusal used to push the shared mode index one step further, so 2 rows fell through
+    # to plain text and 3 or more failed with "tuple index out of range".
+    with OpenAICompatServer(accept_json_schema=False, honour_n=False) as srv:
+        srv.reject_status = 500
+        m = build(srv, max_retries=0)
+        results = m.score_many(
+            [(f"Where is city {i}?", f"City {i} is in country {i}.") for i in range(6)],
+            concurrency=6,
+        )
+        formats = [
+            (req["body"] or {}).get("response_format", {}).get("type") for req in chat_requests(srv)
+        ]
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+    assert formats.count("json_schema") >= 2  # the race really happened
+    assert set(formats) == {"json_schema", "json_object"}  # never plain text
+    assert formats[-1] == "json_object"
+
+
+def test_server_ignoring_n_gets_a_rows_missing_requests_at_once():
+    # A one-request-at-a-time server (llama.cpp's) then serves a row's requests back to back,
+    # with identical prompts, so all but the first reuse the whole prompt from its cache.
+    import threading
+
+    with OpenAICompatServer(honour_n=False, latency=0.3) as srv:
+        in_flight = []
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                in_flight.append(sum(1 for r in chat_requests(srv) if r["status"] is None))
+                done.wait(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            m = build(srv)
+            first = m.score(user_input="Where is Paris?", response="Paris is in France.")
+            second = m.score(user_input="Where is Rome?", response="Rome is in Italy.")
+        finally:
+            done.set()
+            watcher.join()
+        reqs = chat_requests(srv)
+    assert first.ok and second.ok and len(second.questions) == 3
+    assert len(reqs) == 6
+    # first row: n=3 answered with one choice, then the two missing ones together
+    assert reqs[0]["body"]["n"] == 3
+    assert sorted(r["body"].get("n") or 1 for r in reqs[1:3]) == [1, 2]
+    # later rows: all three at once; the first still asks for n=3 (a server that honours n
+    # would clear the hint), each request keeps its own seed
+    assert sorted(r["body"].get("n") or 1 for r in reqs[3:]) == [1, 1, 3]
+    assert sorted(r["body"]["seed"] for r in reqs[3:]) == [0, 1, 2]
+    assert max(in_flight) == 3
+
+
+def test_hint_that_n_is_ignored_clears_itself_on_a_server_that_honours_n():
+    with OpenAICompatServer() as srv:
+        m = build(srv)
+        expected = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        m.llm._ignores_n = True  # as if a fault had made one n=3 request come back with one
+        again = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        after = m.score(user_input="Where is Rome?", response="Rome is in Italy.")
+        reqs = chat_requests(srv)
+    assert [q.question for q in again.questions] == [q.question for q in expected.questions]
+    assert not m.llm._ignores_n
+    assert len(reqs) == 1 + 3 + 1 and after.ok

@@ -2,9 +2,15 @@
 
 Generation asks for all N questions in one request (``n=N``). Servers that ignore ``n`` (the
 llama.cpp server, Ollama) return fewer choices; the backend then tops up with further requests,
-each with its own seed, until it has N or a bounded number of requests has been spent.
+each with its own seed, until it has N or a bounded number of requests has been spent. Once a
+server is seen to ignore ``n``, a row's N requests are sent together: a server that runs one
+request at a time then serves them back to back with identical prompts, so all but the first
+reuse the whole prompt from its cache instead of re-reading the row after another row's
+request (a server with several slots runs them in parallel). The N questions stay N
+independent samples, request ``k`` with seed ``seed + k``, as before.
 Structured output is requested with a JSON schema; a server that rejects it is asked for JSON
-mode, then for plain text, which is parsed tolerantly. The mode that worked is remembered.
+mode, then for plain text, which is parsed tolerantly. The mode that worked is remembered (for
+the whole generator: rows scored at once that are all refused step back one mode, not one each).
 
 Retries (429 with Retry-After, 5xx, timeouts, dropped connections) use the SDK's own machinery:
 ``max_retries`` attempts with exponential backoff that honours Retry-After.
@@ -147,7 +153,9 @@ class OpenAIGenerator(_ClientPerLoop):
     seed : int
         Sent with each request (request ``k`` uses ``seed + k``) for servers that honour it.
     use_n : bool
-        Ask for all N questions in one request. Servers that return fewer are topped up.
+        Ask for all N questions in one request. Servers that return fewer are topped up; once
+        a server is seen to return one choice whatever ``n`` is, a row's requests are sent
+        together (see the module docstring).
     """
 
     def __init__(
@@ -182,6 +190,8 @@ class OpenAIGenerator(_ClientPerLoop):
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
         self._mode_index = 0
+        # Set when a request for several choices got one back (llama.cpp's server, Ollama).
+        self._ignores_n = False
 
     def fingerprint(self) -> dict[str, Any]:
         prompt = repr((INSTRUCTION, [(e.response, e.output.model_dump()) for e in EXAMPLES]))
@@ -228,7 +238,10 @@ class OpenAIGenerator(_ClientPerLoop):
                     and exc.status_code in (400, 422, 500)
                     and _about_response_format(exc)
                 ):
-                    self._mode_index += 1
+                    # Step past the mode this request tried, not past the shared index:
+                    # concurrent requests (one per row) that were all sent in the same mode
+                    # are all refused, and each must not push the index one step further.
+                    self._mode_index = max(self._mode_index, _MODES.index(mode) + 1)
                     continue
                 raise
 
@@ -245,35 +258,59 @@ class OpenAIGenerator(_ClientPerLoop):
         last_error: str | None = None
         while len(good) < n and requests < budget:
             want = n - len(good) if self.use_n else 1
-            try:
-                completion = await self._request(response, want, self.seed + requests)
-            except openai.APIError as exc:  # the SDK has already retried what was retryable
-                last_error = describe_api_error(exc, self.base_url)
-                break
-            except (json.JSONDecodeError, ValueError, TypeError, AttributeError) as exc:
-                # A malformed body (not retried by the SDK): try again after a short pause.
-                last_error = describe_api_error(exc, self.base_url)
-                requests += 1
-                await asyncio.sleep(min(0.25 * requests, 2.0))
-                continue
-            requests += 1
-            choices = getattr(completion, "choices", None) or []
-            counts = getattr(completion, "usage", None)
-            if counts is not None:
-                usage["prompt_tokens"] += getattr(counts, "prompt_tokens", 0) or 0
-                usage["completion_tokens"] += getattr(counts, "completion_tokens", 0) or 0
-            if not choices:
-                last_error = f"{self.base_url} returned no choices"
-                continue
-            for choice in choices[:want]:
-                message = getattr(choice, "message", None)
-                content = getattr(message, "content", None) if message is not None else None
-                try:
-                    parsed = parse_output(content or "")
-                except ValueError as exc:
-                    failed.append(Generation("", None, redact(f"unusable output: {exc}")))
+            # A server seen to ignore n gets the missing requests at once (request k keeps seed
+            # + k): a server that runs one request at a time then serves one row's requests
+            # back to back, their prompts identical, so all but the first reuse its whole
+            # prompt from the cache; a server with several slots runs them in parallel. The
+            # first still asks for all, so a server that does honour n clears the hint.
+            sizes = [want] + [1] * (want - 1) if self._ignores_n and want > 1 else [want]
+            sizes = sizes[: budget - requests]
+            seeds = [self.seed + requests + k for k in range(len(sizes))]
+            outcomes = await asyncio.gather(
+                *(self._request(response, size, seed) for size, seed in zip(sizes, seeds)),
+                return_exceptions=True,
+            )
+            stop = malformed = False
+            for size, outcome in zip(sizes, outcomes):
+                if isinstance(outcome, openai.APIError):
+                    # the SDK has already retried what was retryable
+                    last_error = describe_api_error(outcome, self.base_url)
+                    stop = True
                     continue
-                good.append(Generation(parsed.question, bool(parsed.noncommittal)))
+                if isinstance(
+                    outcome, (json.JSONDecodeError, ValueError, TypeError, AttributeError)
+                ):
+                    # A malformed body (not retried by the SDK): try again after a short pause.
+                    last_error = describe_api_error(outcome, self.base_url)
+                    requests += 1
+                    malformed = True
+                    continue
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                requests += 1
+                choices = getattr(outcome, "choices", None) or []
+                counts = getattr(outcome, "usage", None)
+                if counts is not None:
+                    usage["prompt_tokens"] += getattr(counts, "prompt_tokens", 0) or 0
+                    usage["completion_tokens"] += getattr(counts, "completion_tokens", 0) or 0
+                if size > 1 and choices:
+                    self._ignores_n = len(choices) == 1
+                if not choices:
+                    last_error = f"{self.base_url} returned no choices"
+                    continue
+                for choice in choices[:size]:
+                    message = getattr(choice, "message", None)
+                    content = getattr(message, "content", None) if message is not None else None
+                    try:
+                        parsed = parse_output(content or "")
+                    except ValueError as exc:
+                        failed.append(Generation("", None, redact(f"unusable output: {exc}")))
+                        continue
+                    good.append(Generation(parsed.question, bool(parsed.noncommittal)))
+            if stop:
+                break
+            if malformed:
+                await asyncio.sleep(min(0.25 * requests, 2.0))
         if not good and not failed:
             raise GenerationError(last_error or f"{self.base_url} returned no generations")
         generations = good[:n]
