@@ -43,6 +43,7 @@ from relevancy._result import RelevancyResult
 __all__ = [
     "Reason",
     "SentenceScore",
+    "sentences_from_parts",
     "PartCoverage",
     "Analysis",
     "split_sentences",
@@ -220,8 +221,13 @@ def worked_mean(result: RelevancyResult) -> str:
 
 def focus_sentences(result: RelevancyResult) -> list[SentenceScore]:
     """The sentences a focus score was made of (``result.parts``), with their similarity."""
+    return sentences_from_parts(result.parts)
+
+
+def sentences_from_parts(parts: Any) -> list[SentenceScore]:
+    """``parts`` (plain JSON, maybe from an old or foreign file) as sentence scores."""
     out = []
-    for part in result.parts:
+    for part in parts if isinstance(parts, list) else []:
         if not isinstance(part, dict) or "text" not in part:
             continue
         try:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from relevancy._modes import describe_mode
 from relevancy._stats import summarize
+from relevancy.explain import sentences_from_parts
 
 __all__ = ["build_report", "summary_table", "frame_modes", "MODE_MEANING"]
 
@@ -120,16 +121,11 @@ def _sentences_html(text: Any) -> str:
     except ValueError:
         return ""
     items = []
-    for p in parts if isinstance(parts, list) else []:
-        if not isinstance(p, dict) or "text" not in p:
-            continue
-        try:
-            sim = float(p.get("similarity"))
-        except (TypeError, ValueError):
-            sim = math.nan
-        low = " class='low'" if sim < SENTENCE_LOW else ""
+    for sentence in sentences_from_parts(parts):
+        low = " class='low'" if sentence.similarity < SENTENCE_LOW else ""
         items.append(
-            f"<li{low}>{html.escape(str(p['text']))} <span class='muted'>({_f(sim, 2)})</span></li>"
+            f"<li{low}>{html.escape(sentence.text)} "
+            f"<span class='muted'>({_f(sentence.similarity, 2)})</span></li>"
         )
     return f"<ul class='q'>{''.join(items)}</ul>" if items else ""
 
