@@ -19,10 +19,12 @@ from relevancy._errors import InputError, RelevancyError
 from relevancy._formula import cosine_similarities, relevancy_score
 from relevancy._modes import check_mode, focus_parts, focus_score, split_sentences
 from relevancy._noncommittal import (
+    DEFAULT_EXEMPLAR_THRESHOLD,
     DETECTORS,
     EVASIVE_EXEMPLARS,
     exemplar_verdict,
     llm_verdict,
+    without_question_words,
 )
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
@@ -36,8 +38,6 @@ __all__ = ["AnswerRelevancy", "ProgressCallback"]
 ProgressCallback = Callable[[int, int], None]
 #: ``on_result(index, result)`` as soon as a row is scored (for checkpoints and live views).
 ResultCallback = Callable[[int, RelevancyResult], None]
-
-DEFAULT_EXEMPLAR_THRESHOLD = 0.6
 
 
 def _check_text(name: str, value: Any) -> str:
@@ -67,8 +67,10 @@ class AnswerRelevancy:
         N, the number of questions generated per response (1 to 10).
     noncommittal : {"auto", "llm", "exemplars", "off"}, default "auto"
         How the noncommittal verdict is decided; see ``relevancy/_noncommittal.py``.
-    noncommittal_threshold : float, default 0.6
-        Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires.
+    noncommittal_threshold : float, default 0.35
+        Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires (the
+        response, or the response without the question's words, whichever is closer; chosen
+        and measured in ``bench/noncommittal.py``).
     mode : {"auto", "ragas", "focus"}, default "auto"
         What ``result.value`` is: ``"ragas"`` the Ragas value exactly, ``"focus"`` a
         sentence-level score measured to agree better with people on long answers (see
@@ -197,8 +199,14 @@ class AnswerRelevancy:
         usable = [g for g in generated.generations if g.usable]
         detector = self._detector([g.noncommittal for g in usable])
         texts = [user_input, response] + [g.question for g in usable]
+        stripped = ""
         if detector == "exemplars":
             texts += list(EVASIVE_EXEMPLARS)
+            stripped = without_question_words(user_input, response)
+            if stripped and stripped != response:
+                texts.append(stripped)
+            else:
+                stripped = ""
         n_fixed = len(texts)
         sentences = split_sentences(response) if self.mode == "focus" else []
         texts += sentences
@@ -222,8 +230,14 @@ class AnswerRelevancy:
         if detector == "llm":
             verdict, detail = llm_verdict([g.noncommittal for g in usable])
         elif detector == "exemplars":
-            exemplar_vecs = vectors[2 + len(usable) : n_fixed]
-            verdict, detail = exemplar_verdict(resp_vec, exemplar_vecs, self.noncommittal_threshold)
+            start = 2 + len(usable)
+            exemplar_vecs = vectors[start : start + len(EVASIVE_EXEMPLARS)]
+            verdict, detail = exemplar_verdict(
+                resp_vec,
+                exemplar_vecs,
+                self.noncommittal_threshold,
+                stripped_vector=vectors[n_fixed - 1] if stripped else None,
+            )
         else:
             verdict, detail = False, "noncommittal detection is off"
         result.noncommittal = verdict

@@ -6,8 +6,12 @@ Two detectors, chosen with ``AnswerRelevancy(noncommittal=...)``:
     The generator's own flags, as Ragas does: noncommittal when *all* N generations are flagged.
 ``"exemplars"``
     The response's embedding is compared with a fixed set of evasive answers; noncommittal when
-    the closest one is at least ``threshold`` similar. Used by the embedded default because the
-    135M model's own flag is noise (about 40% accurate when measured).
+    the closest one is at least ``threshold`` similar. An evasion that repeats the question ("I'm
+    not sure when the Eiffel Tower was built") embeds close to the question, not to "I don't
+    know", so the response is also compared with the question's words left out ("I'm not sure
+    the built") and the higher similarity counts. Used by the embedded default because the
+    135M model's own flag is noise (46-52% accurate in ``bench/noncommittal.py``; this detector
+    84% on the held-out half of the same items, with no answer wrongly zeroed).
 ``"auto"`` (default)
     ``"llm"`` when the generator gives flags (API models), else ``"exemplars"``.
 ``"off"``
@@ -16,11 +20,20 @@ Two detectors, chosen with ``AnswerRelevancy(noncommittal=...)``:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from relevancy._formula import cosine_similarities
 
-__all__ = ["EVASIVE_EXEMPLARS", "DETECTORS", "exemplar_verdict", "llm_verdict"]
+__all__ = [
+    "EVASIVE_EXEMPLARS",
+    "DETECTORS",
+    "DEFAULT_EXEMPLAR_THRESHOLD",
+    "exemplar_verdict",
+    "llm_verdict",
+    "without_question_words",
+]
 
 DETECTORS = ("auto", "llm", "exemplars", "off")
 
@@ -40,6 +53,39 @@ EVASIVE_EXEMPLARS: tuple[str, ...] = (
 )
 
 
+#: Chosen on the development half of ``bench/noncommittal_set.jsonl``: the best balanced
+#: accuracy that zeroes no real answer there.
+DEFAULT_EXEMPLAR_THRESHOLD = 0.35
+
+_WORD = re.compile(r"\w[\w']*", re.UNICODE)
+# Words too common to say what a question is about; kept in the response.
+_FUNCTION_WORDS = frozenset(
+    "a an the of in on at to is are was were be been do does did what when who why how which "  # noqa: SIM905
+    "whose whom where for and or it its this that these those with by from as".split()
+)
+
+
+def without_question_words(user_input: str, response: str) -> str:
+    """``response`` with the words it shares with ``user_input`` left out (case-insensitive).
+
+    Function words ("the", "when", "is" ...) stay; a plural ``s`` is ignored when matching.
+
+    Examples
+    --------
+    >>> without_question_words("When was the Eiffel Tower built?",
+    ...                        "I'm not sure when the Eiffel Tower was built.")
+    "I'm not sure when the was ."
+    """
+    asked = {w.lower() for w in _WORD.findall(user_input)} - _FUNCTION_WORDS
+    asked |= {w[:-1] for w in asked if w.endswith("s")}
+
+    def keep(match: re.Match[str]) -> str:
+        word = match.group(0).lower()
+        return "" if word in asked or word.rstrip("s") in asked else match.group(0)
+
+    return re.sub(r"\s+", " ", _WORD.sub(keep, response)).strip()
+
+
 def llm_verdict(flags: list[bool | None]) -> tuple[bool, str]:
     """Noncommittal when every usable generation was flagged by the LLM."""
     known = [bool(f) for f in flags if f is not None]
@@ -49,14 +95,27 @@ def llm_verdict(flags: list[bool | None]) -> tuple[bool, str]:
 
 
 def exemplar_verdict(
-    response_vector: np.ndarray, exemplar_vectors: np.ndarray, threshold: float
+    response_vector: np.ndarray,
+    exemplar_vectors: np.ndarray,
+    threshold: float,
+    *,
+    stripped_vector: np.ndarray | None = None,
 ) -> tuple[bool, str]:
-    """Noncommittal when the response is close to one of the evasive exemplars."""
+    """Noncommittal when the response is close to one of the evasive exemplars.
+
+    ``stripped_vector`` is the embedding of :func:`without_question_words`; when given, the
+    higher of the two similarities decides, and the detail says which text it came from.
+    """
     sims = cosine_similarities(exemplar_vectors, response_vector)
+    where = ""
+    if stripped_vector is not None:
+        stripped = cosine_similarities(exemplar_vectors, stripped_vector)
+        if stripped.max() > sims.max():
+            sims, where = stripped, " (the response without the question's words)"
     best = int(np.argmax(sims))
     verdict = bool(sims[best] >= threshold)
     relation = ">=" if verdict else "<"
     return verdict, (
         f"closest evasive exemplar {EVASIVE_EXEMPLARS[best]!r} at similarity "
-        f"{sims[best]:.2f} {relation} threshold {threshold:.2f}"
+        f"{sims[best]:.2f}{where} {relation} threshold {threshold:.2f}"
     )

@@ -39,7 +39,16 @@ INSTRUCTION = (
     '{"question":"...","noncommittal":0}.'
 )
 
+# The French example comes first: when it came last, right before the response, SmolLM2-135M
+# behind a server wrote 33 of 263 questions in French for English responses (0 of 263 with it
+# first; bench/noncommittal.py).
 EXAMPLES: tuple[Example, ...] = (
+    Example(
+        response="Le cœur humain bat environ 100 000 fois par jour.",
+        output=QuestionOutput(
+            question="Combien de fois le cœur humain bat-il par jour ?", noncommittal=0
+        ),
+    ),
     Example(
         response=(
             "Mount Kilimanjaro, in Tanzania, is the highest mountain in Africa at 5,895 metres."
@@ -52,12 +61,6 @@ EXAMPLES: tuple[Example, ...] = (
             question="Which of the two phones has the better camera?", noncommittal=1
         ),
     ),
-    Example(
-        response="Le cœur humain bat environ 100 000 fois par jour.",
-        output=QuestionOutput(
-            question="Combien de fois le cœur humain bat-il par jour ?", noncommittal=0
-        ),
-    ),
 )
 
 
@@ -65,14 +68,16 @@ def render_output(output: QuestionOutput) -> str:
     return json.dumps(output.model_dump(), ensure_ascii=False, separators=(",", ":"))
 
 
-def chat_messages(response: str) -> list[dict[str, str]]:
+def chat_messages(
+    response: str, *, examples: tuple[Example, ...] = EXAMPLES
+) -> list[dict[str, str]]:
     """System instruction, few-shot turns, then the response to work on.
 
     Everything before the last message is identical for every row, so servers (and the embedded
-    model) can reuse the cached prompt prefix.
+    model) can reuse the cached prompt prefix. ``examples`` is for benchmarks comparing prompts.
     """
     messages = [{"role": "system", "content": INSTRUCTION}]
-    for example in EXAMPLES:
+    for example in examples:
         messages.append({"role": "user", "content": f"Response: {example.response}"})
         messages.append({"role": "assistant", "content": render_output(example.output)})
     messages.append({"role": "user", "content": f"Response: {response}"})

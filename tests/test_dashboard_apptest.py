@@ -87,7 +87,7 @@ def test_home_shows_demo_overview_and_precomputed_example():
     at = _app()
     assert any("Active run" in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Mean score"] == "0.494"
+    assert metrics["Mean score"] == "0.480"
     assert any("precomputed" in c.value for c in at.caption)
     charts = _charts(at)
     assert len(charts) == 2  # one similarity-bar chart per answer variant
@@ -115,12 +115,16 @@ def test_dataset_results_filters_and_drilldown():
     at.text_input(key="ds_search").input("SUPERBOWL").run()  # case-insensitive, answers too
     found = _table(at, f"ds_table_{DEMO}")
     assert list(found["question"]) == ["When was the first super bowl?"]
+    at.text_input(key="ds_search").input("no-such-words-anywhere").run()
+    assert any("No row matches" in i.value for i in at.info)
     at.text_input(key="ds_search").input("")
     at.multiselect(key="ds_variants").set_value(["prompt-B"]).run()
     assert set(_table(at, f"ds_table_{DEMO}")["variant"]) == {"prompt-B"}
     at.selectbox(key="ds_nc").set_value("yes").run()
     _ok(at)
-    assert any("No row matches" in i.value for i in at.info)  # no evasive answer flagged in B
+    flagged = _table(at, f"ds_table_{DEMO}")  # B's two evasive answers, zeroed
+    assert len(flagged) == 2 and (flagged["score"] == 0).all()
+    assert set(flagged["variant"]) == {"prompt-B"}
     at.selectbox(key="ds_nc").set_value("all")
     at.multiselect(key="ds_variants").set_value([]).run()  # none chosen: all variants
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(0).run()  # row 0: the France partial answer

@@ -33,6 +33,42 @@ def test_evasive_answer_scores_zero(metric):
     assert r.noncommittal and r.noncommittal_method == "exemplars"
 
 
+@pytest.mark.parametrize(
+    ("question", "response", "evasive"),
+    [
+        ("When was the Eiffel Tower built?", "I'm not sure when the Eiffel Tower was built.", True),
+        ("How many moons does Mars have?", "I don't know how many moons Mars has.", True),
+        ("Is coffee bad for you?", "Everyone is different, so it's hard to say.", True),
+        ("When was the Eiffel Tower built?", "It was built between 1887 and 1889.", False),
+        ("How many moons does Mars have?", "I might be wrong, but I think it has two.", False),
+        (
+            "Which is healthier, rice or pasta?",
+            "It depends on the kind: brown rice and whole-wheat pasta beat white versions.",
+            False,
+        ),
+    ],
+)
+def test_exemplar_detector_with_minilm_sees_evasions_that_repeat_the_question(
+    question, response, evasive
+):
+    from relevancy._noncommittal import (
+        DEFAULT_EXEMPLAR_THRESHOLD,
+        EVASIVE_EXEMPLARS,
+        exemplar_verdict,
+        without_question_words,
+    )
+
+    emb = make_embedder("local")
+    vectors = emb.embed([response, without_question_words(question, response)])
+    verdict, detail = exemplar_verdict(
+        vectors[0],
+        emb.embed(list(EVASIVE_EXEMPLARS)),
+        DEFAULT_EXEMPLAR_THRESHOLD,
+        stripped_vector=vectors[1],
+    )
+    assert verdict is evasive, detail
+
+
 def test_off_topic_scores_well_below_on_topic(metric):
     on = metric.score(
         user_input=FRANCE, response="France is in western Europe and Paris is its capital."

@@ -112,6 +112,47 @@ def test_exemplar_detector_zeroes_evasive_answers():
     assert not r2.noncommittal and r2.value == pytest.approx(0.8)
 
 
+def test_exemplar_detector_also_reads_the_response_without_the_question_words():
+    from relevancy._noncommittal import EVASIVE_EXEMPLARS, without_question_words
+
+    response = "I am not sure where France is located."
+    stripped = without_question_words(Q, response)
+    assert stripped == "I am not sure where is located."
+    table = dict(VEC)
+    for text in EVASIVE_EXEMPLARS:
+        table[text] = [0.0, 0.0, 1.0]
+    table[response] = [1.0, 0.0, 0.0]  # the question's words pull it toward the question
+    table[stripped] = [0.0, 0.2, 0.98]
+    m = AnswerRelevancy(
+        llm=FakeGenerator(gens(("Where is France located?", None)), flags=False),
+        embeddings=FakeEmbedder(table),
+        cache=False,
+        strictness=1,
+    )
+    r = m.score(user_input=Q, response=response)
+    assert r.noncommittal and r.value == 0.0
+    assert "without the question's words" in r.noncommittal_detail
+
+
+@pytest.mark.parametrize(
+    ("question", "response", "expected"),
+    [
+        (
+            "When was the Eiffel Tower built?",
+            "The Eiffel Tower was built in 1889.",
+            "The was in 1889.",
+        ),
+        ("Why do cats purr?", "A cat purrs when content.", "A when content."),
+        ("What is DNA?", "I don't know.", "I don't know."),
+        ("Où est Paris ?", "Je ne sais pas où est Paris.", "Je ne sais pas ."),
+    ],
+)
+def test_without_question_words(question, response, expected):
+    from relevancy._noncommittal import without_question_words
+
+    assert without_question_words(question, response) == expected
+
+
 def test_off_detector_never_zeroes():
     m = metric(gens(("Where is France located?", True)), strictness=1, noncommittal="off")
     assert m.score(user_input=Q, response="x").value == pytest.approx(0.8)
