@@ -88,6 +88,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     # seconds per row of each scoring mode (issue: agreement with people)
     "modes": ("modes.py", ["--rows", "24", "--chunks", "4"], ["--rows", "4", "--chunks", "2"]),
+    # noncommittal detectors against a labelled set; the API prompt's question language
+    "noncommittal": (
+        "noncommittal.py",
+        ["--prompts", "french_last,french_first,no_french"],
+        ["--skip-llm"],
+    ),
     # libgomp busy-waiting vs passive waiting, floor and ours (explains a measurement trap)
     "omp_wait": (
         "omp_wait.py",
@@ -746,12 +752,101 @@ def section_modes(fig: dict[str, Any]) -> str:
     )
 
 
+def section_noncommittal(fig: dict[str, Any]) -> str:
+    ex = fig["exemplars"]
+    before, after = ex["response_only"]["heldout_at_0.6"], ex["with_question_words_out"]
+    shipped = after["heldout_at_chosen"]
+    kinds = list(shipped["by_kind"])
+
+    def ci(x: dict[str, Any]) -> str:
+        lo, hi = x["accuracy_ci"]
+        return f"{f(x['accuracy'])} ({f(lo)}-{f(hi)})"
+
+    rows = [
+        [
+            "exemplars, the response only, threshold 0.6 (before)",
+            ci(before),
+            f(before["recall"]),
+            before["false_zeroes"],
+            *[before["by_kind"][k] for k in kinds],
+        ],
+        [
+            "exemplars, the response only, threshold "
+            f"{ex['response_only']['chosen_on_dev']} (chosen on dev)",
+            ci(ex["response_only"]["heldout_at_chosen"]),
+            f(ex["response_only"]["heldout_at_chosen"]["recall"]),
+            ex["response_only"]["heldout_at_chosen"]["false_zeroes"],
+            *[ex["response_only"]["heldout_at_chosen"]["by_kind"][k] for k in kinds],
+        ],
+        [
+            f"**exemplars, also without the question's words, threshold {after['chosen_on_dev']}"
+            " (shipped)**",
+            ci(shipped),
+            f(shipped["recall"]),
+            shipped["false_zeroes"],
+            *[shipped["by_kind"][k] for k in kinds],
+        ],
+    ]
+    out = (
+        f"A labelled set written for this bench (`bench/noncommittal_set.jsonl`, {fig['items']} "
+        f"answers, {fig['noncommittal']} noncommittal), split by id: {fig['dev_items']} to choose "
+        f"the threshold (the best balanced accuracy that zeroes no real answer), "
+        f"{fig['heldout_items']} held out. Held-out figures, accuracy with a 95% bootstrap CI; "
+        "per kind, items judged right:\n\n"
+        + table(["detector", "accuracy", "recall", "real answers zeroed", *kinds], rows)
+    )
+    demo = ex.get("demo")
+    if demo:
+        b, a = demo["response_only_at_0.6"], demo["shipped"]
+        out += (
+            f"\n\nThe shipped demo ({demo['rows']} rows, {demo['evasive']} hand-labelled "
+            "evasive; not used to choose anything): evasive answers caught "
+            f"{demo['evasive'] - b['missed']}/{demo['evasive']} before, "
+            f"{demo['evasive'] - a['missed']}/{demo['evasive']} now; real answers zeroed "
+            f"{b['false_zeroes']} before, {a['false_zeroes']} now."
+        )
+    llm = fig.get("llm")
+    if llm:
+        names = [k for k, v in llm.items() if isinstance(v, dict)]
+        out += (
+            "\n\nSmolLM2-135M's own flag through the API prompt (what an OpenAI-compatible "
+            f"server running it returns; JSON-schema grammar, {llm['strictness']} samples at "
+            f"temperature {llm['temperature']}), on all {fig['items']} items, for each order of "
+            "the prompt's few-shot examples:\n\n"
+            + table(
+                [
+                    "few-shot examples",
+                    "accuracy, all samples flagged (Ragas' rule)",
+                    "accuracy, any sample flagged",
+                    "per sample",
+                    "French questions for English answers",
+                ],
+                [
+                    [
+                        f"**{n} (shipped)**" if llm[n]["shipped"] else n,
+                        ci(llm[n]["all_flagged"]),
+                        f(llm[n]["any_flagged"]["accuracy"]),
+                        f(llm[n]["per_sample_accuracy"]),
+                        f"{llm[n]['french_questions']}/{llm[n]['questions']}",
+                    ]
+                    for n in names
+                ],
+            )
+            + "\n\nThe small model's flag is at chance whatever the order, which is why the "
+            "embedded default uses the exemplar detector. The order matters for the language: "
+            "with the French example right before the response, the model wrote French "
+            "questions for English answers."
+        )
+    return out
+
+
 SECTIONS = {
     "throughput": ("1. Throughput, embedded default", section_throughput),
     "vs_ragas": ("2. Against Ragas on the same server", section_vs_ragas),
     "dashboard_scale": ("4. Dashboard at scale", section_dashboard),
     "cache": ("5. Cache", section_cache),
     "modes": ("Time per row of each scoring mode", section_modes),
+    "noncommittal": ("Noncommittal detection", section_noncommittal),
     "speedups": ("Speed-ups tried", section_speedups),
     "omp_wait": ("OpenMP waiting policy (measurement trap and proposal)", section_omp),
 }
