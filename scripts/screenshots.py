@@ -1,0 +1,133 @@
+"""Take the README's dashboard screenshots again (``docs/*.jpg``) from a fresh install.
+
+Starts ``streamlit run app.py`` on a free port with its own empty run store (so the precomputed
+demo is imported, as on a first start), opens each page in headless Chromium (Debian's
+``chromium``, as the browser tests do) and saves a 1000-px-wide JPEG of the whole page.
+
+Usage::
+
+    python scripts/screenshots.py            # writes docs/01-home.jpg ...
+    python scripts/screenshots.py --out /tmp/shots
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# file name -> (page path, text to wait for before the shot)
+SHOTS = {
+    "01-home.jpg": ("", "Mean score"),
+    "02-dataset-results-drilldown.jpg": ("Dataset", "Noncommittal:"),
+    "06-compare-demo.jpg": ("Compare", "Biggest regressions"),
+    "04-embeddings.jpg": ("Embeddings", "PCA"),
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"streamlit did not become healthy at {url} within {seconds:.0f} s")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, default=ROOT / "docs", help="folder for the JPEGs")
+    p.add_argument("--width", type=int, default=1000, help="width of the JPEGs in pixels")
+    p.add_argument("--png", action="store_true", help="also keep the full-size PNGs")
+    args = p.parse_args()
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="relevancy-shots-"))
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(
+        os.environ,
+        RELEVANCY_STORE=str(home / "runs.sqlite3"),
+        RELEVANCY_CACHE_DIR=str(home / "cache"),
+    )
+    env.pop("OPENAI_API_KEY", None)
+    options = {
+        "--server.headless": "true",
+        "--server.port": str(port),
+        "--server.address": "127.0.0.1",
+        "--browser.gatherUsageStats": "false",
+        "--server.fileWatcherType": "none",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", *sum(options.items(), ())],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_healthy(url)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for name, (path, wait_for) in SHOTS.items():
+                page.goto(f"{url}/{path}")
+                page.get_by_text(wait_for).first.wait_for(timeout=120_000)
+                page.wait_for_timeout(2500)  # charts finish drawing
+                # Streamlit scrolls inside its main pane, not the document: grow the window to
+                # the pane's height so one shot holds the whole page.
+                height = page.evaluate(
+                    "() => Math.max(...[...document.querySelectorAll("
+                    "'[data-testid=stMain], [data-testid=stMainBlockContainer]')]"
+                    ".map(e => e.scrollHeight), 600)"
+                )
+                page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 6000)})
+                page.wait_for_timeout(1500)
+                png = page.screenshot()
+                page.set_viewport_size({"width": 1400, "height": 1000})
+                if args.png:
+                    (args.out / name).with_suffix(".png").write_bytes(png)
+                image = Image.open(io.BytesIO(png)).convert("RGB")
+                height = round(image.height * args.width / image.width)
+                image = image.resize((args.width, height), Image.LANCZOS)
+                image.save(args.out / name, "JPEG", quality=82, optimize=True)
+                print(f"wrote {args.out / name} ({args.width}x{height})")
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
