@@ -85,23 +85,35 @@ def by_kind(items: list[dict[str, Any]], said: list[bool]) -> dict[str, str]:
     return {k: f"{sum(v)}/{len(v)}" for k, v in out.items()}
 
 
-def exemplar_section(items: list[dict[str, Any]]) -> dict[str, Any]:
+def exemplar_similarities(
+    embedder: Any, exemplars: np.ndarray, pairs: list[tuple[str, str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each response's best similarity to the exemplars: as written, and without the question's
+    words (the two inputs of the shipped detector)."""
     from relevancy._formula import cosine_similarities
+    from relevancy._noncommittal import without_question_words
+
+    plain = embedder.embed([resp for _, resp in pairs])
+    stripped = embedder.embed([without_question_words(q, resp) or resp for q, resp in pairs])
+    best = [
+        np.array([float(cosine_similarities(exemplars, v).max()) for v in m])
+        for m in (plain, stripped)
+    ]
+    return best[0], best[1]
+
+
+def exemplar_section(items: list[dict[str, Any]]) -> dict[str, Any]:
     from relevancy._noncommittal import (
         DEFAULT_EXEMPLAR_THRESHOLD,
         EVASIVE_EXEMPLARS,
-        without_question_words,
     )
     from relevancy.backends import make_embedder
 
     embedder = make_embedder("local")
     exemplars = embedder.embed(list(EVASIVE_EXEMPLARS))
-    plain = embedder.embed([it["response"] for it in items])
-    stripped = embedder.embed(
-        [without_question_words(it["question"], it["response"]) or it["response"] for it in items]
+    sim_plain, sim_stripped = exemplar_similarities(
+        embedder, exemplars, [(it["question"], it["response"]) for it in items]
     )
-    sim_plain = np.array([float(cosine_similarities(exemplars, v).max()) for v in plain])
-    sim_stripped = np.array([float(cosine_similarities(exemplars, v).max()) for v in stripped])
     variants = {
         # before: the response alone, threshold 0.6
         "response_only": sim_plain,
@@ -143,18 +155,14 @@ def demo_section(embedder: Any, exemplars: np.ndarray) -> dict[str, Any]:
     """
     import csv
 
-    from relevancy._formula import cosine_similarities
-    from relevancy._noncommittal import DEFAULT_EXEMPLAR_THRESHOLD, without_question_words
+    from relevancy._noncommittal import DEFAULT_EXEMPLAR_THRESHOLD
 
     path = Path(__file__).resolve().parents[1] / "relevancy" / "data" / "demo.csv"
     with path.open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
-    plain = embedder.embed([x["response"] for x in rows])
-    stripped = embedder.embed(
-        [without_question_words(x["user_input"], x["response"]) or x["response"] for x in rows]
+    sim_plain, sim_stripped = exemplar_similarities(
+        embedder, exemplars, [(x["user_input"], x["response"]) for x in rows]
     )
-    sim_plain = np.array([float(cosine_similarities(exemplars, v).max()) for v in plain])
-    sim_stripped = np.array([float(cosine_similarities(exemplars, v).max()) for v in stripped])
     truth = [int(x["answer_type"] == "evasive") for x in rows]
     before = [bool(v >= 0.6) for v in sim_plain]
     after = [bool(v >= DEFAULT_EXEMPLAR_THRESHOLD) for v in np.maximum(sim_plain, sim_stripped)]
