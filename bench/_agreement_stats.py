@@ -1,30 +1,57 @@
-"""Agreement figures for HaluQuestQA, with bootstrap confidence intervals over questions.
+"""Agreement figures for the two development sets, with bootstrap confidence intervals.
 
-Used by ``bench/agreement.py`` and ``bench/stability.py``. Reads nothing at import time.
+Used by ``bench/agreement.py`` and ``bench/stability.py``. Reads nothing at import time. The set
+is recognised from its rows:
 
-* AUROC within each answer source (``role``): P(score of a clean answer > score of an answer
-  with expert-marked irrelevant spans), ties count one half. Within a role so that the human vs
-  GPT-4 style difference does not count.
-* Spearman rank correlation with the graded label (1 - share of irrelevant sentences).
-* Pairwise accuracy: over the questions whose two answers have different labels, the share where
-  the metric ranks the better answer higher (ties count one half), as the Ragas paper does.
+HaluQuestQA (rows have ``role`` and ``pair_id``; one human and one GPT-4 answer per question)
+    * ``auroc_human_answer`` / ``auroc_model_answer``: AUROC within each answer source,
+      P(score of a clean answer > score of an answer with expert-marked irrelevant spans), ties
+      one half. Within a source so that the human vs GPT-4 style difference does not count.
+    * ``spearman``: rank correlation with the graded label (1 - share of irrelevant sentences).
+    * ``pairwise``: over the questions whose two answers have different labels, the share where
+      the metric ranks the better answer higher (ties one half), as the Ragas paper does.
+MedQuAD/LiveQA (rows have ``qid``; several answers per question, graded 1-4)
+    * ``auroc``: AUROC of grade >= 3 against grade < 3 over all answers (mostly topic match:
+      most poor answers were retrieved for other questions).
+    * ``spearman``: rank correlation with the grade over all answers.
+    * ``pairwise_4v3``: within a question, grade 4 (excellent) against grade 3 (correct but
+      incomplete): the completeness test. ``pairwise_2v1``: grade 2 (related) against 1.
 
-The intervals are percentile bootstraps that resample questions (both answers move together).
+Intervals are percentile bootstraps that resample questions (all answers of a question move
+together). ``minus=`` gives paired differences on the same resampled questions.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["load_rows", "load_split", "evaluate", "format_ci", "ROLES"]
+__all__ = [
+    "load_rows",
+    "load_split",
+    "dataset_kind",
+    "figure_names",
+    "evaluate",
+    "format_ci",
+    "ROLES",
+]
 
 ROLES = ("human_answer", "model_answer")
+#: the figures of each set, in report order
+FIGURES = {
+    "haluquestqa": ("auroc_human_answer", "auroc_model_answer", "spearman", "pairwise"),
+    "medquad": ("auroc", "spearman", "pairwise_4v3", "pairwise_2v1"),
+}
+#: pair kinds per set: which two labels a within-question pair compares (None: any that differ)
+_PAIR_KINDS: dict[str, dict[str, tuple[float, float] | None]] = {
+    "haluquestqa": {"pairwise": None},
+    "medquad": {"pairwise_4v3": (4, 3), "pairwise_2v1": (2, 1)},
+}
 
 
 def load_rows(data: Path) -> list[dict[str, Any]]:
@@ -35,6 +62,25 @@ def load_rows(data: Path) -> list[dict[str, Any]]:
 def load_split(path: Path) -> dict[str, list[int]]:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)["pair_ids"]
+
+
+def dataset_kind(rows: Sequence[dict[str, Any]]) -> str:
+    """``"haluquestqa"`` or ``"medquad"``, from the fields of the rows."""
+    first = rows[0] if rows else {}
+    if "role" in first and "pair_id" in first:
+        return "haluquestqa"
+    if "qid" in first:
+        return "medquad"
+    raise ValueError(f"unknown data set: rows have fields {sorted(first)}")
+
+
+def figure_names(kind: str) -> tuple[str, ...]:
+    return FIGURES[kind]
+
+
+def question_of(row: dict[str, Any]) -> Any:
+    """The question a row belongs to (the bootstrap's unit)."""
+    return row["pair_id"] if "pair_id" in row else row["qid"]
 
 
 def _rankdata(x: np.ndarray) -> np.ndarray:
@@ -65,15 +111,54 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float((ra * rb).sum() / denom) if denom else float("nan")
 
 
-def _figures(label: np.ndarray, binary: np.ndarray, role: np.ndarray, score: np.ndarray,
-             pair_wins: np.ndarray) -> dict[str, float]:  # fmt: skip
-    out = {}
-    for r in ROLES:
-        m = role == r
-        out[f"auroc_{r}"] = _auroc(score[m & (binary == 1)], score[m & (binary == 0)])
-    out["spearman"] = _spearman(label, score)
-    out["pairwise"] = float(pair_wins.mean()) if len(pair_wins) else float("nan")
-    return out
+def _win(better: float, worse: float) -> float:
+    return 1.0 if better > worse else 0.5 if better == worse else 0.0
+
+
+class _Data:
+    """Arrays of one set restricted to scored rows, grouped by question, with its pairs."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], score: np.ndarray) -> None:
+        self.kind = dataset_kind(rows)
+        self.label = np.array([r["label"] for r in rows], dtype=np.float64)
+        self.binary = np.array([r["label_binary"] for r in rows], dtype=np.int64)
+        self.role = np.array([r.get("role", "") for r in rows])
+        self.score = score
+        self.by_q: dict[Any, list[int]] = {}
+        for i, r in enumerate(rows):
+            self.by_q.setdefault(question_of(r), []).append(i)
+        self.questions = sorted(self.by_q)
+        # pairs[kind][question] = [(better row, worse row), ...]
+        self.pairs: dict[str, dict[Any, list[tuple[int, int]]]] = {}
+        for name, labels in _PAIR_KINDS[self.kind].items():
+            per_q: dict[Any, list[tuple[int, int]]] = {}
+            for q, idx in self.by_q.items():
+                found = []
+                for a in idx:
+                    for b in idx:
+                        la, lb = self.label[a], self.label[b]
+                        if labels is None and la > lb or labels is not None and (la, lb) == labels:
+                            found.append((a, b))
+                if found:
+                    per_q[q] = found
+            self.pairs[name] = per_q
+
+    def figures(self, questions: Sequence[Any], score: np.ndarray) -> dict[str, float]:
+        idx = np.concatenate([self.by_q[q] for q in questions]) if len(questions) else []
+        idx = np.asarray(idx, dtype=np.int64)
+        label, binary, role, s = self.label[idx], self.binary[idx], self.role[idx], score[idx]
+        out: dict[str, float] = {}
+        if self.kind == "haluquestqa":
+            for r in ROLES:
+                m = role == r
+                out[f"auroc_{r}"] = _auroc(s[m & (binary == 1)], s[m & (binary == 0)])
+        else:
+            out["auroc"] = _auroc(s[binary == 1], s[binary == 0])
+        out["spearman"] = _spearman(label, s)
+        for name, per_q in self.pairs.items():
+            wins = [_win(score[a], score[b]) for q in questions for a, b in per_q.get(q, [])]
+            out[name] = float(np.mean(wins)) if wins else float("nan")
+        return {k: out[k] for k in FIGURES[self.kind]}
 
 
 def evaluate(
@@ -83,7 +168,7 @@ def evaluate(
     n_boot: int = 2000,
     seed: int = 0,
     minus: Sequence[float] | None = None,
-    _raw: bool = False,
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Point figures and 95% bootstrap CIs; rows with a NaN score are left out (and counted).
 
@@ -96,59 +181,45 @@ def evaluate(
         raise ValueError(f"{len(rows)} rows but {len(scores)} scores")
     score = np.asarray(scores, dtype=np.float64)
     keep = np.isfinite(score)
+    other = None
     if minus is not None:
         other = np.asarray(minus, dtype=np.float64)
         keep &= np.isfinite(other)
-        base = evaluate([r for r, k in zip(rows, keep) if k], other[keep], n_boot=n_boot,
-                        seed=seed, _raw=True)  # fmt: skip
-    rows = [r for r, k in zip(rows, keep) if k]
-    score = score[keep]
-    label = np.array([r["label"] for r in rows], dtype=np.float64)
-    binary = np.array([r["label_binary"] for r in rows], dtype=np.int64)
-    role = np.array([r["role"] for r in rows])
-    pid = np.array([r["pair_id"] for r in rows])
-    # pairwise outcome per question whose two labels differ
-    by_pair: dict[int, list[int]] = {}
-    for i, p in enumerate(pid):
-        by_pair.setdefault(int(p), []).append(i)
-    questions = sorted(by_pair)
-    wins_of: dict[int, float] = {}
-    for p, idx in by_pair.items():
-        if len(idx) == 2 and label[idx[0]] != label[idx[1]]:
-            hi, lo = sorted(idx, key=lambda i: -label[i])
-            wins_of[p] = 1.0 if score[hi] > score[lo] else 0.5 if score[hi] == score[lo] else 0.0
-    point = _figures(label, binary, role, score, np.array(list(wins_of.values())))
+        other = other[keep]
+    kept = [r for r, k in zip(rows, keep) if k]
+    data = _Data(kept, score[keep])
+    q_arr = data.questions
+    point = data.figures(q_arr, data.score)
+    if other is not None:
+        base = data.figures(q_arr, other)
+        point = {k: v - base[k] for k, v in point.items()}
     rng = np.random.default_rng(seed)
     boots: dict[str, list[float]] = {k: [] for k in point}
-    q_arr = np.array(questions)
     for _ in range(n_boot):
-        sample = q_arr[rng.integers(0, len(q_arr), size=len(q_arr))]
-        idx = np.concatenate([by_pair[int(p)] for p in sample])
-        wins = np.array([wins_of[int(p)] for p in sample if int(p) in wins_of])
-        fig = _figures(label[idx], binary[idx], role[idx], score[idx], wins)
+        sample = [q_arr[i] for i in rng.integers(0, len(q_arr), size=len(q_arr))]
+        fig = data.figures(sample, data.score)
+        if other is not None:
+            base = data.figures(sample, other)
+            fig = {k: v - base[k] for k, v in fig.items()}
         for k, v in fig.items():
             boots[k].append(v)
-    if _raw:
-        return {"point": point, "boots": boots}
-    if minus is not None:
-        point = {k: v - base["point"][k] for k, v in point.items()}
-        boots = {k: list(np.asarray(v) - np.asarray(base["boots"][k])) for k, v in boots.items()}
     result: dict[str, Any] = {
+        "kind": data.kind,
         "rows": int(keep.size),
         "scored": int(keep.sum()),
-        "pairs": len(wins_of),
+        "questions": len(q_arr),
+        "pairs": {name: sum(map(len, per_q.values())) for name, per_q in data.pairs.items()},
     }
     for k, v in point.items():
         b = np.asarray(boots[k])
         b = b[np.isfinite(b)]
         lo, hi = np.quantile(b, [0.025, 0.975]) if b.size else (float("nan"), float("nan"))
         result[k] = {"value": v, "ci": [float(lo), float(hi)]}
-    for r in ROLES:
-        m = role == r
-        result[f"n_{r}"] = [int((m & (binary == 1)).sum()), int((m & (binary == 0)).sum())]
     return result
 
 
 def format_ci(fig: dict[str, Any]) -> str:
     lo, hi = fig["ci"]
-    return f"{fig['value']:.3f} ({lo:.3f}-{hi:.3f})"
+    if math.isnan(fig["value"]):
+        return "–"
+    return f"{fig['value']:.3f} ({lo:.3f} to {hi:.3f})"

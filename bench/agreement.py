@@ -1,22 +1,30 @@
-"""Agreement of the metric with people on HaluQuestQA (experts marked irrelevant spans).
+"""Agreement of the metric with people, on both development sets.
 
-The data set is a development aid that lives outside the project (``../shared`` from the repo
-root); it is never shipped or read at run time. Every command here exits cleanly (status 0,
-with a message) when the data is absent.
+The sets are development aids that live outside the project (``../shared/data`` from the repo
+root); they are never shipped or read at run time. Every command exits cleanly (status 0, with
+a message) when the data is absent.
+
+* HaluQuestQA (``--data ../shared/data/haluquestqa``, the default): experts marked irrelevant
+  spans in a human and a GPT-4 answer to 698 questions; split by question
+  (``bench/haluquestqa_split.json``: dev / heldout).
+* MedQuAD/LiveQA (``--data ../shared/data/medquad_liveqa``): 565 answers to 86 consumer health
+  questions graded 1-4; ``--subset all``. Its within-question grade 4 vs 3 pairs are the
+  completeness test.
 
 Commands::
 
     python bench/agreement.py split                    # (re)make bench/haluquestqa_split.json
-    python bench/agreement.py baselines --subset heldout --out bench/out
-    python bench/agreement.py run --mode ragas --subset heldout --out bench/out [--seed 0]
-    python bench/agreement.py extract bench/out/heldout_focus_s0.jsonl   # scores files
+    python bench/agreement.py baselines --subset heldout --out bench/agreement_out
+    python bench/agreement.py run --mode focus --subset heldout --out bench/agreement_out
+    python bench/agreement.py extract bench/agreement_out/haluquestqa_heldout_focus_s0.jsonl
     python bench/agreement.py report --subset heldout --paired FILE.txt OTHER.txt ...
 
-``run`` writes ``<out>/<subset>_<mode>_s<seed>.jsonl`` (one result per row, without embeddings)
-and one scores file per figure it carries: ``..._value.txt`` (the mode's score) and
-``..._ragas.txt`` (the Ragas-exact value from the same generations). Scores files hold one
-float per line aligned with ``pairs.jsonl`` (``nan`` outside the subset or on failure), so
-``python ../shared/tools/score_metric.py ../shared/data/haluquestqa FILE`` reads them too.
+``run`` writes ``<out>/<set>_<subset>_<mode>_s<seed>.jsonl`` (one result per row, without
+embeddings) and one scores file per figure it carries: ``..._value.txt`` (the mode's score) and
+``..._ragas.txt`` (the Ragas value from the same generations). Scores files hold one float per
+line aligned with ``pairs.jsonl`` (``nan`` outside the subset or on failure), so
+``python ../shared/tools/score_metric.py DATA FILE`` reads them too. ``report`` prints the set's
+figures (see ``_agreement_stats``) for each file, with paired differences on request.
 """
 
 from __future__ import annotations
@@ -32,12 +40,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _agreement_stats import ROLES, evaluate, format_ci, load_rows  # noqa: E402
+from _agreement_stats import dataset_kind, evaluate, figure_names, format_ci, load_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "haluquestqa"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_DATA = SHARED_DATA / "haluquestqa"
+MEDQUAD_DATA = SHARED_DATA / "medquad_liveqa"
 SPLIT_FILE = Path(__file__).resolve().parent / "haluquestqa_split.json"
 SPLIT_SEED = 20240601
+#: short names of the sets, used in file names
+SET_NAMES = {"haluquestqa": "haluquestqa", "medquad": "medquad"}
+FIGURE_TITLES = {
+    "auroc_human_answer": "AUROC human answers",
+    "auroc_model_answer": "AUROC GPT-4 answers",
+    "spearman": "Spearman",
+    "pairwise": "pairwise acc",
+    "auroc": "AUROC grade ≥ 3",
+    "pairwise_4v3": "pairwise 4 vs 3 (completeness)",
+    "pairwise_2v1": "pairwise 2 vs 1",
+}
 
 
 def make_split(rows: list[dict]) -> dict:
@@ -70,9 +91,15 @@ def make_split(rows: list[dict]) -> dict:
     }
 
 
+def set_name(rows: list[dict]) -> str:
+    return SET_NAMES[dataset_kind(rows)]
+
+
 def subset_mask(rows: list[dict], subset: str) -> list[bool]:
     if subset == "all":
         return [True] * len(rows)
+    if dataset_kind(rows) != "haluquestqa":
+        raise SystemExit(f"--subset {subset}: only HaluQuestQA has a split; use --subset all")
     ids = set(json.loads(SPLIT_FILE.read_text())["pair_ids"][subset])
     return [r["pair_id"] in ids for r in rows]
 
@@ -108,11 +135,12 @@ def cmd_baselines(args: argparse.Namespace) -> None:
 
     rows = _data_or_exit(args.data)
     mask = subset_mask(rows, args.subset)
+    stem = f"{set_name(rows)}_{args.subset}"
     args.out.mkdir(parents=True, exist_ok=True)
     nan = float("nan")
     short = [-float(len(r["response"])) if m else nan for r, m in zip(rows, mask)]
-    write_scores(args.out / f"{args.subset}_length_shorter.txt", short)
-    write_scores(args.out / f"{args.subset}_length_longer.txt", [-s for s in short])
+    write_scores(args.out / f"{stem}_length_shorter.txt", short)
+    write_scores(args.out / f"{stem}_length_longer.txt", [-s for s in short])
     chosen = [r for r, m in zip(rows, mask) if m]
     emb = make_embedder("local")
     started = time.perf_counter()
@@ -120,7 +148,7 @@ def cmd_baselines(args: argparse.Namespace) -> None:
     a = emb.embed([r["response"] for r in chosen])
     seconds = time.perf_counter() - started
     cos = iter((q * a).sum(axis=1).tolist())
-    write_scores(args.out / f"{args.subset}_cosine_qa.txt", [next(cos) if m else nan for m in mask])
+    write_scores(args.out / f"{stem}_cosine_qa.txt", [next(cos) if m else nan for m in mask])
     print(f"cosine baseline: {seconds / max(1, len(chosen)):.4f} s per row (embedding only)")
 
 
@@ -146,7 +174,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         cache=str(args.cache) if args.cache else False,
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.subset}_{args.mode}_s{args.seed}"
+    stem = f"{set_name(rows)}_{args.subset}_{args.mode}_s{args.seed}"
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -207,39 +235,52 @@ def cmd_extract(args: argparse.Namespace) -> None:
     print(f"wrote {stem}_{{value,ragas,cosqa,length_shorter,length_longer}}.txt")
 
 
+def _common_mask(rows: list[dict], mask: list[bool], files: list[Path]) -> list[bool]:
+    """The rows every file scored, and whole questions only (a cut run scores fewer)."""
+    for path in files:
+        mask = [m and math.isfinite(s) for m, s in zip(mask, read_scores(path))]
+    if dataset_kind(rows) == "haluquestqa":  # both answers of a question in or out together
+        done = collections.Counter(r["pair_id"] for r, m in zip(rows, mask) if m)
+        mask = [m and done[r["pair_id"]] == 2 for r, m in zip(rows, mask)]
+    return mask
+
+
+def report_tables(
+    rows: list[dict],
+    mask: list[bool],
+    files: list[Path],
+    *,
+    labels: list[str] | None = None,
+    paired: bool = False,
+    n_boot: int = 2000,
+) -> str:
+    """Markdown: one row of figures per scores file, then (``paired``) first file minus each."""
+    mask = _common_mask(rows, mask, files)
+    chosen = [r for r, m in zip(rows, mask) if m]
+    kind = dataset_kind(rows)
+    names = figure_names(kind)
+    labels = labels or [p.stem for p in files]
+    scores = {p: [s for s, m in zip(read_scores(p), mask) if m] for p in files}
+    head = "| score | " + " | ".join(FIGURE_TITLES[n] for n in names) + " |"
+    lines = [head, "|" + " --- |" * (len(names) + 1)]
+    for label, path in zip(labels, files):
+        e = evaluate(chosen, scores[path], n_boot=n_boot)
+        lines.append(f"| {label} | " + " | ".join(format_ci(e[n]) for n in names) + " |")
+    if paired and len(files) > 1:
+        lines += ["", head.replace("| score |", f"| {labels[0]} minus |"), lines[1]]
+        for label, path in zip(labels[1:], files[1:]):
+            e = evaluate(chosen, scores[files[0]], n_boot=n_boot, minus=scores[path])
+            lines.append(f"| {label} | " + " | ".join(format_ci(e[n]) for n in names) + " |")
+    e = evaluate(chosen, scores[files[0]], n_boot=1)
+    counts = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in e["pairs"].items())
+    lines.insert(0, f"{len(chosen)} answers to {e['questions']} questions ({counts}).\n")
+    return "\n".join(lines)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     rows = _data_or_exit(args.data)
     mask = subset_mask(rows, args.subset)
-    # the same rows for every metric: those that every file scored (a cut run scores fewer)
-    for path in args.scores:
-        mask = [m and math.isfinite(s) for m, s in zip(mask, read_scores(path))]
-    # and whole questions only, so that both answers of a pair are in or out together
-    pairs_done = collections.Counter(r["pair_id"] for r, m in zip(rows, mask) if m)
-    mask = [m and pairs_done[r["pair_id"]] == 2 for r, m in zip(rows, mask)]
-    chosen = [r for r, m in zip(rows, mask) if m]
-    print(f"{len(chosen)} rows ({len(chosen) // 2} questions) scored by every file\n")
-    header = "| scores | rows | " + " | ".join(
-        [f"AUROC {r.split('_')[0]}" for r in ROLES] + ["Spearman", "pairwise acc"]
-    )
-    print(header + " |")
-    print("|" + " --- |" * (header.count("|")))
-    for path in args.scores:
-        scores = [s for s, m in zip(read_scores(path), mask) if m]
-        e = evaluate(chosen, scores, n_boot=args.n_boot)
-        cells = [format_ci(e[f"auroc_{r}"]) for r in ROLES]
-        cells += [format_ci(e["spearman"]), format_ci(e["pairwise"])]
-        print(f"| {path.stem} | {e['scored']}/{e['rows']} | " + " | ".join(cells) + " |")
-    if args.paired and len(args.scores) > 1:
-        first = [s for s, m in zip(read_scores(args.scores[0]), mask) if m]
-        print(f"\nPaired differences, {args.scores[0].stem} minus each (95% CI over questions):\n")
-        print(header.replace("| scores |", "| minus |") + " |")
-        print("|" + " --- |" * (header.count("|")))
-        for path in args.scores[1:]:
-            other = [s for s, m in zip(read_scores(path), mask) if m]
-            e = evaluate(chosen, first, n_boot=args.n_boot, minus=other)
-            cells = [format_ci(e[f"auroc_{r}"]) for r in ROLES]
-            cells += [format_ci(e["spearman"]), format_ci(e["pairwise"])]
-            print(f"| {path.stem} | {e['scored']}/{e['rows']} | " + " | ".join(cells) + " |")
+    print(report_tables(rows, mask, args.scores, paired=args.paired, n_boot=args.n_boot))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -249,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("split")
     b = sub.add_parser("baselines")
     b.add_argument("--subset", default="heldout", choices=["dev", "heldout", "all"])
-    b.add_argument("--out", type=Path, default=Path("bench/out"))
+    b.add_argument("--out", type=Path, default=Path("bench/agreement_out"))
     r = sub.add_parser("run")
     r.add_argument("--mode", default="ragas")
     r.add_argument("--subset", default="heldout", choices=["dev", "heldout", "all"])
@@ -257,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--limit", type=int, default=0, help="only the first N rows of the subset")
     r.add_argument("--concurrency", type=int, default=2)
     r.add_argument("--cache", type=Path, default=None, help="cache folder (default: none)")
-    r.add_argument("--out", type=Path, default=Path("bench/out"))
+    r.add_argument("--out", type=Path, default=Path("bench/agreement_out"))
     r.add_argument(
         "--resume-from",
         default=None,

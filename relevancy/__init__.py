@@ -18,6 +18,7 @@ from relevancy._errors import (
 from relevancy._formula import cosine_similarities, relevancy_score
 from relevancy._io import (
     RowProblem,
+    check_text,
     inspect_rows,
     normalize_columns,
     read_table,
@@ -29,11 +30,17 @@ from relevancy._metric import AnswerRelevancy
 from relevancy._result import Generation, GenerationSet, QuestionScore, RelevancyResult
 from relevancy._stats import bootstrap_ci, summarize
 from relevancy.backends import make_embedder, make_generator
+from relevancy.factory import build_metric, preflight
+from relevancy.judge import JudgeCheck, check_judge
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnswerRelevancy",
+    "build_metric",
+    "preflight",
+    "check_judge",
+    "JudgeCheck",
     "RelevancyResult",
     "QuestionScore",
     "Generation",
@@ -45,6 +52,7 @@ __all__ = [
     "read_table",
     "read_table_bytes",
     "inspect_rows",
+    "check_text",
     "RowProblem",
     "normalize_columns",
     "results_to_frame",

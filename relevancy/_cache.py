@@ -64,6 +64,10 @@ class Cache:
                 "CREATE TABLE IF NOT EXISTS embeddings "
                 "(key TEXT PRIMARY KEY, dim INTEGER NOT NULL, vector BLOB NOT NULL)"
             )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, key TEXT NOT NULL, "
+                "value TEXT NOT NULL, PRIMARY KEY (kind, key))"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -122,6 +126,21 @@ class Cache:
             db.execute("ROLLBACK")
             raise
 
+    # records: small JSON results derived from the backends (e.g. judge checks) ------------
+    def get_record(self, kind: str, key: str) -> dict[str, Any] | None:
+        row = (
+            self._connect()
+            .execute("SELECT value FROM records WHERE kind = ? AND key = ?", (kind, key))
+            .fetchone()
+        )
+        return json.loads(row[0]) if row else None
+
+    def put_record(self, kind: str, key: str, value: dict[str, Any]) -> None:
+        self._connect().execute(
+            "INSERT OR REPLACE INTO records (kind, key, value) VALUES (?, ?, ?)",
+            (kind, key, json.dumps(value, ensure_ascii=False)),
+        )
+
     # housekeeping ------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         db = self._connect()
@@ -136,4 +155,5 @@ class Cache:
         db = self._connect()
         db.execute("DELETE FROM generations")
         db.execute("DELETE FROM embeddings")
+        db.execute("DELETE FROM records")
         db.execute("VACUUM")

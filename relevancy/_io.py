@@ -23,6 +23,8 @@ from relevancy._result import RelevancyResult
 
 __all__ = [
     "COLUMN_ALIASES",
+    "LONG_TEXT_CHARS",
+    "check_text",
     "read_table",
     "read_table_bytes",
     "inspect_rows",
@@ -31,6 +33,7 @@ __all__ = [
     "results_to_frame",
     "write_results",
     "FORMATS",
+    "OUTPUT_FORMATS",
 ]
 
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -40,7 +43,11 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "id": ("id", "row_id", "pair_id", "question_id", "qid"),
 }
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A cell longer than this is listed as a problem when the generator states no limit of its own.
+LONG_TEXT_CHARS = 20_000
 FORMATS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet")
+#: what results can be written as
+OUTPUT_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
 
 
 def read_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
@@ -194,6 +201,15 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
+def check_text(name: str, value: Any) -> str:
+    """``value`` if it is a non-empty string, else :class:`InputError` naming ``name``."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__} {value!r:.60}")
+    if not value.strip():
+        raise InputError(f"{name} is empty ({value!r}): give the text to score")
+    return value
+
+
 @dataclass(frozen=True)
 class RowProblem:
     """A row that cannot be scored (or needs attention), 1-based like a spreadsheet."""
@@ -202,8 +218,13 @@ class RowProblem:
     problem: str
 
 
-def inspect_rows(frame: pd.DataFrame, *, long_text: int = 20_000) -> list[RowProblem]:
-    """Rows with empty cells, duplicated pairs, and very long cells (truncated for the model)."""
+def inspect_rows(frame: pd.DataFrame, *, long_text: int | None = None) -> list[RowProblem]:
+    """Rows with empty cells, duplicated pairs, and cells the question generator will cut.
+
+    ``long_text`` is the generator's limit (``max_response_chars``; the embedded one reads 2,000
+    characters); without one, cells over ``LONG_TEXT_CHARS`` are listed.
+    """
+    limit = long_text or LONG_TEXT_CHARS
     problems: list[RowProblem] = []
     seen: dict[tuple[str, str], int] = {}
     for i, (u, r) in enumerate(zip(frame["user_input"], frame["response"])):
@@ -214,13 +235,14 @@ def inspect_rows(frame: pd.DataFrame, *, long_text: int = 20_000) -> list[RowPro
             problems.append(RowProblem(row, "user_input is empty"))
         if not r.strip():
             problems.append(RowProblem(row, "response is empty"))
-        for column, text in (("user_input", u), ("response", r)):
-            if len(text) > long_text:
-                problems.append(
-                    RowProblem(
-                        row, f"{column} has {len(text):,} characters: the model sees the start only"
-                    )
+        if len(r) > limit:
+            problems.append(
+                RowProblem(
+                    row,
+                    f"response has {len(r):,} characters: the question generator reads the "
+                    f"first {limit:,} only",
                 )
+            )
         key = (u, r)
         if key in seen and u.strip() and r.strip():
             problems.append(RowProblem(row, f"duplicate of row {seen[key]}"))
@@ -324,10 +346,9 @@ def write_results(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write a results table; the format follows the extension (.csv, .json, .jsonl, .parquet)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".json", ".jsonl", ".parquet"):
+    if suffix not in OUTPUT_FORMATS:
         raise InputError(
-            f"cannot write {path.name!r}: use an output name ending in .csv, .json, .jsonl or "
-            ".parquet"
+            f"cannot write {path.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")

@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
 from relevancy._formula import cosine_similarities, relevancy_score
-from relevancy._modes import check_mode, focus_parts, focus_score, split_sentences
+from relevancy._io import COLUMN_ALIASES, check_text, normalize_columns
+from relevancy._modes import check_mode, focus_breakdown, resolve_mode
 from relevancy._noncommittal import (
     DEFAULT_EXEMPLAR_THRESHOLD,
     DETECTORS,
@@ -27,8 +29,9 @@ from relevancy._noncommittal import (
     without_question_words,
 )
 from relevancy._redact import redact
-from relevancy._result import QuestionScore, RelevancyResult
+from relevancy._result import Generation, QuestionScore, RelevancyResult
 from relevancy._sync import run_sync
+from relevancy._text import split_sentences
 from relevancy.backends import Embedder, QuestionGenerator
 from relevancy.backends._caching import CachedGenerator, EmbeddingService
 
@@ -38,14 +41,6 @@ __all__ = ["AnswerRelevancy", "ProgressCallback"]
 ProgressCallback = Callable[[int, int], None]
 #: ``on_result(index, result)`` as soon as a row is scored (for checkpoints and live views).
 ResultCallback = Callable[[int, RelevancyResult], None]
-
-
-def _check_text(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {type(value).__name__} {value!r:.60}")
-    if not value.strip():
-        raise InputError(f"{name} is empty ({value!r}): give the text to score")
-    return value
 
 
 class AnswerRelevancy:
@@ -72,10 +67,10 @@ class AnswerRelevancy:
         response, or the response without the question's words, whichever is closer; chosen
         and measured in ``bench/noncommittal.py``).
     mode : {"auto", "ragas", "focus"}, default "auto"
-        What ``result.value`` is: ``"ragas"`` the Ragas value exactly, ``"focus"`` a
-        sentence-level score measured to agree better with people on long answers (see
-        ``relevancy/_modes.py``); ``"auto"``: ``"focus"`` with the embedded models, else
-        ``"ragas"``. ``result.ragas_value`` holds the Ragas value in every mode.
+        What ``result.value`` is: ``"ragas"`` the Ragas value exactly; ``"focus"`` a
+        sentence-level view that prefers short, one-note answers (see ``relevancy/_modes.py``
+        for where it was measured to help and to hurt); ``"auto"``: ``"ragas"`` for every
+        backend. ``result.ragas_value`` holds the Ragas value in every mode.
     cache : Cache, bool or path, default True
         ``True``: the user cache folder; ``False``/``None``: no cache; a path or a ``Cache``.
     concurrency : int, default 4
@@ -145,12 +140,7 @@ class AnswerRelevancy:
         self.noncommittal = noncommittal
         self.noncommittal_threshold = float(noncommittal_threshold)
         self.concurrency = concurrency
-        if mode == "auto":
-            embedded = llm.name.startswith("local:SmolLM2") and embeddings.name.startswith(
-                "local:all-MiniLM"
-            )
-            mode = "focus" if embedded else "ragas"
-        self.mode = mode
+        self.mode = resolve_mode(mode, embedded=is_embedded(llm, embeddings))
         self._generator = CachedGenerator(llm, cache)
         self._embedder = EmbeddingService(embeddings, cache)
 
@@ -161,8 +151,8 @@ class AnswerRelevancy:
 
     async def ascore(self, *, user_input: str, response: str) -> RelevancyResult:
         """Score one pair. Bad input raises; a backend failure gives a NaN result with ``error``."""
-        _check_text("user_input", user_input)
-        _check_text("response", response)
+        check_text("user_input", user_input)
+        check_text("response", response)
         return await self._score_row(user_input, response)
 
     def _detector(self, flags: list[bool | None]) -> str:
@@ -171,6 +161,7 @@ class AnswerRelevancy:
         return "llm" if flags and all(f is not None for f in flags) else "exemplars"
 
     async def _score_row(self, user_input: str, response: str) -> RelevancyResult:
+        """One row, in named steps: generate, embed, decide noncommittal, score."""
         started = time.perf_counter()
         result = RelevancyResult(
             user_input=user_input,
@@ -198,21 +189,10 @@ class AnswerRelevancy:
         result.cached = generated.cached
         usable = [g for g in generated.generations if g.usable]
         detector = self._detector([g.noncommittal for g in usable])
-        texts = [user_input, response] + [g.question for g in usable]
-        stripped = ""
-        if detector == "exemplars":
-            texts += list(EVASIVE_EXEMPLARS)
-            stripped = without_question_words(user_input, response)
-            if stripped and stripped != response:
-                texts.append(stripped)
-            else:
-                stripped = ""
-        n_fixed = len(texts)
-        sentences = split_sentences(response) if self.mode == "focus" else []
-        texts += sentences
+        plan = _EmbeddingPlan.make(user_input, response, usable, detector, self.mode)
         t0 = time.perf_counter()
         try:
-            vectors = await self._embedder.embed(texts)
+            vectors = await self._embedder.embed(plan.texts)
         except Exception as exc:
             result.error = redact(f"embedding failed: {exc}")
             result.questions = [
@@ -222,53 +202,26 @@ class AnswerRelevancy:
             result.timings = {"generation_s": t_gen, "total_s": time.perf_counter() - started}
             return result
         t_emb = time.perf_counter() - t0
-        ui_vec, resp_vec = vectors[0], vectors[1]
-        q_vecs = vectors[2 : 2 + len(usable)]
-        sims = cosine_similarities(q_vecs, ui_vec) if usable else np.zeros(0)
-        result.answer_similarity = float(cosine_similarities(resp_vec[None, :], ui_vec)[0])
-
-        if detector == "llm":
-            verdict, detail = llm_verdict([g.noncommittal for g in usable])
-        elif detector == "exemplars":
-            start = 2 + len(usable)
-            exemplar_vecs = vectors[start : start + len(EVASIVE_EXEMPLARS)]
-            verdict, detail = exemplar_verdict(
-                resp_vec,
-                exemplar_vecs,
-                self.noncommittal_threshold,
-                stripped_vector=vectors[n_fixed - 1] if stripped else None,
-            )
-        else:
-            verdict, detail = False, "noncommittal detection is off"
-        result.noncommittal = verdict
-        result.noncommittal_method = detector
+        v = plan.split(vectors)
+        sims = cosine_similarities(v.questions, v.user_input) if usable else np.zeros(0)
+        result.answer_similarity = float(cosine_similarities(v.response[None, :], v.user_input)[0])
+        verdict, detail = self._verdict(detector, usable, v)
+        result.noncommittal, result.noncommittal_method = verdict, detector
         result.noncommittal_detail = detail
-
-        sim_iter = iter(sims.tolist())
-        result.questions = [
-            QuestionScore(
-                g.question,
-                next(sim_iter) if g.usable else None,
-                g.noncommittal,
-                g.error if not g.usable else None,
-            )
-            if g.usable or g.error
-            else QuestionScore(g.question, None, g.noncommittal, "empty question")
-            for g in generated.generations
-        ]
+        result.questions = _question_scores(generated.generations, sims.tolist())
         flags = (
-            [verdict] * len(usable) if detector != "llm" else [bool(g.noncommittal) for g in usable]
+            [bool(g.noncommittal) for g in usable] if detector == "llm" else [verdict] * len(usable)
         )
         result.ragas_value = relevancy_score(sims.tolist(), flags)
         result.value = result.ragas_value
         if self.mode == "focus":
-            sent_sims = cosine_similarities(vectors[n_fixed:], ui_vec) if sentences else []
-            context = focus_parts(sent_sims)
+            sent_sims = cosine_similarities(v.sentences, v.user_input) if plan.sentences else []
+            focus = focus_breakdown(sent_sims, result.ragas_value, noncommittal=verdict)
             result.parts = [
-                {"text": t, "similarity": float(c), "context_similarity": float(r)}
-                for t, c, r in zip(sentences, sent_sims, context)
+                {"text": t, "similarity": c, "context_similarity": r}
+                for t, c, r in zip(plan.sentences, focus.similarities, focus.in_context)
             ]
-            result.value = focus_score(sent_sims, result.ragas_value, noncommittal=verdict)
+            result.value = focus.value
         if math.isnan(result.value) and not math.isnan(result.ragas_value):
             result.error = "focus mode: the response has no sentence with a word in it"
         elif math.isnan(result.value):
@@ -276,14 +229,24 @@ class AnswerRelevancy:
             result.error = redact(
                 f"all {len(generated.generations)} generations failed: " + "; ".join(reasons)
             )
-        result.user_input_embedding = ui_vec.astype(float).tolist()
-        result.question_embeddings = q_vecs.astype(float).tolist()
+        result.user_input_embedding = v.user_input.astype(float).tolist()
+        result.question_embeddings = v.questions.astype(float).tolist()
         result.timings = {
             "generation_s": t_gen,
             "embedding_s": t_emb,
             "total_s": time.perf_counter() - started,
         }
         return result
+
+    def _verdict(self, detector: str, usable: list[Generation], v: _Vectors) -> tuple[bool, str]:
+        """The noncommittal verdict and how it was reached."""
+        if detector == "llm":
+            return llm_verdict([g.noncommittal for g in usable])
+        if detector == "exemplars":
+            return exemplar_verdict(
+                v.response, v.exemplars, self.noncommittal_threshold, stripped_vector=v.stripped
+            )
+        return False, "noncommittal detection is off"
 
     # many rows ---------------------------------------------------------------------------
     def score_many(
@@ -344,8 +307,8 @@ class AnswerRelevancy:
             nonlocal done
             async with limit:
                 try:
-                    _check_text("user_input", user_input)
-                    _check_text("response", response)
+                    check_text("user_input", user_input)
+                    check_text("response", response)
                     result = await self._score_row(user_input, response)
                 except RelevancyError as exc:
                     result = _failed(user_input, response, str(exc), self)
@@ -364,6 +327,75 @@ class AnswerRelevancy:
         return [r for r in results if r is not None]
 
 
+def is_embedded(llm: Any, embeddings: Any) -> bool:
+    """True when both backends are embedded offline models (their ``embedded`` attribute)."""
+    return bool(getattr(llm, "embedded", False) and getattr(embeddings, "embedded", False))
+
+
+def _question_scores(generations: list[Generation], sims: list[float]) -> list[QuestionScore]:
+    """One entry per generation: usable ones with their similarity, the others with why not."""
+    it = iter(sims)
+    out = []
+    for g in generations:
+        if g.usable:
+            out.append(QuestionScore(g.question, next(it), g.noncommittal))
+        else:
+            out.append(QuestionScore(g.question, None, g.noncommittal, g.error or "empty question"))
+    return out
+
+
+class _Vectors:
+    """The embeddings of one row, by role."""
+
+    def __init__(self, **parts: np.ndarray | None) -> None:
+        self.user_input = parts["user_input"]
+        self.response = parts["response"]
+        self.questions = parts["questions"]
+        self.exemplars = parts["exemplars"]
+        self.stripped = parts["stripped"]
+        self.sentences = parts["sentences"]
+
+
+class _EmbeddingPlan:
+    """Every text one row needs embedded, in one call: question, answer, generated questions,
+    (for the exemplar detector) the evasive exemplars and the answer without the question's
+    words, and (in focus mode) the answer's sentences."""
+
+    def __init__(self, texts: list[str], counts: dict[str, int], sentences: list[str]) -> None:
+        self.texts, self.counts, self.sentences = texts, counts, sentences
+
+    @classmethod
+    def make(
+        cls, user_input: str, response: str, usable: list[Generation], detector: str, mode: str
+    ) -> _EmbeddingPlan:
+        groups: dict[str, list[str]] = {
+            "user_input": [user_input],
+            "response": [response],
+            "questions": [g.question for g in usable],
+            "exemplars": [],
+            "stripped": [],
+            "sentences": split_sentences(response) if mode == "focus" else [],
+        }
+        if detector == "exemplars":
+            groups["exemplars"] = list(EVASIVE_EXEMPLARS)
+            stripped = without_question_words(user_input, response)
+            if stripped and stripped != response:
+                groups["stripped"] = [stripped]
+        texts = [t for group in groups.values() for t in group]
+        return cls(texts, {k: len(v) for k, v in groups.items()}, groups["sentences"])
+
+    def split(self, vectors: np.ndarray) -> _Vectors:
+        parts: dict[str, np.ndarray | None] = {}
+        start = 0
+        for name, n in self.counts.items():
+            parts[name] = vectors[start : start + n]
+            start += n
+        parts["user_input"] = parts["user_input"][0]  # type: ignore[index]
+        parts["response"] = parts["response"][0]  # type: ignore[index]
+        parts["stripped"] = parts["stripped"][0] if self.counts["stripped"] else None  # type: ignore[index]
+        return _Vectors(**parts)
+
+
 def _failed(user_input: Any, response: Any, error: str, metric: AnswerRelevancy) -> RelevancyResult:
     return RelevancyResult(
         user_input="" if user_input is None else str(user_input),
@@ -378,13 +410,7 @@ def _failed(user_input: Any, response: Any, error: str, metric: AnswerRelevancy)
 
 
 def _pairs(data: Any) -> list[tuple[Any, Any]]:
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        pd = None
-    if pd is not None and isinstance(data, pd.DataFrame):
-        from relevancy._io import normalize_columns
-
+    if isinstance(data, pd.DataFrame):
         frame = normalize_columns(data)
         return [
             (None if _isna(u) else u, None if _isna(r) else r)
@@ -397,8 +423,6 @@ def _pairs(data: Any) -> list[tuple[Any, Any]]:
     pairs = []
     for i, item in enumerate(data):
         if isinstance(item, Mapping):
-            from relevancy._io import COLUMN_ALIASES
-
             u = next((item[k] for k in COLUMN_ALIASES["user_input"] if k in item), None)
             r = next((item[k] for k in COLUMN_ALIASES["response"] if k in item), None)
             pairs.append((u, r))

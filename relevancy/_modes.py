@@ -1,25 +1,24 @@
 """Scoring modes: what number a result's ``value`` is.
 
-``"ragas"``
+``"ragas"`` (what ``"auto"`` gives, for every backend)
     The Ragas Answer Relevancy, exactly (see ``relevancy/_formula.py``): the mean cosine of the
     N questions the LLM wrote back from the response to the user's question.
-``"focus"``
-    A sentence-level view for long answers, measured to agree better with people on the
-    embedded default (see ``bench/RESULTS.md``). The response is split into sentences; each
-    sentence ``j`` gets ``c_j = cos(E(sentence_j), E(user_input))``, then a little context from
-    its neighbours::
+``"focus"`` (by name only)
+    A sentence-level score. The response is split into sentences; each sentence ``j`` gets
+    ``c_j = cos(E(sentence_j), E(user_input))``, then a little context from its neighbours::
 
         r_j   = (1 - 2a) * c_j + a * c_(j-1) + a * c_(j+1)       a = 0.25, edges repeat
         view  = mean(r) - std(r)                                  on topic, and evenly so
         focus = (1 - w) * view + w * ragas                        w = 0.3
 
-    ``ragas`` is the Ragas value from the same generations, so the LLM's questions still count.
-    The noncommittal rule is the same as Ragas' (0 when the response is judged noncommittal),
-    and the score is NaN when no generation is usable, as in ``"ragas"``. A one-sentence answer
-    has ``view = cos(E(response), E(user_input))``.
-``"auto"``
-    ``"focus"`` with the embedded default models (SmolLM2 + MiniLM), where it was measured;
-    ``"ragas"`` with any other backend.
+    ``ragas`` is the Ragas value from the same generations. The noncommittal rule (0) and the
+    NaN rule are Ragas'. A one-sentence answer has ``view = cos(E(response), E(user_input))``.
+
+    What it prefers: short answers that stay on one note. Measured (``bench/RESULTS.md``,
+    "Agreement with people"): it helped on HaluQuestQA, where shorter answers are more often
+    clean, and it is at chance on MedQuAD's excellent-vs-incomplete pairs and fell to 0.16 on a
+    held-out set of human preferences where the complete (longer) answer was the better one.
+    It is not a better metric, only another view; ``"auto"`` never picks it.
 
 Every result carries ``ragas_value`` whatever the mode, so the two can be compared row by row.
 """
@@ -27,32 +26,46 @@ Every result carries ``ragas_value`` whatever the mode, so the two can be compar
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from relevancy._text import split_sentences
+
 __all__ = [
     "MODES",
+    "MODE_DESCRIPTIONS",
+    "AUTO_MODE",
     "FOCUS_CONTEXT",
     "FOCUS_RAGAS_WEIGHT",
+    "FocusBreakdown",
     "check_mode",
+    "resolve_mode",
     "describe_mode",
     "split_sentences",
     "focus_parts",
+    "focus_breakdown",
     "focus_score",
 ]
 
 MODES = ("auto", "ragas", "focus")
+#: What ``"auto"`` becomes, for the embedded offline models and for API models. A mode may
+#: replace ``"ragas"`` here only when it beats the Ragas value from the same generations on
+#: both development sets (``bench/agreement.py``); today none does.
+AUTO_MODE = {"embedded": "ragas", "api": "ragas"}
 #: Share of each neighbour's similarity mixed into a sentence's (``a`` above).
 FOCUS_CONTEXT = 0.25
 #: Weight of the Ragas value in the focus score (``w`` above).
 FOCUS_RAGAS_WEIGHT = 0.3
-#: Longer responses are cut to this many sentences (the rest is left out and noted).
-MAX_SENTENCES = 64
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_HAS_WORD = re.compile(r"\w", re.UNICODE)
+#: One plain-words line per mode (the CLI's help, the dashboard's captions and the report).
+MODE_DESCRIPTIONS = {
+    "ragas": "the Ragas Answer Relevancy: mean cosine of the generated questions to the question",
+    "focus": "how evenly the answer's sentences stay on the question, Ragas value mixed in; "
+    "prefers short, one-note answers (measured to help on one data set and hurt on another)",
+    "auto": "ragas, for every backend",
+}
 
 
 def check_mode(mode: object) -> str:
@@ -62,30 +75,24 @@ def check_mode(mode: object) -> str:
     return mode
 
 
-_DESCRIPTIONS = {
-    "ragas": "the Ragas Answer Relevancy: mean cosine of the generated questions to the question",
-    "focus": "how evenly the answer's sentences stay on the question, Ragas value mixed in",
-    "auto": "focus with the embedded models, ragas with any other backend",
-}
+def resolve_mode(mode: str, *, embedded: bool) -> str:
+    """The mode scores will be in: ``mode`` itself, or what ``"auto"`` means for the backends.
+
+    ``embedded`` is true when both backends are the embedded offline models (their ``embedded``
+    attribute).
+
+    Examples
+    --------
+    >>> resolve_mode("auto", embedded=True), resolve_mode("focus", embedded=False)
+    ('ragas', 'focus')
+    """
+    check_mode(mode)
+    return AUTO_MODE["embedded" if embedded else "api"] if mode == "auto" else mode
 
 
 def describe_mode(mode: str) -> str:
     """One plain-words line saying what a score of ``mode`` is."""
-    return _DESCRIPTIONS[check_mode(mode)]
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: split after ``. ! ?`` followed by space, and at line breaks.
-
-    Pieces without a letter or digit (a lone ``-`` or ``*``) are dropped.
-
-    Examples
-    --------
-    >>> split_sentences("Paris is the capital. It is in France!\\n- Edit: typo")
-    ['Paris is the capital.', 'It is in France!', '- Edit: typo']
-    """
-    parts = [p.strip() for p in _SENTENCE_END.split(text)]
-    return [p for p in parts if _HAS_WORD.search(p)][:MAX_SENTENCES]
+    return MODE_DESCRIPTIONS[check_mode(mode)]
 
 
 def focus_parts(similarities: Sequence[float], context: float = FOCUS_CONTEXT) -> np.ndarray:
@@ -95,6 +102,61 @@ def focus_parts(similarities: Sequence[float], context: float = FOCUS_CONTEXT) -
         return c.copy()
     padded = np.concatenate([c[:1], c, c[-1:]])
     return (1 - 2 * context) * c + context * padded[:-2] + context * padded[2:]
+
+
+@dataclass(frozen=True)
+class FocusBreakdown:
+    """Every number of a focus score, for the worked formula and the sentence table."""
+
+    similarities: tuple[float, ...]  #: ``c_j``, each sentence against the question
+    in_context: tuple[float, ...]  #: ``r_j``, with the neighbours mixed in
+    mean: float  #: mean of ``r``
+    spread: float  #: population std of ``r``
+    ragas_value: float
+    weight: float  #: ``w``
+    noncommittal: bool
+    #: ``(1 - w) * (mean - spread) + w * ragas`` before the noncommittal rule (NaN when undefined)
+    before_zeroing: float
+    value: float  #: the score: ``before_zeroing``, 0 when noncommittal, NaN when undefined
+
+    def without(self, j: int, context: float = FOCUS_CONTEXT) -> float:
+        """The score with sentence ``j`` left out (NaN when it is the only one)."""
+        rest = self.similarities[:j] + self.similarities[j + 1 :]
+        return focus_breakdown(
+            rest, self.ragas_value, noncommittal=self.noncommittal, weight=self.weight,
+            context=context,
+        ).value  # fmt: skip
+
+
+def focus_breakdown(
+    sentence_similarities: Sequence[float],
+    ragas_value: float,
+    *,
+    noncommittal: bool = False,
+    weight: float = FOCUS_RAGAS_WEIGHT,
+    context: float = FOCUS_CONTEXT,
+) -> FocusBreakdown:
+    """The focus score with all its parts; NaN when ``ragas_value`` is NaN or no sentence."""
+    c = np.asarray(sentence_similarities, dtype=np.float64)
+    r = focus_parts(c, context)
+    nan = float("nan")
+    if r.size == 0 or math.isnan(ragas_value):
+        mean = spread = before = value = nan
+    else:
+        mean, spread = float(r.mean()), float(r.std())
+        before = (1 - weight) * (mean - spread) + weight * float(ragas_value)
+        value = 0.0 if noncommittal else before
+    return FocusBreakdown(
+        similarities=tuple(float(x) for x in c),
+        in_context=tuple(float(x) for x in r),
+        mean=mean,
+        spread=spread,
+        ragas_value=float(ragas_value),
+        weight=weight,
+        noncommittal=bool(noncommittal),
+        before_zeroing=before,
+        value=value,
+    )
 
 
 def focus_score(
@@ -114,10 +176,7 @@ def focus_score(
     >>> focus_score([0.5, 0.1], 0.8, noncommittal=True)
     0.0
     """
-    r = focus_parts(sentence_similarities, context)
-    if r.size == 0 or math.isnan(ragas_value):
-        return float("nan")
-    if noncommittal:
-        return 0.0
-    view = float(r.mean() - r.std())
-    return (1 - weight) * view + weight * float(ragas_value)
+    return focus_breakdown(
+        sentence_similarities, ragas_value, noncommittal=noncommittal, weight=weight,
+        context=context,
+    ).value  # fmt: skip

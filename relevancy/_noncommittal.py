@@ -29,6 +29,7 @@ from relevancy._formula import cosine_similarities
 __all__ = [
     "EVASIVE_EXEMPLARS",
     "DETECTORS",
+    "DETECTOR_DESCRIPTIONS",
     "DEFAULT_EXEMPLAR_THRESHOLD",
     "exemplar_verdict",
     "llm_verdict",
@@ -36,6 +37,13 @@ __all__ = [
 ]
 
 DETECTORS = ("auto", "llm", "exemplars", "off")
+#: One line per detector (the CLI's help and the dashboard's choices).
+DETECTOR_DESCRIPTIONS = {
+    "auto": "the LLM's flags for API models, similarity to evasive exemplars for the embedded one",
+    "llm": "the generator's own flag, noncommittal when all N generations are flagged (Ragas)",
+    "exemplars": "similarity of the answer to evasive replies",
+    "off": "never zero a score",
+}
 
 EVASIVE_EXEMPLARS: tuple[str, ...] = (
     "I don't know.",

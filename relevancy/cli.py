@@ -1,4 +1,4 @@
-"""Command line: ``relevancy score``, ``relevancy score-one``, ``relevancy cache``."""
+"""Command line: ``relevancy score``, ``score-one``, ``check-judge`` and ``cache``."""
 
 from __future__ import annotations
 
@@ -12,27 +12,33 @@ import time
 from pathlib import Path
 from typing import Any
 
-from relevancy._errors import RelevancyError
-from relevancy._modes import describe_mode
-from relevancy._sync import run_sync
+from relevancy._cache import Cache
+from relevancy._errors import InputError, RelevancyError
+from relevancy._io import (
+    OUTPUT_FORMATS,
+    check_text,
+    inspect_rows,
+    read_table,
+    results_to_frame,
+    write_results,
+)
+from relevancy._metric import is_embedded
+from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
+from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
+from relevancy._redact import redact
+from relevancy._stats import summarize
+from relevancy.backends import BACKEND_SPECS
+from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
+from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
 
-__all__ = ["main", "build_metric"]
+__all__ = ["main", "make_parser"]
 
 
 def _add_backend_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("backends")
-    g.add_argument(
-        "--llm",
-        default="local",
-        metavar="SPEC",
-        help="question generator: local (default), openai:MODEL, azure:DEPLOYMENT, ollama:MODEL",
-    )
-    g.add_argument(
-        "--embeddings",
-        default=None,
-        metavar="SPEC",
-        help="embedder: local (default), local:minilm-fp32, openai:MODEL, ...",
-    )
+    for role, what in (("llm", "question generator"), ("embeddings", "embedder")):
+        specs = "; ".join(f"{spec}: {meaning}" for spec, meaning in BACKEND_SPECS[role])
+        g.add_argument(f"--{role}", default="local", metavar="SPEC", help=f"{what}: {specs}")
     g.add_argument(
         "--base-url",
         default=None,
@@ -46,17 +52,15 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--noncommittal",
         default="auto",
-        choices=("auto", "llm", "exemplars", "off"),
-        help="how evasive answers are detected (auto: the LLM's flags for API models, "
-        "similarity to evasive exemplars for the embedded model)",
+        choices=DETECTORS,
+        help="how evasive answers are detected: "
+        + "; ".join(f"{k}: {v}" for k, v in DETECTOR_DESCRIPTIONS.items()),
     )
     g.add_argument(
         "--mode",
         default="auto",
-        choices=("auto", "ragas", "focus"),
-        help="what the score is: ragas (the Ragas Answer Relevancy exactly), focus "
-        "(sentence-level, measured to agree better with people on long answers with the "
-        "embedded models); auto: focus for the embedded models, ragas for API models",
+        choices=MODES,
+        help="what the score is: " + "; ".join(f"{k}: {v}" for k, v in MODE_DESCRIPTIONS.items()),
     )
     g.add_argument("--seed", type=int, default=0, help="sampling seed")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per API request")
@@ -64,69 +68,57 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
 
 
-def build_metric(args: argparse.Namespace, concurrency: int = 4) -> Any:
-    from relevancy import AnswerRelevancy, Cache, make_embedder, make_generator
-
-    llm_kind = args.llm.partition(":")[0].lower()
-    emb_spec = args.embeddings or "local"
-    options: dict[str, Any] = {"seed": args.seed}
-    if llm_kind != "local":
-        options["timeout"] = args.timeout
-    llm = make_generator(args.llm, base_url=args.base_url, api_key=args.api_key, **options)
-    emb_options: dict[str, Any] = {}
-    if emb_spec.partition(":")[0].lower() != "local":
-        emb_options["timeout"] = args.timeout
-    embeddings = make_embedder(
-        emb_spec, base_url=args.base_url, api_key=args.api_key, **emb_options
-    )
+def _metric(args: argparse.Namespace, concurrency: int = 4) -> Any:
+    """The metric the options describe, checked against its servers (one line when not)."""
     cache: Any = False if args.no_cache else (Cache(args.cache_dir) if args.cache_dir else True)
-    return AnswerRelevancy(
-        llm=llm,
-        embeddings=embeddings,
+    metric = build_metric(
+        llm=args.llm,
+        embeddings=args.embeddings,
+        base_url=args.base_url,
+        api_key=args.api_key,
         strictness=args.strictness,
         noncommittal=args.noncommittal,
         mode=args.mode,
+        seed=args.seed,
+        timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,
     )
+    preflight(metric)
+    return metric
 
 
-async def _preflight(metric: Any) -> None:
-    """Fail fast, with one line, when a remote backend is unreachable or the key is refused."""
-    from relevancy.backends._openai import preflight
-
-    try:
-        for backend in (metric.llm, metric.embeddings):
-            await preflight(backend)
-    finally:
-        await metric.aclose()
-
-
-def _fmt(x: float, digits: int = 3) -> str:
+def _fmt(x: float | None, digits: int = 3) -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _embedded_line(metric: Any) -> str | None:
+    """The embedded default's caveat with its judge-check figure (None for API models)."""
+    if not is_embedded(metric.llm, metric.embeddings):
+        return None
+    return (
+        f"{EMBEDDED_NOTE} (judge check {EMBEDDED_DEFAULT['agreement']:.2f} on "
+        f"{EMBEDDED_DEFAULT['pairs']} pairs; `relevancy check-judge` checks yours)"
+    )
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from relevancy import inspect_rows, read_table, results_to_frame, summarize, write_results
-
     frame = read_table(args.input)
     if frame.empty:
-        raise RelevancyError(f"{args.input!r} has a header but no rows: add question/answer rows")
-    problems = inspect_rows(frame)
+        raise InputError(f"{args.input!r} has a header but no rows: add question/answer rows")
+    out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
+    if out.suffix.lower() not in OUTPUT_FORMATS:
+        raise InputError(
+            f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
+        )
+    metric = _metric(args, concurrency=args.concurrency)
+    problems = inspect_rows(frame, long_text=getattr(metric.llm, "max_response_chars", None))
     for problem in problems[:10]:
         print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
     if len(problems) > 10:
         print(f"note: ... and {len(problems) - 10} more rows with problems", file=sys.stderr)
-    out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
-    if out.suffix.lower() not in (".csv", ".json", ".jsonl", ".parquet"):
-        raise RelevancyError(
-            f"cannot write {out.name!r}: use an output name ending in .csv, .json, .jsonl or "
-            ".parquet"
-        )
-    metric = build_metric(args, concurrency=args.concurrency)
-    run_sync(_preflight(metric))
     started = time.perf_counter()
     bar = tqdm(
         total=len(frame),
@@ -157,8 +149,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         finally:
             bar.close()
     elapsed = time.perf_counter() - started
-    table = results_to_frame(results, frame)
-    write_results(table, out)
+    write_results(results_to_frame(results, frame), out)
     partial.unlink(missing_ok=True)
     stats = summarize([r.value for r in results], threshold=args.threshold)
     cached = sum(r.cached for r in results)
@@ -177,6 +168,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     errors = collections.Counter(r.error for r in results if r.error)
     for error, count in errors.most_common(5):
         print(f"failed ({count:>3})    {error[:160]}")
+    _print_judge(metric)
     print(f"wrote           {out}")
     if args.fail_under is not None and not (stats["mean"] >= args.fail_under):
         print(
@@ -187,13 +179,23 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_score_one(args: argparse.Namespace) -> int:
-    from relevancy._metric import _check_text
+def _print_judge(metric: Any) -> None:
+    """The judge's last check, or how to run one; and the embedded caveat."""
+    check = last_check(metric)
+    if check is not None:
+        print(f"judge           {check.summary()} (95% CI {_fmt(check.ci_low, 2)}-"
+              f"{_fmt(check.ci_high, 2)})")  # fmt: skip
+    else:
+        print("judge           not checked: `relevancy check-judge` with the same options")
+    note = _embedded_line(metric)
+    if note:
+        print(f"note            {note}")
 
-    _check_text("question", args.question)
-    _check_text("answer", args.answer)
-    metric = build_metric(args, concurrency=1)
-    run_sync(_preflight(metric))
+
+def cmd_score_one(args: argparse.Namespace) -> int:
+    check_text("question", args.question)
+    check_text("answer", args.answer)
+    metric = _metric(args, concurrency=1)
     r = metric.score(user_input=args.question, response=args.answer)
     print(f"question : {args.question}")
     print(f"answer   : {args.answer}")
@@ -220,12 +222,49 @@ def cmd_score_one(args: argparse.Namespace) -> int:
         for part in r.parts:
             print(f"  {part['similarity']:6.3f}  {part['text']}")
         print(f"score    : {r.value:.3f}   ({r.mode} mode: {describe_mode(r.mode)})")
+    note = _embedded_line(metric)
+    if note:
+        print(f"note     : {note}")
+    return 0
+
+
+def cmd_check_judge(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    metric = _metric(args, concurrency=args.concurrency)
+    with tqdm(total=80, unit="answer", desc="checking", file=sys.stderr, disable=args.quiet) as bar:
+        check = check_judge(metric, progress=lambda done, total: bar.update(1))
+    print(f"judge           {check.llm} + {check.embeddings} ({check.mode} mode, strictness "
+          f"{check.strictness})")  # fmt: skip
+    print(f"check set       {check.pairs} questions, each with a complete answer and a worse "
+          "one (partial, padded, drifting, evasive)")  # fmt: skip
+    print(
+        f"agreement       {check.agreement:.3f}  95% CI [{_fmt(check.ci_low)}, "
+        f"{_fmt(check.ci_high)}]  (share of pairs where the complete answer scores higher)"
+    )
+    print("by kind         " + " · ".join(f"{k} {check.by_kind[k]:.2f}" for k in KINDS))
+    print("baselines       " + " · ".join(f"{k} {v:.3f}" for k, v in check.baselines.items()))
+    print(f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f} (the embedded default, measured "
+          f"{EMBEDDED_DEFAULT['measured']})")  # fmt: skip
+    print(f"verdict         {check.verdict()}")
+    wrong = [o for o in check.disagreements() if o.outcome == 0]
+    if wrong:
+        print("preferred the worse answer: " + ", ".join(f"{o.id} ({o.kind})" for o in wrong))
+    print(f"time            {check.seconds:.1f} s (stored in the cache: `relevancy cache clear` "
+          "forgets it)")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(check.to_dict(), indent=1) + "\n", "utf-8")
+        print(f"wrote           {args.json}")
+    if args.fail_under is not None and not (check.agreement >= args.fail_under):
+        print(
+            f"FAIL: agreement {check.agreement:.3f} is below --fail-under {args.fail_under}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from relevancy import Cache
-
     cache = Cache(args.cache_dir) if args.cache_dir else Cache()
     if args.action == "clear":
         before = cache.stats()
@@ -251,7 +290,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score a CSV/JSON/JSONL/Parquet file of question/answer pairs")
     p.add_argument("input", help="table with user_input/question and response/answer columns")
-    p.add_argument("-o", "--output", help="results file (.csv, .json, .jsonl, .parquet)")
+    p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
     p.add_argument("--concurrency", type=int, default=4, help="rows scored at once")
     p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
     p.add_argument(
@@ -270,6 +309,20 @@ def make_parser() -> argparse.ArgumentParser:
     _add_backend_options(p)
     p.set_defaults(func=cmd_score_one)
 
+    p = sub.add_parser(
+        "check-judge",
+        help="measure whether the configured LLM + embedder prefer complete answers, on a "
+        "small labelled set shipped with the package",
+    )
+    p.add_argument("--concurrency", type=int, default=4, help="answers scored at once")
+    p.add_argument("--json", default=None, metavar="OUT", help="also write the check as JSON")
+    p.add_argument(
+        "--fail-under", type=float, default=None, help="exit with code 1 below this agreement"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _add_backend_options(p)
+    p.set_defaults(func=cmd_check_judge)
+
     p = sub.add_parser("cache", help="show or clear the persistent cache")
     p.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     p.add_argument("--cache-dir", default=None)
@@ -283,8 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except RelevancyError as exc:
-        from relevancy._redact import redact
-
         print(f"error: {redact(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

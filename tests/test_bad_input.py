@@ -96,7 +96,7 @@ def test_cli_scores_valid_rows_and_lists_bad_ones(tmp_path, capsys, monkeypatch)
 
     monkeypatch.setattr(
         "relevancy.cli.build_metric",
-        lambda args, concurrency=4: AnswerRelevancy(
+        lambda **settings: AnswerRelevancy(
             llm=FakeGenerator(), embeddings=FakeEmbedder(), cache=False
         ),
     )

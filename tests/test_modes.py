@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from relevancy import AnswerRelevancy, Generation, InputError, RelevancyResult
-from relevancy._modes import focus_parts, focus_score, split_sentences
+from relevancy._modes import focus_parts, focus_score, resolve_mode, split_sentences
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
 Q = "Where is France?"
@@ -87,8 +87,13 @@ def test_focus_mode_keeps_the_noncommittal_zero_and_nan_rules():
     assert math.isnan(r.value) and math.isnan(r.ragas_value) and "boom" in r.error
 
 
-def test_auto_mode_is_ragas_for_other_backends():
+def test_auto_mode_is_ragas_for_every_backend():
     assert metric("auto").mode == "ragas"
+    llm, emb = FakeGenerator(), FakeEmbedder()
+    llm.embedded = emb.embedded = True  # backends that say they are the embedded models
+    assert AnswerRelevancy(llm=llm, embeddings=emb, cache=False).mode == "ragas"
+    assert resolve_mode("auto", embedded=True) == resolve_mode("auto", embedded=False) == "ragas"
+    assert resolve_mode("focus", embedded=True) == "focus"
 
 
 @pytest.mark.parametrize("bad", ["Ragas", "sentences", None, 1])
@@ -113,8 +118,9 @@ def test_result_round_trips_and_old_dicts_load():
 
 
 @pytest.mark.models
-def test_focus_is_the_embedded_default_and_penalises_an_off_topic_sentence():
-    m = AnswerRelevancy(cache=False)
+def test_ragas_is_the_embedded_default_and_focus_penalises_an_off_topic_sentence():
+    assert AnswerRelevancy(cache=False).mode == "ragas"
+    m = AnswerRelevancy(cache=False, mode="focus")
     assert m.mode == "focus"
     q = "Where is France and what is its capital?"
     on = "France is in western Europe. Its capital is Paris."

@@ -24,6 +24,7 @@ __all__ = [
     "make_generator",
     "make_embedder",
     "parse_spec",
+    "BACKEND_SPECS",
     "DEFAULT_OPENAI_LLM",
     "DEFAULT_OPENAI_EMBEDDINGS",
 ]
@@ -32,6 +33,22 @@ DEFAULT_OPENAI_LLM = "gpt-4o-mini"
 DEFAULT_OPENAI_EMBEDDINGS = "text-embedding-3-small"
 _OLLAMA_URL = "http://localhost:11434/v1"
 _KINDS = ("local", "openai", "azure", "ollama")
+#: The specs each role accepts, with what they mean (the CLI's help).
+BACKEND_SPECS: dict[str, tuple[tuple[str, str], ...]] = {
+    "llm": (
+        ("local", "the embedded SmolLM2-135M (default)"),
+        ("openai:MODEL", "OpenAI or any OpenAI-compatible server with --base-url"),
+        ("azure:DEPLOYMENT", "Azure OpenAI"),
+        ("ollama:MODEL", "an Ollama server"),
+    ),
+    "embeddings": (
+        ("local", "the embedded MiniLM int8 (default)"),
+        ("local:minilm-fp32", "the same MiniLM in fp32 (needs torch)"),
+        ("openai:MODEL", "OpenAI or any OpenAI-compatible server with --base-url"),
+        ("azure:DEPLOYMENT", "Azure OpenAI"),
+        ("ollama:MODEL", "an Ollama server"),
+    ),
+}
 
 
 def parse_spec(spec: str) -> tuple[str, str]:

@@ -68,6 +68,8 @@ class MiniLMEmbedder:
     """
 
     dim = 384
+    #: an embedded offline model (see ``relevancy._modes.resolve_mode``)
+    embedded = True
 
     def __init__(
         self, *, batch_size: int = 64, max_length: int = 256, threads: int | None = None

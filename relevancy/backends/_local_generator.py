@@ -149,6 +149,9 @@ class SmolLMGenerator:
         Longer responses are truncated for the model (the result notes it).
     """
 
+    #: an embedded offline model (see ``relevancy._modes.resolve_mode``)
+    embedded = True
+
     def __init__(
         self,
         *,

@@ -138,6 +138,29 @@ class _ClientPerLoop:
         await self._client.close()
         self._client, self._loop = self._factory(), None
 
+    async def apreflight(self) -> None:
+        """Raise a one-line ConfigError when this endpoint cannot be used at all.
+
+        Lists the server's models (cheap, no tokens). A server without ``/models`` is fine; an
+        unreachable server or a refused key is not.
+        """
+        import openai
+
+        base_url = self.base_url  # type: ignore[attr-defined]
+        try:
+            await self.client().with_options(max_retries=0, timeout=15.0).models.list()
+        except openai.AuthenticationError:
+            raise ConfigError(
+                f"{base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
+            ) from None
+        except openai.APIConnectionError as exc:
+            raise ConfigError(
+                describe_api_error(exc, base_url) + ": check --base-url and that the server "
+                "is running"
+            ) from None
+        except openai.APIError:
+            return  # e.g. 404: the server has no /models; real requests will tell
+
 
 class OpenAIGenerator(_ClientPerLoop):
     """Question generator for any OpenAI-compatible chat completions endpoint.
@@ -420,28 +443,3 @@ class OpenAIEmbedder(_ClientPerLoop):
                 f"{self.base_url} returned embeddings of mixed dimensions {sorted(dims)}"
             )
         return np.asarray([d.embedding for d in ordered], dtype=np.float32)
-
-
-async def preflight(backend: Any) -> None:
-    """Raise a one-line ConfigError when an OpenAI-compatible backend cannot be used at all.
-
-    Lists the server's models (cheap, no tokens). A server without ``/models`` is fine; an
-    unreachable server or a refused key is not. Other backends pass.
-    """
-    import openai
-
-    if not isinstance(backend, (OpenAIGenerator, OpenAIEmbedder)):
-        return
-    try:
-        await backend.client().with_options(max_retries=0, timeout=15.0).models.list()
-    except openai.AuthenticationError:
-        raise ConfigError(
-            f"{backend.base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
-        ) from None
-    except openai.APIConnectionError as exc:
-        raise ConfigError(
-            describe_api_error(exc, backend.base_url) + ": check --base-url and that the server "
-            "is running"
-        ) from None
-    except openai.APIError:
-        return  # e.g. 404: the server has no /models; real requests will tell

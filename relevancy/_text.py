@@ -1,0 +1,59 @@
+"""How text is cut up: an answer into sentences, a question into its parts, a sentence into clauses.
+
+One splitter each, used by the focus score, the explanations and the reports alike.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_SENTENCES", "split_sentences", "split_question_parts", "split_clauses"]
+
+#: Longer responses are cut to this many sentences.
+MAX_SENTENCES = 64
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_HAS_WORD = re.compile(r"\w", re.UNICODE)
+_QUESTION_WORDS = (
+    r"what|where|when|who|whom|whose|which|why|how|is|are|was|were|do|does|did|can|could|"
+    r"should|will|would|has|have|"
+    r"qu(?:e|el|elle|els|elles|oi)|où|quand|comment|pourquoi|combien|qui|"  # fr
+    r"qué|cuál|cuándo|cómo|dónde|quién|cuánto|por qué|"  # es
+    r"was|wie|wo|wann|warum|welche[rsnm]?|wer"  # de
+)
+_PART_SPLIT = re.compile(
+    rf"\s*(?:[;?]|,?\s+(?:and|et|y|und|also)\s+(?=(?:{_QUESTION_WORDS})\b))\s*", re.IGNORECASE
+)
+_CLAUSE_SPLIT = re.compile(
+    r"\s*(?:[,;:]|\s(?:and|but|which|et|mais|qui|que|y|pero|und|aber)\s)\s*", re.IGNORECASE
+)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split after ``. ! ?`` followed by space, and at line breaks.
+
+    Pieces without a letter or digit (a lone ``-`` or ``*``) are dropped; at most
+    ``MAX_SENTENCES`` are returned.
+
+    Examples
+    --------
+    >>> split_sentences("Paris is the capital. It is in France!\\n- Edit: typo")
+    ['Paris is the capital.', 'It is in France!', '- Edit: typo']
+    """
+    parts = [p.strip() for p in _SENTENCE_END.split(str(text))]
+    return [p for p in parts if _HAS_WORD.search(p)][:MAX_SENTENCES]
+
+
+def split_question_parts(question: str) -> list[str]:
+    """The parts of a multi-part question: split on ``?``/``;`` and on "and" + question word.
+
+    >>> split_question_parts("Where is France and what is its capital?")
+    ['Where is France', 'what is its capital']
+    """
+    parts = [p.strip(" ,.!?") for p in _PART_SPLIT.split(str(question))]
+    return [p for p in parts if len(p.split()) >= 2]
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """Clauses of a sentence (split on , ; : and conjunctions), at least two words each."""
+    return [c for c in _CLAUSE_SPLIT.split(sentence) if len(c.split()) >= 2]

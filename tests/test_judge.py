@@ -1,0 +1,127 @@
+"""The judge check: the shipped check set, the figure, its storage, the CLI and the real default."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from relevancy import AnswerRelevancy, Cache, Generation
+from relevancy.cli import main
+from relevancy.judge import (
+    EMBEDDED_DEFAULT,
+    KINDS,
+    JudgeCheck,
+    check_judge,
+    judge_key,
+    last_check,
+    load_check_set,
+)
+from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+
+def test_check_set_is_balanced_for_length_and_kind():
+    pairs = load_check_set()
+    assert len(pairs) == 40 and len({p.id for p in pairs}) == 40
+    assert {k: sum(p.kind == k for p in pairs) for k in KINDS} == dict.fromkeys(KINDS, 10)
+    longer = sum(len(p.worse) > len(p.better) for p in pairs)
+    assert longer == 20  # "the longer answer wins" is right on exactly half
+    assert all(p.user_input.strip() and p.better.strip() and p.worse.strip() for p in pairs)
+
+
+class LengthLovingEmbedder(FakeEmbedder):
+    """Puts an echoed answer closer to every question the longer the answer is."""
+
+    def vector(self, text: str) -> np.ndarray:
+        if text.startswith("ECHO:"):
+            angle = 1.0 / len(text)  # longer -> smaller angle -> higher cosine
+            return np.array([np.cos(angle), np.sin(angle), 0.0], dtype=np.float32)
+        return np.array([1.0, 0.0, 0.0], dtype=np.float32)
+
+
+def _length_loving_metric(cache) -> AnswerRelevancy:
+    llm = FakeGenerator(lambda response, n: [Generation("ECHO:" + response, False)] * n)
+    return AnswerRelevancy(
+        llm=llm, embeddings=LengthLovingEmbedder(dim=3), noncommittal="llm", cache=cache
+    )
+
+
+def test_a_judge_that_prefers_long_answers_gets_the_length_baseline(tmp_path):
+    metric = _length_loving_metric(Cache(tmp_path))
+    check = check_judge(metric)
+    assert check.pairs == 40 and check.failed == 0
+    # exactly the figure the check set implies for "the longer answer wins"
+    assert check.agreement == check.baselines["longer answer wins"] == 0.5
+    assert check.by_kind["padded"] == 0.0  # padding is longer: always preferred
+    assert check.ci_low < 0.5 < check.ci_high
+    assert "Not clearly better than picking the longer" in check.verdict()
+    assert [o.outcome for o in check.outcomes].count(1.0) == 20
+
+
+def test_check_is_stored_and_a_second_check_is_instant(tmp_path):
+    cache = Cache(tmp_path)
+    metric = _length_loving_metric(cache)
+    assert last_check(metric) is None
+    first = check_judge(metric)
+    stored = last_check(metric)
+    assert stored is not None and stored.to_dict() == first.to_dict()
+    calls = len(metric.llm.calls)
+    again = check_judge(metric)
+    assert len(metric.llm.calls) == calls  # every generation came from the cache
+    assert again.agreement == first.agreement
+    # another rule is another judge: no check yet
+    other = AnswerRelevancy(
+        llm=metric.llm, embeddings=metric.embeddings, noncommittal="off", cache=cache
+    )
+    assert judge_key(other) != judge_key(metric) and last_check(other) is None
+    assert (
+        JudgeCheck.from_dict(json.loads(json.dumps(first.to_dict())))
+        .summary()
+        .startswith("judge check: 0.50 on 40 pairs, ")
+    )
+
+
+def test_failed_rows_count_as_ties_and_are_reported(tmp_path):
+    llm = FakeGenerator(lambda response, n: [Generation("", None, "server fell over")] * n)
+    metric = AnswerRelevancy(llm=llm, embeddings=FakeEmbedder(), cache=False)
+    check = check_judge(metric)
+    assert check.failed == 40 and check.agreement == 0.5
+    assert all(math.isnan(o.better_score) for o in check.outcomes)
+    assert "40 pair(s) had an answer without a score" in check.verdict()
+    json.dumps(check.to_dict(), allow_nan=False)  # NaN is stored as null
+
+
+def test_cli_check_judge_against_an_openai_compatible_server(tmp_path, capsys):
+    from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+    out = tmp_path / "check.json"
+    with OpenAICompatServer() as srv:
+        backends = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}"]
+        backends += ["--base-url", srv.base_url]
+        args = ["check-judge", "-q", *backends, "--json", str(out)]
+        assert main(args) == 0
+        text = capsys.readouterr().out
+        assert "agreement" in text and "95% CI" in text and "longer answer wins 0.500" in text
+        assert f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f}" in text
+        data = json.loads(out.read_text())
+        assert len(data["outcomes"]) == 40 and data["llm"] == f"openai:{CHAT_MODEL}"
+        # stored: a scoring run with the same options names the check
+        rows = tmp_path / "rows.csv"
+        rows.write_text("question,answer\nWhere is Paris?,Paris is in France.\n")
+        assert main(["score", str(rows), "-q", "-o", str(tmp_path / "o.csv"), *backends]) == 0
+        assert f"judge check: {data['agreement']:.2f} on 40 pairs" in capsys.readouterr().out
+        code = main([*args, "--fail-under", "1.01"])
+        assert code == 1 and "below --fail-under 1.01" in capsys.readouterr().err
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_the_embedded_default_gets_its_recorded_figure():
+    check = check_judge(AnswerRelevancy())
+    assert check.mode == "ragas" and check.failed == 0
+    assert check.agreement == pytest.approx(EMBEDDED_DEFAULT["agreement"], abs=0.05)
+    assert check.baselines["cos(question, answer)"] == pytest.approx(
+        EMBEDDED_DEFAULT["cosine_baseline"], abs=0.05
+    )
