@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from relevancy._errors import RelevancyError
+from relevancy import RelevancyError
 from relevancy.dashboard import charts
-from relevancy.dashboard.drilldown import render_result
-from relevancy.dashboard.sidebar import get_embedder_for
-from relevancy.dashboard.state import get_store, load_run_data
-from relevancy.dashboard.ui import esc, setup_page
+from relevancy.dashboard.drilldown import render_row
+from relevancy.dashboard.models import embedder_for
+from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.state import get_store, input_columns, load_run_data
+from relevancy.dashboard.ui import esc, row_label
 from relevancy.projection import METHODS, build_points, project
 
 settings = setup_page(
@@ -91,23 +92,7 @@ event = st.plotly_chart(
 )
 
 
-def _row_of(point: dict) -> int | None:
-    """The row a selected point belongs to (``customdata`` = ``[row, point index]``)."""
-    custom = point.get("customdata")
-    if isinstance(custom, dict):  # some plotly versions send arrays as {"0": .., "1": ..}
-        custom = [custom[k] for k in sorted(custom, key=int)]
-    if isinstance(custom, (list, tuple)) and custom:
-        return int(custom[0])
-    return None
-
-
-selected_rows: list[int] = []
-selection = getattr(event, "selection", None)
-for p in (selection or {}).get("points", []) if selection is not None else []:
-    row_of = _row_of(p)
-    if row_of is not None:
-        selected_rows.append(row_of)
-selected_rows = list(dict.fromkeys(selected_rows))
+selected_rows = charts.selected_rows(getattr(event, "selection", None))
 
 ROW_KEY = f"emb_row_{data.info.id}"
 rows = data.frame["row"].astype(int).tolist()
@@ -123,21 +108,17 @@ row = st.selectbox(
     "Row",
     options,
     key=ROW_KEY,
-    format_func=lambda r: f"row {r} · {str(data.frame['user_input'].iloc[by_row[r]])[:80]}",
+    format_func=lambda r: row_label(
+        r, data.frame["score"].iloc[by_row[r]], data.frame["user_input"].iloc[by_row[r]]
+    ),
 )
-result = data.results[by_row[int(row)]]
-record = data.frame.iloc[by_row[int(row)]]
-with st.container(border=True):
-    meta = [f"row {int(row)}"] + [
-        f"{c}: {esc(record[c])}" for c in ("id", "variant") if c in data.frame.columns
-    ]
-    st.caption(" · ".join(meta))
-    st.markdown("**Question**")
-    st.text(result.user_input)
-    render_result(
-        result,
-        key="emb_drill",
-        threshold=settings.threshold,
-        embedder=get_embedder_for(result.embeddings, settings),
-        wide=True,
-    )
+result, record = data.results[by_row[int(row)]], data.frame.iloc[by_row[int(row)]]
+meta = {c: record[c] for c in input_columns(data) if c not in ("user_input", "response")}
+render_row(
+    result,
+    row,
+    meta,
+    key="emb_drill",
+    threshold=settings.threshold,
+    embedder=embedder_for(result.embeddings, settings),
+)

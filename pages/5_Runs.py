@@ -8,9 +8,11 @@ import re
 import pandas as pd
 import streamlit as st
 
-from relevancy._errors import RelevancyError
-from relevancy.dashboard.state import get_store, list_runs, set_active_run
-from relevancy.dashboard.ui import esc, fmt, mode_text, setup_page
+from relevancy import RelevancyError
+from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.report import build_report
+from relevancy.dashboard.state import get_store, list_runs, load_run, set_active_run
+from relevancy.dashboard.ui import esc, fmt, mode_text
 from relevancy.store import import_demo
 
 settings = setup_page(
@@ -40,12 +42,7 @@ def _models(settings_: dict) -> str:
     return f"{llm} + {emb}"
 
 
-def _mode(info) -> str:
-    """The run's scoring mode; an unscored run: the mode it was started in, if known."""
-    return info.mode or info.settings.get("mode_used") or ""
-
-
-with_ragas = any(_mode(r) not in ("", "ragas") for r in runs)
+with_ragas = any((r.mode or r.resume_mode) not in ("", "ragas") for r in runs)
 table = pd.DataFrame(
     [
         {
@@ -54,7 +51,7 @@ table = pd.DataFrame(
             "created": r.created.replace("T", " ")[:16],
             "status": r.status,
             "rows": f"{r.n_scored}/{r.n_rows}",
-            "mode": _mode(r),
+            "mode": (r.mode or r.resume_mode),
             "mean": None if math.isnan(r.mean) else r.mean,
             **(
                 {"ragas_mean": None if math.isnan(r.ragas_mean) else r.ragas_mean}
@@ -102,7 +99,7 @@ info = next(r for r in runs if r.id == run_id)
 
 with st.container(border=True):
     st.markdown(f"#### {esc(info.name)}")
-    run_mode = _mode(info)
+    run_mode = info.mode or info.resume_mode
     c = st.columns(5 if run_mode not in ("", "ragas") else 4)
     c[0].metric("Rows scored", f"{info.n_scored} / {info.n_rows}", border=True)
     c[1].metric("Mean score", fmt(info.mean), border=True)
@@ -157,7 +154,9 @@ slug = re.sub(r"[^A-Za-z0-9._-]+", "-", info.name).strip("-")[:60] or f"run-{inf
 
 @st.cache_data(show_spinner="Preparing the export…", max_entries=16)
 def _export(store_path: str, run_id: int, version: str, fmt_: str, threshold: float) -> bytes:
-    return store.export_bytes(run_id, fmt_, threshold=threshold)
+    if fmt_ == "html":
+        return build_report(load_run(run_id), threshold=threshold).encode("utf-8")
+    return store.export_bytes(run_id, fmt_)
 
 
 version = store.version(info.id)

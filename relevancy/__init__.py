@@ -18,7 +18,9 @@ from relevancy._errors import (
 from relevancy._formula import cosine_similarities, relevancy_score
 from relevancy._io import (
     RowProblem,
+    apply_mapping,
     check_text,
+    guess_mapping,
     inspect_rows,
     normalize_columns,
     read_table,
@@ -53,6 +55,8 @@ __all__ = [
     "read_table_bytes",
     "inspect_rows",
     "check_text",
+    "guess_mapping",
+    "apply_mapping",
     "RowProblem",
     "normalize_columns",
     "results_to_frame",

@@ -22,7 +22,10 @@ from relevancy._errors import InputError
 from relevancy._result import RelevancyResult
 
 __all__ = [
+    "ROLES",
     "COLUMN_ALIASES",
+    "guess_mapping",
+    "apply_mapping",
     "LONG_TEXT_CHARS",
     "check_text",
     "read_table",
@@ -36,6 +39,8 @@ __all__ = [
     "OUTPUT_FORMATS",
 ]
 
+#: the columns a table's own columns are mapped to (the first two are required)
+ROLES = ("user_input", "response", "variant", "id")
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "user_input": ("user_input", "question", "query", "input", "prompt"),
     "response": ("response", "answer", "output", "completion"),
@@ -50,20 +55,26 @@ FORMATS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet")
 OUTPUT_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
 
 
-def read_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
+def read_table(
+    path: str | Path, *, format: str | None = None, normalize: bool = True
+) -> pd.DataFrame:
     """Read a table of question/answer pairs and normalise its column names.
 
-    Raises :class:`InputError` with one line that names the problem and the fix.
+    Raises :class:`InputError` with one line that names the problem and the fix. With
+    ``normalize=False`` the table keeps its own column names (to be mapped by hand, see
+    :func:`guess_mapping` and :func:`apply_mapping`).
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")
     if path.is_dir():
         raise InputError(f"{str(path)!r} is a folder: give a CSV, JSON, JSONL or Parquet file")
-    return read_table_bytes(path.read_bytes(), path.name, format=format)
+    return read_table_bytes(path.read_bytes(), path.name, format=format, normalize=normalize)
 
 
-def read_table_bytes(data: bytes, name: str, *, format: str | None = None) -> pd.DataFrame:
+def read_table_bytes(
+    data: bytes, name: str, *, format: str | None = None, normalize: bool = True
+) -> pd.DataFrame:
     """Like :func:`read_table`, for the bytes of an uploaded file called ``name``."""
     suffix = (format or Path(name).suffix).lower()
     if suffix and not suffix.startswith("."):
@@ -87,7 +98,7 @@ def read_table_bytes(data: bytes, name: str, *, format: str | None = None) -> pd
             frame = pd.read_parquet(io.BytesIO(data))
         except Exception as exc:
             raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
-        return _coerce_text(normalize_columns(frame), name)
+        return _finish(frame, name, normalize)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -101,7 +112,15 @@ def read_table_bytes(data: bytes, name: str, *, format: str | None = None) -> pd
         frame = _read_json(text, name)
     else:
         frame = _read_jsonl(text, name)
-    return _coerce_text(normalize_columns(frame), name)
+    return _finish(frame, name, normalize)
+
+
+def _finish(frame: pd.DataFrame, name: str, normalize: bool) -> pd.DataFrame:
+    if normalize:
+        return normalize_columns(frame, name=name)
+    _check_columns(frame)
+    frame.columns = [str(c) for c in frame.columns]
+    return frame.reset_index(drop=True)
 
 
 def _read_csv(text: str, name: str, sep: str | None) -> pd.DataFrame:
@@ -174,8 +193,8 @@ def _read_jsonl(text: str, name: str) -> pd.DataFrame:
 
 
 def _coerce_text(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Text columns as ``str`` (missing cells as ""); nested values are an error."""
-    for column in ("user_input", "response", "variant", "id"):
+    """Role columns as ``str`` (missing cells as ""); nested values are an error."""
+    for column in ROLES:
         if column not in frame.columns:
             continue
         values = frame[column]
@@ -219,15 +238,17 @@ class RowProblem:
 
 
 def inspect_rows(frame: pd.DataFrame, *, long_text: int | None = None) -> list[RowProblem]:
-    """Rows with empty cells, duplicated pairs, and cells the question generator will cut.
+    """Rows with empty cells, duplicates (same question, answer and variant), and answers the
+    question generator will cut (1-based row numbers, as in a spreadsheet).
 
     ``long_text`` is the generator's limit (``max_response_chars``; the embedded one reads 2,000
     characters); without one, cells over ``LONG_TEXT_CHARS`` are listed.
     """
     limit = long_text or LONG_TEXT_CHARS
     problems: list[RowProblem] = []
-    seen: dict[tuple[str, str], int] = {}
-    for i, (u, r) in enumerate(zip(frame["user_input"], frame["response"])):
+    seen: dict[tuple[str, str, str], int] = {}
+    variants = frame["variant"] if "variant" in frame.columns else [""] * len(frame)
+    for i, (u, r, v) in enumerate(zip(frame["user_input"], frame["response"], variants)):
         row = i + 1
         u = "" if not isinstance(u, str) else u
         r = "" if not isinstance(r, str) else r
@@ -243,42 +264,78 @@ def inspect_rows(frame: pd.DataFrame, *, long_text: int | None = None) -> list[R
                     f"first {limit:,} only",
                 )
             )
-        key = (u, r)
+        key = (u, r, str(v))
         if key in seen and u.strip() and r.strip():
             problems.append(RowProblem(row, f"duplicate of row {seen[key]}"))
         seen.setdefault(key, row)
     return problems
 
 
-def normalize_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rename alias columns to ``user_input``/``response``/``variant``/``id`` (case-insensitive).
+def guess_mapping(columns: Sequence[Any]) -> dict[str, str | None]:
+    """Which column plays each role, by name: the role itself, else an alias (any case).
 
-    Raises :class:`InputError` naming the missing column and listing the columns found.
+    >>> guess_mapping(["Question", "answer", "notes"])
+    {'user_input': 'Question', 'response': 'answer', 'variant': None, 'id': None}
     """
+    names = [str(c) for c in columns]
+    lower: dict[str, str] = {}
+    for c in names:
+        lower.setdefault(c.strip().lower(), c)
+    out: dict[str, str | None] = {}
+    used: set[str] = set()
+    for role in ROLES:
+        exact = role if role in names else None
+        found = exact or next(
+            (lower[a] for a in COLUMN_ALIASES[role] if a in lower and lower[a] not in used), None
+        )
+        out[role] = found
+        if found:
+            used.add(found)
+    return out
+
+
+def apply_mapping(
+    frame: pd.DataFrame, mapping: dict[str, str | None], *, name: str = "the table"
+) -> pd.DataFrame:
+    """Rename the mapped columns to ``user_input``/``response``/``variant``/``id``, as text.
+
+    Other columns are kept (they travel with the results); a column already named like a role
+    but not chosen for it is renamed with a ``source_`` prefix so it cannot be mistaken. Missing
+    cells become ``""``; a cell holding a list or a dict is an :class:`InputError`.
+    """
+    chosen = {col: role for role, col in mapping.items() if col}
+    renames: dict[Any, str] = {}
+    for col in frame.columns:
+        if col in chosen:
+            renames[col] = chosen[col]
+        elif col in ROLES:
+            renames[col] = f"source_{col}"
+    return _coerce_text(frame.rename(columns=renames).reset_index(drop=True), name)
+
+
+def _check_columns(frame: pd.DataFrame) -> None:
     if frame.shape[1] == 0:
         raise InputError("the table has no columns: it needs user_input and response columns")
     if frame.columns.duplicated().any():
         dup = str(frame.columns[frame.columns.duplicated()][0])
         raise InputError(f"column {dup!r} appears twice: give each column a distinct name")
-    original = [str(c) for c in frame.columns]
-    lower = {str(c).strip().lower(): c for c in frame.columns}
-    renames: dict[Any, str] = {}
-    for canonical, aliases in COLUMN_ALIASES.items():
-        if canonical in frame.columns:
-            continue
-        for alias in aliases:
-            if alias in lower and lower[alias] not in renames:
-                renames[lower[alias]] = canonical
-                break
-    frame = frame.rename(columns=renames)
+
+
+def normalize_columns(frame: pd.DataFrame, *, name: str = "the table") -> pd.DataFrame:
+    """Map the columns by name (:func:`guess_mapping`, :func:`apply_mapping`).
+
+    Raises :class:`InputError` naming the missing column and listing the columns found.
+    """
+    _check_columns(frame)
+    mapping = guess_mapping(list(frame.columns))
     for required in ("user_input", "response"):
-        if required not in frame.columns:
-            found = ", ".join(repr(c) for c in original[:20])
+        if mapping[required] is None:
+            found = ", ".join(repr(str(c)) for c in list(frame.columns)[:20])
             aliases = "/".join(COLUMN_ALIASES[required])
             raise InputError(
                 f"missing column {required!r} (or an alias: {aliases}); columns found: {found}"
             )
-    return frame.reset_index(drop=True)
+    return apply_mapping(frame, mapping, name=name)
 
 
 def results_to_frame(

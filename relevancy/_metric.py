@@ -32,7 +32,7 @@ from relevancy._redact import redact
 from relevancy._result import Generation, QuestionScore, RelevancyResult
 from relevancy._sync import run_sync
 from relevancy._text import split_sentences
-from relevancy.backends import Embedder, QuestionGenerator
+from relevancy.backends import Embedder, QuestionGenerator, make_embedder, make_generator
 from relevancy.backends._caching import CachedGenerator, EmbeddingService
 
 __all__ = ["AnswerRelevancy", "ProgressCallback"]
@@ -119,14 +119,8 @@ class AnswerRelevancy:
             raise InputError(
                 f"noncommittal_threshold must be between -1 and 1, got {noncommittal_threshold!r}"
             )
-        if llm is None:
-            from relevancy.backends._local_generator import SmolLMGenerator
-
-            llm = SmolLMGenerator()
-        if embeddings is None:
-            from relevancy.backends._local_embedder import MiniLMEmbedder
-
-            embeddings = MiniLMEmbedder()
+        llm = make_generator("local") if llm is None else llm
+        embeddings = make_embedder("local") if embeddings is None else embeddings
         if cache is True:
             cache = Cache()
         elif cache is False or cache is None:

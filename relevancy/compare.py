@@ -43,10 +43,12 @@ def outcome(diff: float, tie_margin: float = 0.02) -> str:
     return "tie"
 
 
-def _keyed(frame: pd.DataFrame, use_id: bool) -> pd.DataFrame:
-    if "user_input" not in frame.columns or "score" not in frame.columns:
-        raise InputError("comparison needs scored rows with user_input and score columns")
+def _keyed(frame: pd.DataFrame, use_id: bool, value: str) -> pd.DataFrame:
+    if "user_input" not in frame.columns or value not in frame.columns:
+        raise InputError(f"comparison needs scored rows with user_input and {value} columns")
     out = frame.copy()
+    if value != "score":  # compare on another column: it becomes the pair's score
+        out["score"] = out[value]
     out["_key"] = out["user_input"].astype(str)
     if use_id:
         out["_key"] = out["id"].astype(str) + "\x1f" + out["_key"]
@@ -54,8 +56,13 @@ def _keyed(frame: pd.DataFrame, use_id: bool) -> pd.DataFrame:
     return out
 
 
-def pair_rows(a: pd.DataFrame, b: pd.DataFrame, *, tie_margin: float = 0.02) -> pd.DataFrame:
+def pair_rows(
+    a: pd.DataFrame, b: pd.DataFrame, *, tie_margin: float = 0.02, value: str = "score"
+) -> pd.DataFrame:
     """Pair the rows of two scored tables; one output row per pair.
+
+    ``value`` is the column compared (``"score"``, or ``"ragas_value"`` to compare rows scored
+    in different modes; see :func:`relevancy.summary.comparable_value`).
 
     Columns: ``user_input``, ``id`` (if any), ``score_a``, ``score_b``, ``diff`` (B - A),
     ``outcome``, and ``row``/``response``/``mode``/``ragas_value``/``noncommittal``/
@@ -63,7 +70,7 @@ def pair_rows(a: pd.DataFrame, b: pd.DataFrame, *, tie_margin: float = 0.02) -> 
     the tables have).
     """
     use_id = "id" in a.columns and "id" in b.columns
-    ka, kb = _keyed(a, use_id), _keyed(b, use_id)
+    ka, kb = _keyed(a, use_id, value), _keyed(b, use_id, value)
     keep = ["_key", "_occ", "user_input"] + (["id"] if use_id else [])
     left = ka[keep + [c for c in _CARRY if c in ka.columns]]
     right = kb[["_key", "_occ"] + [c for c in _CARRY if c in kb.columns]]
@@ -83,6 +90,7 @@ def pair_variants(
     *,
     column: str = "variant",
     tie_margin: float = 0.02,
+    value: str = "score",
 ) -> pd.DataFrame:
     """Pair the rows of ``variant_a`` with those of ``variant_b`` in one table."""
     if column not in frame.columns:
@@ -90,7 +98,7 @@ def pair_variants(
     values = frame[column].astype(str)
     a = frame[values == str(variant_a)]
     b = frame[values == str(variant_b)]
-    return pair_rows(a, b, tie_margin=tie_margin)
+    return pair_rows(a, b, tie_margin=tie_margin, value=value)
 
 
 def pair_runs(
@@ -100,12 +108,13 @@ def pair_runs(
     variant: Any = None,
     column: str = "variant",
     tie_margin: float = 0.02,
+    value: str = "score",
 ) -> pd.DataFrame:
     """Pair two runs (optionally restricted to one variant present in both)."""
     if variant is not None and column in frame_a.columns and column in frame_b.columns:
         frame_a = frame_a[frame_a[column].astype(str) == str(variant)]
         frame_b = frame_b[frame_b[column].astype(str) == str(variant)]
-    return pair_rows(frame_a, frame_b, tie_margin=tie_margin)
+    return pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value)
 
 
 def summarize_pairs(

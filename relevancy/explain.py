@@ -1,9 +1,14 @@
-"""Plain-language reasons why an Answer Relevancy score is low, and sentence-level shading.
+"""Why a score is what it is: one explanation object per result.
 
-The score is the mean cosine similarity between the user's question and N questions an LLM
-rebuilt from the answer. So a low score has a small number of readable causes, each checked
-here with a heuristic that only uses numbers the metric already produced (or the same
-embedder the metric used):
+:func:`explain_result` gathers everything the drill-down, the report and the CLI show about one
+row: the plain-language reasons a score is low, the answer sentence by sentence (each one's
+similarity to the question, flags, and for a focus score what leaving it out would change), how
+well each part of a multi-part question is covered, and the arithmetic of the score. The
+sentence view is an explanation in every mode; in ``"focus"`` mode it is also what the score
+was made of.
+
+A low score has a small number of readable causes, each checked with a heuristic that uses only
+numbers the metric produced (or the same embedder the metric used, via :func:`aanalyze`):
 
 ``noncommittal``
     The answer was judged evasive: the score is forced to 0.
@@ -16,8 +21,7 @@ embedder the metric used):
 ``unanswered_part``
     The question has several parts ("Where is X and what is Y?"); one part matches no sentence
     or clause of the answer (best < 0.35) while another part is well covered (at least 0.3
-    better): that part was probably left unanswered. Short parts made of pronouns ("who won
-    it?") carry little meaning on their own, so this check is a hint, not a verdict.
+    better): that part was probably left unanswered. A hint, not a verdict.
 ``padding``
     Some of the answer's sentences have little to do with the question (similarity < 0.25)
     while others do (> 0.5): filler that dilutes the answer.
@@ -30,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,52 +41,41 @@ from typing import Any
 import numpy as np
 
 from relevancy._formula import cosine_similarities
+from relevancy._modes import FocusBreakdown, focus_breakdown
 from relevancy._result import RelevancyResult
+from relevancy._text import split_clauses, split_question_parts, split_sentences
 
 __all__ = [
     "Reason",
     "SentenceScore",
-    "sentences_from_parts",
+    "SentenceRow",
     "PartCoverage",
     "Analysis",
-    "split_sentences",
-    "split_question_parts",
-    "split_clauses",
+    "Explanation",
+    "sentences_from_parts",
     "aanalyze",
     "analyze",
     "explain",
+    "explain_result",
     "worked_mean",
-    "worked_focus",
-    "focus_sentences",
-    "sentence_effects",
+    "focus_of",
     "DRIFT_BELOW",
     "SPREAD_ABOVE",
+    "SENTENCE_LOW",
+    "PULLS_DOWN",
 ]
 
 DRIFT_BELOW = 0.5  #: best question similarity under which the questions "drift"
 OFF_TOPIC_BELOW = 0.4  #: a single rebuilt question this far away is "about something else"
 ON_TOPIC_ABOVE = 0.6
 SPREAD_ABOVE = 0.15  #: population std of the similarities
-SENTENCE_LOW = 0.25
+SENTENCE_LOW = 0.25  #: a sentence this far from the question is "off topic"
 SENTENCE_HIGH = 0.5
 PART_LOW = 0.35  #: a question part whose best-matching clause is below this is "uncovered"
 PART_GAP = 0.3  #: ... when the best-covered part is at least this much better covered
 GENERATOR_ANSWER_SIM = 0.6
-
-_QUESTION_WORDS = (
-    r"what|where|when|who|whom|whose|which|why|how|is|are|was|were|do|does|did|can|could|"
-    r"should|will|would|has|have|"
-    r"qu(?:e|el|elle|els|elles|oi)|où|quand|comment|pourquoi|combien|qui|"  # fr
-    r"qué|cuál|cuándo|cómo|dónde|quién|cuánto|por qué|"  # es
-    r"was|wie|wo|wann|warum|welche[rsnm]?|wer"  # de
-)
-_PART_SPLIT = re.compile(
-    rf"\s*(?:[;?]|,?\s+(?:and|et|y|und|also)\s+(?=(?:{_QUESTION_WORDS})\b))\s*", re.IGNORECASE
-)
-_CLAUSE_SPLIT = re.compile(
-    r"\s*(?:[,;:]|\s(?:and|but|which|et|mais|qui|que|y|pero|und|aber)\s)\s*", re.IGNORECASE
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+(?=[\"'“(¿¡]?[A-Z0-9À-ÖØ-Þ`])")
+#: a sentence whose removal would raise a focus score by more than this "lowers the score"
+PULLS_DOWN = 0.01
 
 
 @dataclass(frozen=True)
@@ -119,29 +111,72 @@ class Analysis:
     parts: list[PartCoverage] = field(default_factory=list)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a response (line breaks and ``. ! ?`` followed by a capital)."""
-    out: list[str] = []
-    for line in str(text).splitlines():
-        line = line.strip()
-        if line:
-            out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+@dataclass(frozen=True)
+class SentenceRow:
+    """One sentence of the answer in the explanation's sentence table."""
+
+    index: int  #: 1-based
+    text: str
+    similarity: float  #: to the user's question
+    in_context: float = math.nan  #: focus only: with the neighbours mixed in
+    without_it: float = math.nan  #: focus only: score change if left out (+: it lowers it)
+    extra: dict[str, Any] = field(default_factory=dict)  #: other keys of a focus part
+
+    @property
+    def off_topic(self) -> bool:
+        return self.similarity < SENTENCE_LOW
+
+    @property
+    def lowers_score(self) -> bool:
+        return self.without_it > PULLS_DOWN
+
+    @property
+    def note(self) -> str:
+        """``"off topic"``, ``"lowers the score"``, both, or ``""``."""
+        flags = ["off topic"] * self.off_topic + ["lowers the score"] * self.lowers_score
+        return ", ".join(flags)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything that explains one result, ready to draw (no Streamlit, no HTML)."""
+
+    result: RelevancyResult
+    threshold: float
+    reasons: list[Reason]
+    sentences: list[SentenceRow]
+    #: ``"score"`` (a focus score's own sentences), ``"analysis"`` (split and embedded for the
+    #: explanation) or ``""`` (no sentence view: no embedder at hand)
+    sentence_source: str
+    parts: list[PartCoverage]
+    worked_ragas: str  #: e.g. ``(0.812 + 0.771 + 0.690) / 3 = 0.758``
+    worked_focus: str | None  #: the focus arithmetic, or None (not a focus score, or unknown)
+
+    @property
+    def scored(self) -> bool:
+        return self.result.ok
+
+    @property
+    def low(self) -> bool:
+        return self.scored and self.result.value < self.threshold
+
+    @property
+    def off_topic_sentences(self) -> list[SentenceRow]:
+        return [s for s in self.sentences if s.off_topic]
+
+
+def sentences_from_parts(parts: Any) -> list[SentenceScore]:
+    """``parts`` (plain JSON, maybe from an old or foreign file) as sentence scores."""
+    out = []
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict) or "text" not in part:
+            continue
+        try:
+            sim = float(part.get("similarity"))
+        except (TypeError, ValueError):
+            sim = math.nan
+        out.append(SentenceScore(str(part["text"]), sim))
     return out
-
-
-def split_question_parts(question: str) -> list[str]:
-    """The parts of a multi-part question: split on ``?``/``;`` and on "and" + question word.
-
-    >>> split_question_parts("Where is France and what is its capital?")
-    ['Where is France', 'what is its capital']
-    """
-    parts = [p.strip(" ,.!?") for p in _PART_SPLIT.split(str(question))]
-    return [p for p in parts if len(p.split()) >= 2]
-
-
-def split_clauses(sentence: str) -> list[str]:
-    """Clauses of a sentence (split on , ; : and conjunctions), at least two words each."""
-    return [c for c in _CLAUSE_SPLIT.split(sentence) if len(c.split()) >= 2]
 
 
 async def _aembed(embedder: Any, texts: Sequence[str]) -> np.ndarray:
@@ -153,7 +188,7 @@ async def _aembed(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 
 
 async def aanalyze(result: RelevancyResult, embedder: Any) -> Analysis:
-    """Sentence shading and question-part coverage for ``result``, with one embedding call.
+    """Sentence similarities and question-part coverage for ``result``, with one embedding call.
 
     ``embedder`` follows the :class:`relevancy.backends.Embedder` protocol (``aembed``); use the
     one that scored the result so the numbers are comparable with the score. Connections an
@@ -208,7 +243,7 @@ def analyze(result: RelevancyResult, embedder: Any) -> Analysis:
 
 
 def worked_mean(result: RelevancyResult) -> str:
-    """The arithmetic behind the score, e.g. ``(0.812 + 0.771 + 0.690) / 3 = 0.758``."""
+    """The arithmetic behind the Ragas value, e.g. ``(0.812 + 0.771 + 0.690) / 3 = 0.758``."""
     sims = result.similarities
     if not sims:
         return "no usable generated question: the score is not defined (NaN)"
@@ -219,87 +254,96 @@ def worked_mean(result: RelevancyResult) -> str:
     return text
 
 
-def focus_sentences(result: RelevancyResult) -> list[SentenceScore]:
-    """The sentences a focus score was made of (``result.parts``), with their similarity."""
-    return sentences_from_parts(result.parts)
+def focus_of(result: RelevancyResult) -> FocusBreakdown | None:
+    """The focus breakdown that gives back ``result.value``, or None (not focus, or unknown).
 
-
-def sentences_from_parts(parts: Any) -> list[SentenceScore]:
-    """``parts`` (plain JSON, maybe from an old or foreign file) as sentence scores."""
-    out = []
-    for part in parts if isinstance(parts, list) else []:
-        if not isinstance(part, dict) or "text" not in part:
-            continue
-        try:
-            sim = float(part.get("similarity"))
-        except (TypeError, ValueError):
-            sim = math.nan
-        out.append(SentenceScore(str(part["text"]), sim))
-    return out
-
-
-def _focus_reproduces(result: RelevancyResult, sims: list[float]) -> bool:
-    """True when the focus formula on ``sims`` gives back ``result.value`` (before any zeroing)."""
-    from relevancy._modes import focus_score
-
-    if result.mode != "focus" or not sims or not result.ok or math.isnan(result.ragas_value):
-        return False
-    if any(math.isnan(s) for s in sims):
-        return False
-    try:
-        value = focus_score(sims, result.ragas_value, noncommittal=result.noncommittal)
-    except Exception:  # a formula with another signature: explain nothing rather than wrongly
-        return False
-    return math.isclose(value, result.value, abs_tol=5e-4)
-
-
-def sentence_effects(result: RelevancyResult) -> list[float]:
-    """How much a focus score would change if each sentence were left out (one per sentence).
-
-    Positive: the score would rise without the sentence, so it pulls the score down. NaN when
-    that cannot be worked out: one sentence only, a noncommittal answer (0 whatever the
-    sentences), or parts that do not reproduce the score.
+    ``parts`` may come from an old or foreign file: when the focus formula on them does not
+    reproduce the stored score, nothing is claimed about it.
     """
-    from relevancy._modes import focus_score
-
-    sims = [s.similarity for s in focus_sentences(result)]
-    nan = [math.nan] * len(sims)
-    if len(sims) < 2 or result.noncommittal or not _focus_reproduces(result, sims):
-        return nan
-    return [
-        focus_score(sims[:j] + sims[j + 1 :], result.ragas_value) - result.value
-        for j in range(len(sims))
-    ]
-
-
-def worked_focus(result: RelevancyResult) -> str | None:
-    """The arithmetic behind a focus score, or ``None`` when the parts do not reproduce it.
-
-    E.g. ``0.7 × (0.612 mean − 0.081 spread of the sentences' similarities in context) +
-    0.3 × 0.771 Ragas value = 0.603``; for one sentence ``0.7 × 0.612 (the sentence's
-    similarity) + ...``.
-    """
-    from relevancy._modes import FOCUS_RAGAS_WEIGHT, focus_parts
-
-    sims = [s.similarity for s in focus_sentences(result)]
-    if not _focus_reproduces(result, sims):
+    if result.mode != "focus" or not result.ok or math.isnan(result.ragas_value):
         return None
-    r = focus_parts(sims)
-    w = FOCUS_RAGAS_WEIGHT
-    before = (1 - w) * float(r.mean() - r.std()) + w * result.ragas_value
-    if not result.noncommittal and not math.isclose(before, result.value, abs_tol=5e-4):
+    sims = [s.similarity for s in sentences_from_parts(result.parts)]
+    if not sims or any(math.isnan(s) for s in sims):
         return None
-    if len(sims) == 1:
-        view = f"{r.mean():.3f} (the sentence's similarity)"
+    breakdown = focus_breakdown(sims, result.ragas_value, noncommittal=result.noncommittal)
+    if not math.isclose(breakdown.value, result.value, abs_tol=5e-4):
+        return None
+    return breakdown
+
+
+def _worked_focus(b: FocusBreakdown) -> str:
+    w = b.weight
+    if len(b.similarities) == 1:
+        view = f"{b.mean:.3f} (the sentence's similarity)"
     else:
         view = (
-            f"({r.mean():.3f} mean − {r.std():.3f} spread of the sentences' similarities "
-            "in context)"
+            f"({b.mean:.3f} mean − {b.spread:.3f} spread of the sentences' similarities in context)"
         )
-    text = f"{1 - w:.2g} × {view} + {w:.2g} × {result.ragas_value:.3f} Ragas value = {before:.3f}"
-    if result.noncommittal:
+    text = (
+        f"{1 - w:.2g} × {view} + {w:.2g} × {b.ragas_value:.3f} Ragas value = {b.before_zeroing:.3f}"
+    )
+    if b.noncommittal:
         text += " × 0 (noncommittal) = 0.000"
     return text
+
+
+def _focus_rows(result: RelevancyResult, b: FocusBreakdown | None) -> list[SentenceRow]:
+    """A focus score's own sentences; "without it" only where the breakdown reproduces it."""
+    parts = [p for p in result.parts if isinstance(p, dict) and "text" in p]
+    scores = sentences_from_parts(parts)
+    effects = [math.nan] * len(scores)
+    if b is not None and len(scores) > 1 and not result.noncommittal:
+        effects = [b.without(j) - result.value for j in range(len(scores))]
+    rows = []
+    for j, (part, s, effect) in enumerate(zip(parts, scores, effects)):
+        extra = {k: v for k, v in part.items() if k not in ("text", "similarity")}
+        context = extra.pop("context_similarity", math.nan)
+        rows.append(
+            SentenceRow(j + 1, s.text, s.similarity, _float(context), effect, extra)  # fmt: skip
+        )
+    return rows
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def explain_result(
+    result: RelevancyResult, *, threshold: float = 0.5, analysis: Analysis | None = None
+) -> Explanation:
+    """The whole explanation of ``result``.
+
+    ``analysis`` (from :func:`aanalyze` with the embedder that scored the row) adds the sentence
+    view of a non-focus score and the coverage of a multi-part question's parts; without it, a
+    focus score still shows its own sentences.
+    """
+    breakdown = focus_of(result)
+    if result.mode == "focus" and sentences_from_parts(result.parts):
+        sentences, source = _focus_rows(result, breakdown), "score"
+        analysis = Analysis(
+            sentences=[SentenceScore(s.text, s.similarity) for s in sentences],
+            parts=analysis.parts if analysis else [],
+        )
+    elif analysis is not None and analysis.sentences:
+        sentences = [
+            SentenceRow(j + 1, s.text, s.similarity) for j, s in enumerate(analysis.sentences)
+        ]
+        source = "analysis"
+    else:
+        sentences, source = [], ""
+    return Explanation(
+        result=result,
+        threshold=threshold,
+        reasons=explain(result, threshold=threshold, analysis=analysis),
+        sentences=sentences,
+        sentence_source=source,
+        parts=analysis.parts if analysis else [],
+        worked_ragas=worked_mean(result),
+        worked_focus=_worked_focus(breakdown) if breakdown is not None else None,
+    )
 
 
 def _fmt(x: float) -> str:

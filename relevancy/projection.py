@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from relevancy._cache import default_cache_dir
 from relevancy._errors import ConfigError, InputError
 from relevancy._result import RelevancyResult
 
@@ -66,8 +67,6 @@ def pca(matrix: np.ndarray, dims: int = 2) -> np.ndarray:
 
 def _numba_cache() -> None:
     if "NUMBA_CACHE_DIR" not in os.environ:
-        from relevancy._cache import default_cache_dir
-
         folder = default_cache_dir() / "numba"
         folder.mkdir(parents=True, exist_ok=True)
         os.environ["NUMBA_CACHE_DIR"] = str(folder)

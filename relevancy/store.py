@@ -28,8 +28,10 @@ from urllib.parse import urlsplit, urlunsplit
 import pandas as pd
 
 from relevancy._errors import InputError
+from relevancy._io import read_table, results_to_frame, write_results
 from relevancy._redact import redact
 from relevancy._result import RelevancyResult
+from relevancy.summary import mode_label
 
 __all__ = [
     "RunStore",
@@ -43,7 +45,8 @@ __all__ = [
 ]
 
 DEMO_RUN_NAME = "Demo (embedded default)"
-EXPORT_FORMATS = ("csv", "json", "parquet", "html")
+#: what :meth:`RunStore.export` writes (the dashboard adds an HTML report of its own)
+EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
 _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|authorization)")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -179,9 +182,15 @@ class RunInfo:
     @property
     def mode(self) -> str:
         """``"ragas"``, ``"focus"``, ``"mixed"`` (rows of several modes) or ``""`` (none)."""
-        if not self.modes:
-            return ""
-        return self.modes[0] if len(self.modes) == 1 else "mixed"
+        return mode_label(self.modes)
+
+    @property
+    def resume_mode(self) -> str:
+        """The mode new rows of this run are scored in, so its scores stay comparable: the mode
+        of its rows, else the one it was started in (``""`` when unknown)."""
+        if self.mode not in ("", "mixed"):
+            return self.mode
+        return str(self.settings.get("mode_used") or "")
 
     @property
     def complete(self) -> bool:
@@ -322,8 +331,19 @@ class RunStore:
 
     def list_runs(self) -> list[RunInfo]:
         """All runs, newest first."""
+        return self._infos()
+
+    def get_run(self, run_id: int) -> RunInfo:
+        """One run's listing; :class:`InputError` when there is no such run."""
+        found = self._infos(int(run_id))
+        if not found:
+            raise InputError(f"no run #{run_id} in {self.path}")
+        return found[0]
+
+    def _infos(self, run_id: int | None = None) -> list[RunInfo]:
         # one JSON parse per result: [value, mode, ragas_value]; a result saved before modes
         # existed has no mode (it was a Ragas value) and no ragas_value (it was the value)
+        where, params = ("WHERE r.id = ? ", (run_id,)) if run_id is not None else ("", ())
         rows = self._run(
             "SELECT r.id, r.name, r.created, r.updated, r.settings, r.source, r.n_rows, "
             "COUNT(x.j), AVG(json_extract(x.j, '$[0]')), "
@@ -335,7 +355,8 @@ class RunStore:
             "FROM runs r LEFT JOIN (SELECT run_id, "
             "json_extract(result, '$.value', '$.mode', '$.ragas_value') AS j "
             "FROM rows WHERE result IS NOT NULL) x ON x.run_id = r.id "
-            "GROUP BY r.id ORDER BY r.id DESC"
+            f"{where}GROUP BY r.id ORDER BY r.id DESC",
+            params,
         )
         return [
             RunInfo(
@@ -353,12 +374,6 @@ class RunStore:
             )
             for r in rows
         ]
-
-    def get_run(self, run_id: int) -> RunInfo:
-        for info in self.list_runs():
-            if info.id == int(run_id):
-                return info
-        raise InputError(f"no run #{run_id} in {self.path}")
 
     def version(self, run_id: int) -> str:
         """Changes whenever the run changes (for caches keyed on a run)."""
@@ -399,8 +414,6 @@ class RunStore:
         inputs.index.name = "row"
         scored = [(r[0], json.loads(r[1]), json.loads(r[2])) for r in rows if r[2] is not None]
         results = [RelevancyResult.from_dict(res) for _, _, res in scored]
-        from relevancy._io import results_to_frame
-
         if scored:
             source = pd.DataFrame([inp for _, inp, _ in scored])
             frame = results_to_frame(results, source)
@@ -415,29 +428,17 @@ class RunStore:
         data = self.load_run(run_id)
         return data.frame.drop(columns=["row"], errors="ignore")
 
-    def export(self, run_id: int, path: str | os.PathLike[str], *, threshold: float = 0.5) -> Path:
-        """Write a run as .csv, .json, .jsonl, .parquet (via ``write_results``) or .html."""
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix == ".html":
-            from relevancy.report import build_report
-
-            data = self.load_run(run_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(build_report(data, threshold=threshold), encoding="utf-8")
-            return path
-        from relevancy._io import write_results
-
+    def export(self, run_id: int, path: str | os.PathLike[str]) -> Path:
+        """Write a run's scored rows as .csv, .json, .jsonl or .parquet (by the extension)."""
         return write_results(self.export_frame(run_id), path)
 
-    def export_bytes(self, run_id: int, fmt: str, *, threshold: float = 0.5) -> bytes:
+    def export_bytes(self, run_id: int, fmt: str) -> bytes:
         """An export in memory (for download buttons); ``fmt`` is one of ``EXPORT_FORMATS``."""
         fmt = fmt.lower().lstrip(".")
-        if fmt not in EXPORT_FORMATS + ("jsonl",):
+        if fmt not in EXPORT_FORMATS:
             raise InputError(f"cannot export as {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
         with tempfile.TemporaryDirectory() as tmp:
-            out = self.export(run_id, Path(tmp) / f"run.{fmt}", threshold=threshold)
-            return out.read_bytes()
+            return self.export(run_id, Path(tmp) / f"run.{fmt}").read_bytes()
 
     # meta --------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -449,8 +450,6 @@ class RunStore:
 
 
 def demo_inputs() -> pd.DataFrame:
-    from relevancy._io import read_table
-
     with resources.as_file(resources.files("relevancy") / "data" / "demo.csv") as path:
         return read_table(path)
 

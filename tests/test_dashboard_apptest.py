@@ -83,11 +83,20 @@ def _element_texts(at: AppTest) -> str:
 
 
 # --- home ---------------------------------------------------------------------------------
+def _demo_mean() -> str:
+    """The shipped demo's mean score, from its results file (not copied from a page)."""
+    from relevancy.store import demo_results
+
+    values = [r.value for r in demo_results() if r.ok]
+    return f"{sum(values) / len(values):.3f}"
+
+
 def test_home_shows_demo_overview_and_precomputed_example():
     at = _app()
     assert any("Active run" in m.value for m in at.markdown)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Mean score"] == "0.480"
+    assert metrics["Mean score"] == _demo_mean()
+    assert any("for trying the tool offline" in c.value for c in at.caption)
     assert any("precomputed" in c.value for c in at.caption)
     charts = _charts(at)
     assert len(charts) == 2  # one similarity-bar chart per answer variant
@@ -95,7 +104,7 @@ def test_home_shows_demo_overview_and_precomputed_example():
         c["data"][0]["type"] == "bar" and len(_values(c["data"][0]["x"])) == 3 for c in charts
     )
     # picking another example refills the question and both answers
-    at.selectbox(key="_w_home_example").set_value("When was the first super bowl?").run()
+    at.selectbox(key="home_example").set_value("When was the first super bowl?").run()
     _ok(at)
     assert at.text_area(key="home_question").value == "When was the first super bowl?"
     assert "1967" in at.text_area(key="home_answer_0").value
@@ -132,6 +141,10 @@ def test_dataset_results_filters_and_drilldown():
     bars = _charts(at)[-1]["data"][0]
     assert bars["type"] == "bar" and len(_values(bars["x"])) == 3
     assert any("Part of the question may be unanswered" in i.value for i in at.info)
+    # a ragas score is explained sentence by sentence too (with the embedded MiniLM)
+    (sentences,) = _sentence_tables(at)
+    assert ">similarity</th>" in sentences and ">without it</th>" not in sentences
+    assert any("the score does not use these sentences" in c.value for c in at.caption)
 
 
 def test_dataset_validation_messages_for_a_bad_upload():
@@ -198,9 +211,9 @@ def test_resume_a_partial_run(monkeypatch):
                 out.append(result)
             return out
 
-    import relevancy.dashboard.sidebar as sidebar
+    import relevancy.dashboard.models as models
 
-    monkeypatch.setattr(sidebar, "_build_metric", lambda *a, **k: FakeMetric())
+    monkeypatch.setattr(models, "_build_metric", lambda *a, **k: FakeMetric())
     at.session_state["active_run"] = run_id
     _page(at, "1_Dataset.py")
     assert any("partial: 2 of 4 rows" in i.value for i in at.info)
@@ -364,8 +377,11 @@ def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
     with sqlite3.connect(store.path) as db:
         dump = "\n".join(db.iterdump())
     assert FAKE_KEY not in dump
-    for fmt in ("csv", "json", "parquet", "html"):
+    for fmt in ("csv", "json", "parquet"):
         assert FAKE_KEY.encode() not in store.export_bytes(newest.id, fmt)
+    from relevancy.dashboard.report import build_report
+
+    assert FAKE_KEY not in build_report(store.load_run(newest.id))
 
 
 def test_typed_api_key_is_kept_out_of_the_page():
@@ -431,15 +447,15 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     import relevancy
 
     llm, emb = _fake_backends()
-    monkeypatch.setattr(relevancy, "make_generator", lambda *a, **k: llm)
-    monkeypatch.setattr(relevancy, "make_embedder", lambda *a, **k: emb)
+    monkeypatch.setattr(relevancy.factory, "make_generator", lambda *a, **k: llm)
+    monkeypatch.setattr(relevancy.factory, "make_embedder", lambda *a, **k: emb)
     at = _app()
     control = at.sidebar.segmented_control(key="_w_sb_mode")
     assert control.value == "auto" and control.options == ["auto", "ragas", "focus"]
-    assert any("**focus** (auto, embedded models)" in c.value for c in at.sidebar.caption)
-    assert any("**focus** mode" in c.value for c in at.caption)
-    # the home example shows the precomputed demo, made with the default (focus), and says so
-    assert any("(focus mode)" in c.value for c in at.caption)
+    assert any("**ragas** (auto)" in c.value for c in at.sidebar.caption)
+    assert any("**ragas** mode" in c.value for c in at.caption)
+    # the home example shows the precomputed demo, made with the default (ragas), and says so
+    assert any("ragas mode); press **Score**" in c.value for c in at.caption)
     at.text_area(key="home_question").input(Q)
     at.number_input(key="home_n").set_value(1)
     at.text_area(key="home_answer_0").input(f"{ON} {OFF}")
@@ -455,7 +471,7 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     at.button(key="home_score").click().run()
     _ok(at)
     assert any("**Mode:** ragas" in m.value for m in at.markdown)
-    assert _sentence_tables(at) == []
+    assert _sentence_tables(at) == []  # no sentence view: the fake embedder is not at hand
     # the mode survives a page switch
     _page(at, "5_Runs.py")
     assert at.sidebar.segmented_control(key="_w_sb_mode").value == "ragas"
@@ -526,7 +542,7 @@ def test_runs_distributions_and_compare_across_modes():
     store.append_results(ragas, enumerate(_fake_metric("ragas").score_many(store.inputs(focus))))
     _page(at, "5_Runs.py")
     runs = _table(at, "runs_table")
-    assert list(runs["mode"]) == ["ragas", "focus", "focus"]  # newest first, the demo last
+    assert list(runs["mode"]) == ["ragas", "focus", "ragas"]  # newest first, the demo last
     assert runs["ragas_mean"].notna().all()
     at.selectbox(key="runs_pick").set_value(focus).run()
     assert "Mean Ragas value" in {m.label for m in at.metric}

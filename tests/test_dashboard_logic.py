@@ -14,18 +14,19 @@ import pytest
 
 from relevancy import RelevancyResult
 from relevancy._errors import InputError
+from relevancy._io import apply_mapping, guess_mapping
 from relevancy._result import QuestionScore
+from relevancy._text import split_question_parts, split_sentences
 from relevancy.compare import outcome, pair_runs, pair_variants, summarize_pairs
 from relevancy.dashboard import charts
-from relevancy.dashboard.datasets import apply_mapping, guess_mapping, read_upload, validate
+from relevancy.dashboard.datasets import read_upload, validate
 from relevancy.explain import (
     Analysis,
     PartCoverage,
     SentenceScore,
     aanalyze,
     explain,
-    split_question_parts,
-    split_sentences,
+    explain_result,
     worked_mean,
 )
 from relevancy.projection import build_points, pca, project
@@ -226,8 +227,9 @@ def test_build_points_dedupes_originals_and_skips_nan_rows():
 def test_import_projection_does_not_import_umap_or_streamlit():
     code = (
         "import sys, relevancy.projection, relevancy.store, relevancy.compare, "
-        "relevancy.explain, relevancy.report, relevancy.dashboard.charts, "
-        "relevancy.dashboard.datasets;"
+        "relevancy.explain, relevancy.summary, relevancy.dashboard.report, "
+        "relevancy.dashboard.charts, relevancy.dashboard.datasets, relevancy.dashboard.ui, "
+        "relevancy.dashboard.comparison, relevancy.dashboard.examples;"
         "print(sorted(m for m in ('umap', 'streamlit', 'sklearn') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -395,8 +397,9 @@ def test_store_round_trip_incremental_rename_delete_export(store, tmp_path):
     assert "'=1+1" in csv  # formula defused
     assert pd.read_parquet(tmp_path / "out.parquet").shape[0] == 3
     assert len(json.loads((tmp_path / "out.json").read_text())) == 3
-    html = store.export_bytes(run_id, "html").decode()
-    assert html.startswith("<!DOCTYPE html>")
+    assert store.export_bytes(run_id, "jsonl").count(b"\n") == 3
+    with pytest.raises(InputError, match="cannot export as 'html'"):
+        store.export_bytes(run_id, "html")  # the dashboard builds the report
 
     # the key is nowhere: not in the database file, not in any export
     blobs = [store.path.read_bytes()] + [p.read_bytes() for p in tmp_path.iterdir() if p.is_file()]
@@ -462,7 +465,7 @@ def test_report_is_self_contained_and_escaped(store):
             )
         ],
     )
-    from relevancy.report import build_report
+    from relevancy.dashboard.report import build_report
 
     html = build_report(store.load_run(run_id), threshold=0.5)
     assert evil not in html
@@ -477,13 +480,13 @@ def test_report_is_self_contained_and_escaped(store):
 # --- dataset upload helpers -------------------------------------------------------------
 def test_read_upload_formats_and_mapping(tmp_path):
     csv = b"Question,Answer,model\nq1,a1,m1\nq2,,m2\n"
-    frame = read_upload("x.csv", csv)  # the library reader renames the aliases
-    assert list(frame.columns) == ["user_input", "response", "variant"]
+    frame = read_upload("x.csv", csv)  # read once, under the file's own column names
+    assert list(frame.columns) == ["Question", "Answer", "model"]
     mapping = guess_mapping(list(frame.columns))
     assert mapping == {
-        "user_input": "user_input",
-        "response": "response",
-        "variant": "variant",
+        "user_input": "Question",
+        "response": "Answer",
+        "variant": "model",
         "id": None,
     }
     mapped = apply_mapping(frame, mapping)
@@ -493,7 +496,7 @@ def test_read_upload_formats_and_mapping(tmp_path):
     assert not any(i.level == "error" for i in issues)
     assert any(i.level == "error" for i in validate(frame, {**mapping, "response": None}))
     assert any(i.level == "error" for i in validate(frame, {**mapping, "response": "nope"}))
-    assert any(i.level == "error" for i in validate(frame, {**mapping, "response": "user_input"}))
+    assert any(i.level == "error" for i in validate(frame, {**mapping, "response": "Question"}))
     js = json.dumps([{"question": "q", "answer": "a"}]).encode()
     assert read_upload("x.json", js).shape == (1, 2)
     assert read_upload("x.jsonl", b'{"question": "q", "answer": "a"}\n').shape == (1, 2)
@@ -552,29 +555,32 @@ def test_results_frame_has_mode_ragas_value_and_parts():
 
 
 def test_focus_worked_formula_and_sentence_effects():
-    from relevancy.explain import focus_sentences, sentence_effects, worked_focus
+    def effects(r):
+        return [row.without_it for row in explain_result(r).sentences]
 
     r = _focus_result((0.8, 0.1, 0.7), 0.75)
-    assert [s.similarity for s in focus_sentences(r)] == [0.8, 0.1, 0.7]
-    text = worked_focus(r)
+    e = explain_result(r)
+    assert e.sentence_source == "score"
+    assert [s.similarity for s in e.sentences] == [0.8, 0.1, 0.7]
+    text = e.worked_focus
     assert text is not None and text.startswith("0.7 × (") and text.endswith(f"= {r.value:.3f}")
     assert "0.750 Ragas value" in text
-    effects = sentence_effects(r)
-    assert effects[1] > 0.1  # the off-topic sentence pulls the score down
-    assert effects[0] < 0 and effects[2] < 0
+    assert effects(r)[1] > 0.1  # the off-topic sentence pulls the score down
+    assert effects(r)[0] < 0 and effects(r)[2] < 0
     # a score the parts do not reproduce (another formula): nothing is claimed
     r.value += 0.1
-    assert worked_focus(r) is None and all(np.isnan(sentence_effects(r)))
-    assert worked_focus(_result()) is None and sentence_effects(_result()) == []
+    assert explain_result(r).worked_focus is None and all(np.isnan(effects(r)))
+    plain = explain_result(_result())
+    assert plain.worked_focus is None and plain.sentences == [] and plain.sentence_source == ""
     silent = _focus_result(noncommittal=True)
-    assert worked_focus(silent).endswith("× 0 (noncommittal) = 0.000")
-    assert all(np.isnan(sentence_effects(silent)))
+    assert explain_result(silent).worked_focus.endswith("× 0 (noncommittal) = 0.000")
+    assert all(np.isnan(effects(silent)))
     one = _focus_result((0.6,), 0.5)
     assert (
-        worked_focus(one)
+        explain_result(one).worked_focus
         == "0.7 × 0.600 (the sentence's similarity) + 0.3 × 0.500 Ragas value = 0.570"
     )
-    assert np.isnan(sentence_effects(one)[0])
+    assert np.isnan(effects(one)[0])
 
 
 def test_sentence_table_marks_what_pulls_the_score_down():
@@ -582,7 +588,7 @@ def test_sentence_table_marks_what_pulls_the_score_down():
 
     r = _focus_result((0.8, 0.1, 0.7, 0.55), 0.75)
     r.parts[0]["origin"] = "first line"  # extra keys are shown generically
-    table = sentence_table(r)
+    table = sentence_table(explain_result(r))
     assert list(table.columns) == [
         "#",
         "similarity",
@@ -596,7 +602,21 @@ def test_sentence_table_marks_what_pulls_the_score_down():
     assert table["note"][1] == "off topic, lowers the score" and table["note"][0] == ""
     assert table["without it"][1] > 0
     assert list(table["origin"]) == ["first line", "", "", ""]
-    assert sentence_table(_result()).empty
+    assert sentence_table(explain_result(_result())).empty
+
+
+def test_the_sentence_view_explains_a_ragas_score_too():
+    from relevancy.dashboard.drilldown import sentence_table
+
+    r = _result("Where is France?", "France is in Europe. Cats purr.")
+    analysis = Analysis(
+        sentences=[SentenceScore("France is in Europe.", 0.8), SentenceScore("Cats purr.", 0.1)]
+    )
+    e = explain_result(r, analysis=analysis)
+    assert e.sentence_source == "analysis" and e.worked_focus is None
+    assert [s.note for s in e.sentences] == ["", "off topic"]
+    table = sentence_table(e)
+    assert list(table.columns) == ["#", "similarity", "note", "sentence"]  # no focus columns
 
 
 def test_store_lists_modes_and_loads_results_saved_before_modes(store):
@@ -632,17 +652,18 @@ def test_store_lists_modes_and_loads_results_saved_before_modes(store):
     assert loaded.frame["mode"].tolist() == ["focus", "focus"]
 
 
-def test_shipped_demo_loads_as_a_focus_run_with_its_ragas_values(store):
+def test_shipped_demo_loads_as_a_ragas_run(store):
     run_id = import_demo(store)
     info = store.get_run(run_id)
-    assert info.mode == "focus" and info.ragas_mean != pytest.approx(info.mean)
+    assert info.mode == "ragas" and info.ragas_mean == pytest.approx(info.mean)
     frame = store.load_run(run_id).frame
-    assert set(frame["mode"]) == {"focus"} and frame["ragas_value"].notna().all()
-    assert all(json.loads(p) for p in frame["parts"])  # every row explains its sentences
+    assert set(frame["mode"]) == {"ragas"}
+    assert frame["ragas_value"].tolist() == pytest.approx(frame["score"].tolist(), nan_ok=True)
 
 
 def test_summary_table_and_report_name_the_mode(store):
-    from relevancy.report import build_report, frame_modes, summary_table
+    from relevancy.dashboard.report import build_report
+    from relevancy.summary import frame_modes, summary_table
 
     inputs = pd.DataFrame(
         {"user_input": ["q1", "q2"], "response": ["a", "b"], "variant": ["A", "B"]}
@@ -677,3 +698,51 @@ def test_pairs_carry_each_sides_mode_and_ragas_value():
     paired = pair_runs(a, b)
     assert list(paired["mode_a"]) == ["ragas"] * 2 and list(paired["mode_b"]) == ["focus"] * 2
     assert paired["ragas_value_b"].tolist() == pytest.approx([0.75, 0.75])
+
+
+# --- the Dataset page's filters and grid, and what compares across modes ------------------
+def test_filters_and_results_table():
+    from relevancy import results_to_frame
+    from relevancy.dashboard.datasets import Filters, apply_filters, results_table
+
+    results = [
+        _result("Where is Paris?", "In France.", (0.9,)),
+        _result("Where is Rome?", "I do not know.", (0.4,), noncommittal=True),
+        _result("Where is Oslo?", "Norway, by a fjord.", (0.3,)),
+        _result("Where is Bern?", "", (), value=float("nan")),
+    ]
+    results[3].error = "response is empty"
+    frame = results_to_frame(results).assign(row=[0, 1, 2, 3], variant=["A", "B", "A", "B"])
+
+    def rows(**kw) -> list[int]:
+        return apply_filters(frame, Filters(**kw))["row"].tolist()
+
+    assert rows() == [3, 1, 2, 0]  # lowest first, NaN before everything
+    assert rows(sort="score ↓") == [0, 2, 1, 3] and rows(sort="row") == [0, 1, 2, 3]
+    assert rows(status="scored") == [1, 2, 0] and rows(status="NaN / errors") == [3]
+    assert rows(noncommittal="yes") == [1] and rows(noncommittal="no", status="scored") == [2, 0]
+    assert rows(search="NORWAY") == [2] and rows(search="where is") == [3, 1, 2, 0]
+    assert rows(variants=("B",)) == [3, 1]
+    assert rows(only_below=0.5) == [1, 2]
+    assert rows(score_range=(0.2, 0.5)) == [3, 2]  # NaN rows stay unless status says
+    assert rows(extra={"variant": ("A",)}) == [2, 0]
+    table = results_table(apply_filters(frame, Filters(sort="row")), with_ragas=True)
+    assert list(table.columns[:5]) == ["row", "variant", "score", "Ragas value", "mode"]
+    assert table["generated questions"][0] == "Generated question 0?"
+    assert "Ragas value" not in results_table(frame, with_ragas=False)
+
+
+def test_comparable_value_and_mode_label():
+    from relevancy import results_to_frame
+    from relevancy.summary import comparable_value, mode_label
+
+    ragas = results_to_frame([_result(sims=(0.5,))])
+    focus = results_to_frame([_focus_result()])
+    assert comparable_value(ragas, ragas) == "score"
+    assert comparable_value(focus, focus) == "score"
+    assert comparable_value(focus, focus, prefer="ragas_value") == "ragas_value"
+    assert comparable_value(ragas, focus) == "ragas_value"  # modes differ: the Ragas value
+    assert comparable_value(pd.concat([ragas, focus])) == "ragas_value"  # mixed in one table
+    assert comparable_value(ragas.drop(columns=["ragas_value"]), focus) == "score"
+    assert mode_label([]) == "" and mode_label(["focus"]) == "focus"
+    assert mode_label(["ragas", "focus", "ragas"]) == "mixed"

@@ -16,7 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from relevancy._errors import ConfigError
+from relevancy.backends._local_embedder import MiniLMEmbedder
+from relevancy.backends._local_generator import SmolLMGenerator
+from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
 from relevancy.backends._protocols import Embedder, QuestionGenerator
+from relevancy.backends._st_embedder import SentenceTransformerEmbedder
 
 __all__ = [
     "QuestionGenerator",
@@ -77,11 +81,7 @@ def make_generator(
     if kind == "local":
         if model not in ("", "smollm2", "smollm2-135m"):
             raise ConfigError(f"unknown local generator {model!r}: the embedded one is 'smollm2'")
-        from relevancy.backends._local_generator import SmolLMGenerator
-
         return SmolLMGenerator(**options)
-    from relevancy.backends._openai import OpenAIGenerator
-
     if kind == "ollama":
         base_url = base_url or _OLLAMA_URL
     if kind in ("ollama", "azure") and not model:
@@ -106,18 +106,12 @@ def make_embedder(
     kind, model = parse_spec(spec)
     if kind == "local":
         if model in ("", "minilm", "minilm-int8"):
-            from relevancy.backends._local_embedder import MiniLMEmbedder
-
             return MiniLMEmbedder(**options)
         if model == "minilm-fp32":
-            from relevancy.backends._st_embedder import SentenceTransformerEmbedder
-
             return SentenceTransformerEmbedder(**options)
         raise ConfigError(
             f"unknown local embedder {model!r}: use 'local' (MiniLM int8) or 'local:minilm-fp32'"
         )
-    from relevancy.backends._openai import OpenAIEmbedder
-
     if kind == "ollama":
         base_url = base_url or _OLLAMA_URL
     if kind in ("ollama", "azure") and not model:

@@ -28,6 +28,7 @@ __all__ = [
     "score_ecdf",
     "question_bars",
     "projection_scatter",
+    "selected_rows",
     "ab_scatter",
     "diff_histogram",
     "sentence_shading_html",
@@ -471,6 +472,19 @@ def projection_scatter(
     # legend on the left: the chart's toolbar sits top right
     fig.update_layout(legend=dict(x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return fig
+
+
+def selected_rows(selection: Any) -> list[int]:
+    """The rows of the points a plotly selection event holds (``customdata`` = ``[row, i]``),
+    each once, in selection order."""
+    rows: list[int] = []
+    for point in (selection or {}).get("points", []) if selection is not None else []:
+        custom = point.get("customdata")
+        if isinstance(custom, dict):  # some plotly versions send arrays as {"0": .., "1": ..}
+            custom = [custom[k] for k in sorted(custom, key=int)]
+        if isinstance(custom, (list, tuple)) and custom:
+            rows.append(int(custom[0]))
+    return list(dict.fromkeys(rows))
 
 
 _OUTCOME_COLORS = {"win": "#1e8449", "tie": "#94a3b8", "loss": "#c0392b", "n/a": "#d1d5db"}

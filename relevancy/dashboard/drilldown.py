@@ -1,43 +1,29 @@
 """The per-answer explanation used by Home, Dataset, Embeddings and Compare.
 
-For one result: the score, its mode and its verdict, the plain-language reasons a score is low,
-each generated question beside its cosine similarity (a bar each), the mean worked out, the
-noncommittal verdict with how it was reached, and the answer with each sentence shaded by its
-similarity to the question. A focus-mode result also gets a table of the sentences its score was
-made of: each one's similarity to the question and what leaving it out would change. User text
-is always rendered as inert text.
+It draws a :class:`relevancy.explain.Explanation` and computes nothing itself: the score, its
+mode and verdict, the reasons a score is low, each generated question with its similarity
+(a bar each) and the mean worked out, the noncommittal verdict, and the answer sentence by
+sentence (in every mode; for a focus score also what each sentence does to it). User text is
+always rendered as inert text.
 """
 
 from __future__ import annotations
 
-import html
-import math
+import asyncio
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from relevancy._result import RelevancyResult
+from relevancy._redact import redact
+from relevancy._result import QuestionScore, RelevancyResult
 from relevancy.dashboard import charts
 from relevancy.dashboard.ui import MODE_SHORT, esc, fmt, score_badge
-from relevancy.explain import (
-    SENTENCE_LOW,
-    Analysis,
-    aanalyze,
-    explain,
-    focus_sentences,
-    sentence_effects,
-    worked_focus,
-    worked_mean,
-)
+from relevancy.explain import SENTENCE_LOW, Analysis, Explanation, aanalyze, explain_result
 
-__all__ = ["render_result", "analysis_for", "sentence_table"]
+__all__ = ["render_result", "render_row", "analysis_for", "sentence_table"]
 
 _ICONS = {"error": "⛔", "warning": "⚠️", "info": "💡"}
-#: a sentence whose removal would raise the focus score by more than this "lowers the score"
-PULLS_DOWN = 0.01
-#: column names for known keys of a focus part (others are shown under their own name)
-_PART_LABELS = {"context_similarity": "in context"}
 _COLUMN_HELP = {
     "similarity": "Cosine similarity between the sentence and the user's question.",
     "in context": "The sentence's similarity mixed with its neighbours': what the focus score "
@@ -51,10 +37,6 @@ _COLUMN_HELP = {
 def _analysis(
     user_input: str, response: str, questions: tuple[str, ...], embedder_name: str, _embedder: Any
 ) -> Analysis:
-    import asyncio
-
-    from relevancy._result import QuestionScore
-
     result = RelevancyResult(
         user_input=user_input,
         response=response,
@@ -65,17 +47,37 @@ def _analysis(
 
 
 def analysis_for(result: RelevancyResult, embedder: Any | None) -> Analysis | None:
-    """Sentence shading and question-part coverage (cached), or ``None`` without an embedder."""
+    """Sentence similarities and question-part coverage (cached), or None without an embedder."""
     if embedder is None or not result.response.strip():
         return None
     questions = tuple(q.question for q in result.questions if q.similarity is not None)
     try:
         return _analysis(result.user_input, result.response, questions, embedder.name, embedder)
     except Exception as exc:  # an API embedder failing must not break the page
-        from relevancy._redact import redact
-
-        st.caption(f"Sentence shading unavailable: {redact(exc)}")
+        st.caption(f"Sentence view unavailable: {esc(redact(exc))}")
         return None
+
+
+def sentence_table(explanation: Explanation) -> pd.DataFrame:
+    """The explanation's sentences as a table: ``#``, ``similarity``, the focus columns when the
+    score was made of them (``in context``, extra part keys, ``without it``), ``note`` and
+    ``sentence``."""
+    rows = explanation.sentences
+    table: dict[str, list[Any]] = {
+        "#": [s.index for s in rows],
+        "similarity": [s.similarity for s in rows],
+    }
+    if explanation.sentence_source == "score":
+        table["in context"] = [s.in_context for s in rows]
+        for key in dict.fromkeys(k for s in rows for k in s.extra):
+            label = key.replace("_", " ")
+            if label in table or label in ("without it", "note", "sentence"):
+                label = f"{label} (part)"
+            table[label] = [s.extra.get(key, "") for s in rows]
+        table["without it"] = [s.without_it for s in rows]
+    table["note"] = [s.note for s in rows]
+    table["sentence"] = [s.text for s in rows]
+    return pd.DataFrame(table)
 
 
 def render_result(
@@ -85,21 +87,18 @@ def render_result(
     threshold: float,
     embedder: Any | None = None,
     title: str | None = None,
-    show_texts: bool = True,
     compact: bool = False,
     wide: bool = False,
 ) -> None:
     """Draw the full explanation of one result in the current container.
 
     ``key`` must be unique on the page (it prefixes the keys of the elements drawn here).
-    ``wide`` puts the verdict and reasons on the left and the evidence (questions, shaded
-    answer) on the right; ``compact`` stacks everything for narrow columns.
+    ``wide`` puts the verdict and reasons on the left and the evidence (sentences, questions)
+    on the right; ``compact`` stacks everything for narrow columns.
     """
-    analysis = analysis_for(result, embedder)
-    sentences = focus_sentences(result) if result.mode == "focus" else []
-    if sentences:
-        # explain and shade with the sentences the score was made of, not a second split
-        analysis = Analysis(sentences=sentences, parts=analysis.parts if analysis else [])
+    explanation = explain_result(
+        result, threshold=threshold, analysis=analysis_for(result, embedder)
+    )
     if title:
         st.markdown(f"##### {esc(title)}")
     if wide:
@@ -107,39 +106,47 @@ def render_result(
     else:
         left = right = st.container()
     with left:
-        _verdict(result, threshold=threshold, analysis=analysis, compact=compact or wide)
+        _verdict(explanation, compact=compact or wide)
     with right:
-        _evidence(
-            result,
-            key=key,
-            analysis=analysis,
-            embedder=embedder,
-            show_texts=show_texts,
-            label_chars=90 if wide else 48,
-            focus=bool(sentences),
-        )
+        _evidence(explanation, key=key, embedder=embedder, label_chars=90 if wide else 48)
     with left if wide else right:
         _details(result)
 
 
-def _verdict(
-    result: RelevancyResult, *, threshold: float, analysis: Analysis | None, compact: bool
+def render_row(
+    result: RelevancyResult,
+    row: int,
+    meta: dict[str, object],
+    *,
+    key: str,
+    threshold: float,
+    embedder: Any | None,
 ) -> None:
-    value = result.value
-    scored = not math.isnan(value)
-    low = scored and value < threshold
-    focus = result.mode == "focus"
+    """One row of a run in a bordered box: its number and columns, the question, the
+    explanation (wide)."""
+    with st.container(border=True):
+        shown = [f"{name}: {esc(value)}" for name, value in meta.items() if str(value)]
+        st.caption(" · ".join([f"row {int(row)}", *shown]))
+        st.markdown("**Question**")
+        st.text(result.user_input)
+        render_result(result, key=key, threshold=threshold, embedder=embedder, wide=True)
+
+
+def _verdict(e: Explanation, *, compact: bool) -> None:
+    result = e.result
     top = [st.container(), st.container()] if compact else st.columns([1, 2])
     with top[0]:
         st.metric(
             "Score",
-            fmt(value) if scored else "NaN",
+            fmt(result.value) if e.scored else "NaN",
             help=f"{result.mode} mode: {MODE_SHORT.get(result.mode, result.mode)}; 0 when "
             "noncommittal.",
             border=True,
         )
     with top[1]:
-        st.markdown(score_badge(value if scored else None, threshold), unsafe_allow_html=True)
+        st.markdown(
+            score_badge(result.value if e.scored else None, e.threshold), unsafe_allow_html=True
+        )
         if result.mode == "ragas":
             st.markdown("**Mode:** ragas · the Ragas Answer Relevancy, exactly")
         else:
@@ -149,8 +156,7 @@ def _verdict(
                 "with runs scored in ragas mode.",
             )
         nc = "yes: score forced to 0" if result.noncommittal else "no"
-        method = result.noncommittal_method or "n/a"
-        st.markdown(f"**Noncommittal:** {nc} · _{esc(method)}_")
+        st.markdown(f"**Noncommittal:** {nc} · _{esc(result.noncommittal_method or 'n/a')}_")
         if result.noncommittal_detail:
             st.caption(esc(result.noncommittal_detail))
         if result.answer_similarity is not None:
@@ -158,47 +164,35 @@ def _verdict(
                 f"Plain cosine(answer, question): {fmt(result.answer_similarity)} "
                 "(a cross-check that needs no generator)"
             )
-    reasons = explain(result, threshold=threshold, analysis=analysis)
-    if low or not scored:
-        if not reasons:
+    if e.low or not e.scored:
+        if not e.reasons:
             st.warning(
-                "No single cause stands out: the answer's sentences and the generated "
-                "questions are all only moderately close to the question."
-                if focus
-                else "No single cause stands out: the generated questions are all only "
-                "moderately close to the question.",
+                "No single cause stands out: the generated questions are all only moderately "
+                "close to the question.",
                 icon="⚠️",
             )
-        for r in reasons:
+        for r in e.reasons:
             box = {"error": st.error, "warning": st.warning, "info": st.info}[r.severity]
             box(f"**{esc(r.title)}**  \n{esc(r.detail)}", icon=_ICONS[r.severity])
-    else:
-        how = (
-            "the answer's sentences stay on the user's question"
-            if focus
-            else "the rebuilt questions stay close to the user's question"
-        )
-        st.success(
-            f"Relevant: {how} (score {fmt(value)} ≥ threshold {threshold:.2f}).",
-            icon="✅",
-        )
-        for r in reasons:
-            if r.severity == "info" or r.code == "unanswered_part":
-                st.info(f"**{esc(r.title)}**  \n{esc(r.detail)}", icon="💡")
+        return
+    how = (
+        "the answer's sentences stay on the user's question"
+        if result.mode == "focus"
+        else "the rebuilt questions stay close to the user's question"
+    )
+    st.success(
+        f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}).", icon="✅"
+    )
+    for r in e.reasons:
+        if r.severity == "info" or r.code == "unanswered_part":
+            st.info(f"**{esc(r.title)}**  \n{esc(r.detail)}", icon="💡")
 
 
-def _evidence(
-    result: RelevancyResult,
-    *,
-    key: str,
-    analysis: Analysis | None,
-    embedder: Any | None,
-    show_texts: bool,
-    label_chars: int,
-    focus: bool = False,
-) -> None:
+def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: int) -> None:
+    result = e.result
+    focus = e.sentence_source == "score"
     if focus:
-        _focus_sentences(result)
+        _sentences(e, "**The answer, sentence by sentence: what the focus score is made of**")
     if result.questions:
         st.markdown(
             "**Generated questions and their similarity to the question**"
@@ -210,75 +204,33 @@ def _evidence(
             key=f"{key}_bars",
         )
         name = "Score" if result.mode == "ragas" else "Ragas value"
-        st.caption(f"{name} = {esc(worked_mean(result))}")
-    if show_texts and not focus:
-        st.markdown("**Answer, shaded by each sentence's similarity to the question**")
-        if analysis is not None and analysis.sentences:
-            st.markdown(charts.sentence_shading_html(analysis.sentences), unsafe_allow_html=True)
-            st.caption("Strong colour: close to the question. Pale: padding or off-topic detail.")
+        st.caption(f"{name} = {esc(e.worked_ragas)}")
+    if not focus:
+        if e.sentences:
+            _sentences(e, "**The answer, sentence by sentence: how close each is to the question**")
         else:
+            st.markdown("**Answer**")
             st.text(result.response)
             if embedder is None and result.embeddings:
                 st.caption(
-                    f"Shading needs the embedder that scored this row ({esc(result.embeddings)}): "
-                    "select it in the sidebar."
+                    f"The sentence view needs the embedder that scored this row "
+                    f"({esc(result.embeddings)}): select it in the sidebar."
                 )
-    if analysis is not None and analysis.parts:
-        parts = " · ".join(f"“{esc(p.part)}” {fmt(p.coverage, 2)}" for p in analysis.parts)
+    if e.parts:
+        parts = " · ".join(f"“{esc(p.part)}” {fmt(p.coverage, 2)}" for p in e.parts)
         st.caption(f"Question parts, best match in the answer: {parts}")
 
 
-def sentence_table(result: RelevancyResult) -> pd.DataFrame:
-    """One row per sentence of a focus result: its numbers, a note, and its text.
-
-    Columns: ``#``, ``similarity`` (to the user's question), one column per other key of the
-    parts (``context_similarity`` as ``in context``), ``without it`` (how the score would
-    change if the sentence were left out; NaN when that cannot be worked out), ``note``
-    (``off topic`` and/or ``lowers the score``) and ``sentence``.
-    """
-    parts = [p for p in result.parts if isinstance(p, dict) and "text" in p]
-    sentences = focus_sentences(result)
-    effects = sentence_effects(result)
-    table: dict[str, list[object]] = {
-        "#": list(range(1, len(sentences) + 1)),
-        "similarity": [s.similarity for s in sentences],
-    }
-    extra = [
-        k for k in dict.fromkeys(k for p in parts for k in p) if k not in ("text", "similarity")
-    ]
-    for k in extra:
-        values = [p.get(k) for p in parts]
-        numeric = all(v is None or isinstance(v, (int, float)) for v in values)
-        label = _PART_LABELS.get(k, k.replace("_", " "))
-        if label in table or label in ("without it", "note", "sentence"):
-            label = f"{label} (part)"
-        table[label] = (
-            [math.nan if v is None else float(v) for v in values]
-            if numeric
-            else ["" if v is None else str(v) for v in values]
-        )
-    table["without it"] = effects
-    notes = []
-    for s, e in zip(sentences, effects):
-        flags = (["off topic"] if s.similarity < SENTENCE_LOW else []) + (
-            ["lowers the score"] if e > PULLS_DOWN else []
-        )
-        notes.append(", ".join(flags))
-    table["note"] = notes
-    table["sentence"] = [s.text for s in sentences]
-    return pd.DataFrame(table)
-
-
-def _focus_sentences(result: RelevancyResult) -> None:
-    table = sentence_table(result)
+def _sentences(e: Explanation, title: str) -> None:
+    table = sentence_table(e)
     if table.empty:
         return
-    st.markdown("**The answer, sentence by sentence: what the focus score is made of**")
-    low = int((table["similarity"] < SENTENCE_LOW).sum())
-    lowers = int(table["note"].str.contains("lowers").sum())
-    if table["without it"].isna().all():
+    st.markdown(title)
+    if "without it" in table and table["without it"].isna().all():
         table = table.drop(columns=["without it"])
     st.markdown(charts.sentence_table_html(table, help=_COLUMN_HELP), unsafe_allow_html=True)
+    low = len(e.off_topic_sentences)
+    lowers = sum(s.lowers_score for s in e.sentences)
     found = ([f"{low} off topic (similarity below {SENTENCE_LOW})"] if low else []) + (
         [
             f"{lowers} {'lowers' if lowers == 1 else 'lower'} the score (it would rise "
@@ -298,10 +250,11 @@ def _focus_sentences(result: RelevancyResult) -> None:
         verdict = f"Of {len(table)} sentences: {'; '.join(found)}. "
     else:
         verdict = f"None of the {len(table)} sentences is off topic or lowers the score. "
+    if e.sentence_source == "analysis":
+        legend += " An explanation only: the score does not use these sentences."
     st.caption(verdict + legend)
-    worked = worked_focus(result)
-    if worked:
-        st.caption(f"Score = {worked}")  # numbers only: no user text
+    if e.worked_focus:
+        st.caption(f"Score = {e.worked_focus}")  # numbers only: no user text
 
 
 def _details(result: RelevancyResult) -> None:
@@ -323,8 +276,3 @@ def _details(result: RelevancyResult) -> None:
         for note in result.notes:
             lines.append(f"- {esc(note)}")
         st.markdown("\n".join(lines))
-
-
-def texts_html(text: str) -> str:
-    """Escaped text for small HTML blocks."""
-    return html.escape(text).replace("\n", "<br>")

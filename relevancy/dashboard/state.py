@@ -13,7 +13,14 @@ from typing import Any
 
 import streamlit as st
 
-from relevancy.store import RunData, RunInfo, RunStore, default_store_path, import_demo
+from relevancy.store import (
+    DEMO_RUN_NAME,
+    RunData,
+    RunInfo,
+    RunStore,
+    default_store_path,
+    import_demo,
+)
 
 __all__ = [
     "bind",
@@ -22,6 +29,8 @@ __all__ = [
     "list_runs",
     "active_run",
     "set_active_run",
+    "demo_run",
+    "input_columns",
     "load_run",
     "load_run_data",
 ]
@@ -81,6 +90,11 @@ def set_active_run(run_id: int) -> None:
     st.session_state["active_run"] = int(run_id)
 
 
+def demo_run() -> RunInfo | None:
+    """The complete precomputed demo run of this store, if it is still there."""
+    return next((r for r in list_runs() if r.name == DEMO_RUN_NAME and r.complete), None)
+
+
 @st.cache_data(show_spinner=False, max_entries=12)
 def _load(path: str, run_id: int, version: str) -> RunData:
     return RunStore(path).load_run(run_id)
@@ -106,3 +120,8 @@ def load_run_data() -> RunData | None:
         )
         return None
     return data
+
+
+def input_columns(data: RunData) -> list[str]:
+    """The run's own input columns (question, answer, id, variant and the user's others)."""
+    return [str(c) for c in data.inputs.columns]

@@ -15,16 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from relevancy._modes import describe_mode
-from relevancy._stats import summarize
-from relevancy.explain import sentences_from_parts
+from relevancy.compare import pair_variants, summarize_pairs
+from relevancy.dashboard import charts
+from relevancy.dashboard.ui import MODE_SHORT
+from relevancy.explain import SENTENCE_LOW, sentences_from_parts
+from relevancy.store import RunData
+from relevancy.summary import frame_modes, mode_label, summary_table
 
-__all__ = ["build_report", "summary_table", "frame_modes", "MODE_MEANING"]
-
-#: what the score of each mode is, in plain words (for reports and captions)
-MODE_MEANING = {mode: describe_mode(mode) for mode in ("ragas", "focus")}
-#: a sentence this far from the question is marked as off topic (as in relevancy.explain)
-SENTENCE_LOW = 0.25
+__all__ = ["build_report"]
 
 _CSS = """
 body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2937;
@@ -66,54 +64,6 @@ def _pct(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
-def frame_modes(frame: pd.DataFrame) -> list[str]:
-    """The scoring modes of a results table's rows, sorted; rows without one are ``"ragas"``."""
-    if frame is None or len(frame) == 0:
-        return []
-    if "mode" not in frame.columns:
-        return ["ragas"]
-    return sorted({m if isinstance(m, str) and m else "ragas" for m in frame["mode"]})
-
-
-def _mode_word(modes: list[str]) -> str:
-    return "" if not modes else modes[0] if len(modes) == 1 else "mixed"
-
-
-def summary_table(frame: pd.DataFrame, *, threshold: float, by: str | None = None) -> pd.DataFrame:
-    """Summary statistics overall and per group (rows, NaN, mean, 95% CI, median, % below).
-
-    Columns ``mode`` (the group's scoring mode, ``"mixed"`` when several) and, when a row is
-    not in ``"ragas"`` mode, ``ragas_mean`` (the mean Ragas value of the same rows).
-    """
-    groups: list[tuple[str, pd.DataFrame]] = [("all rows", frame)]
-    if by and by in frame.columns and frame[by].nunique() > 1:
-        groups += [(str(k), g) for k, g in frame.groupby(frame[by].astype(str), sort=True)]
-    with_ragas = frame_modes(frame) not in ([], ["ragas"]) and "ragas_value" in frame.columns
-    rows = []
-    for name, part in groups:
-        s = summarize(pd.to_numeric(part["score"], errors="coerce").tolist(), threshold=threshold)
-        row = {
-            "group": name,
-            "mode": _mode_word(frame_modes(part)),
-            "rows": s["rows"],
-            "NaN": s["nan"],
-            "mean": s["mean"],
-        }
-        if with_ragas:
-            ragas = pd.to_numeric(part["ragas_value"], errors="coerce")
-            row["ragas_mean"] = float(ragas.mean()) if ragas.notna().any() else math.nan
-        row.update(
-            {
-                "ci_low": s["ci_low"],
-                "ci_high": s["ci_high"],
-                "median": s["median"],
-                "below": s["below_threshold"],
-            }
-        )
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def _sentences_html(text: Any) -> str:
     """A focus row's sentences with their similarity to the question; off-topic ones marked."""
     try:
@@ -138,10 +88,8 @@ def _figure_html(fig: Any, first: bool) -> str:
     )
 
 
-def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
+def build_report(data: RunData, *, threshold: float = 0.5, lowest: int = 10) -> str:
     """HTML text of the report for a :class:`relevancy.store.RunData`."""
-    from relevancy.dashboard import charts
-
     info, frame = data.info, data.frame
     by = "variant" if "variant" in frame.columns and frame["variant"].nunique() > 1 else None
     stats = summary_table(frame, threshold=threshold, by=by)
@@ -149,7 +97,7 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
     settings = info.settings
     e = html.escape
     modes = frame_modes(frame)
-    mode = _mode_word(modes)
+    mode = mode_label(modes)
     with_ragas = "ragas_mean" in stats.columns
 
     parts: list[str] = []
@@ -207,9 +155,9 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
             f"<td class='num'>{_f(r['median'])}</td><td class='num'>{_pct(r['below'])}</td></tr>"
             for _, r in stats.iterrows()
         )
-        if mode in MODE_MEANING:
+        if mode in MODE_SHORT:
             meaning = (
-                f"Scores are in <b>{mode}</b> mode: {e(MODE_MEANING[mode])}; 0 for noncommittal "
+                f"Scores are in <b>{mode}</b> mode: {e(MODE_SHORT[mode])}; 0 for noncommittal "
                 "answers."
             )
         else:
@@ -237,8 +185,6 @@ def build_report(data: Any, *, threshold: float = 0.5, lowest: int = 10) -> str:
             ("Cumulative share (ECDF)", charts.score_ecdf(frame, threshold=threshold, by=by))
         )
     if by:
-        from relevancy.compare import pair_variants, summarize_pairs
-
         names = sorted(frame["variant"].astype(str).unique())[:2]
         paired = pair_variants(frame, names[0], names[1])
         if len(paired):

@@ -1,0 +1,83 @@
+"""The Dataset page's "new run" widgets: the data source, the column mapping, the checks."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from relevancy._errors import RelevancyError
+from relevancy._io import guess_mapping
+from relevancy.dashboard import datasets
+from relevancy.dashboard.state import bind
+from relevancy.dashboard.ui import esc
+from relevancy.store import demo_inputs
+
+__all__ = ["choose_source", "choose_mapping", "show_preview_and_issues", "DEMO_SOURCE"]
+
+DEMO_SOURCE = "demo.csv (bundled)"
+_ICONS = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=4)
+def _read(name: str, data: bytes) -> pd.DataFrame:
+    return datasets.read_upload(name, data)
+
+
+def choose_source() -> tuple[pd.DataFrame | None, str]:
+    """``(table with its own column names, source name)``, or ``(None, "")`` for nothing yet."""
+    source = st.segmented_control(
+        "Data",
+        ["Upload a file", "Bundled demo"],
+        help="CSV, TSV, JSON (records), JSONL or Parquet with a question and an answer column.",
+        **bind("ds_source", "Upload a file"),
+    )
+    if source == "Bundled demo":
+        st.caption(
+            "48 rows: 24 questions answered by two prompt versions (prompt-A, prompt-B), "
+            "with on-topic, partial, padded, off-topic and evasive answers."
+        )
+        return demo_inputs(), DEMO_SOURCE
+    upload = st.file_uploader(
+        "Upload a table of question/answer pairs", type=list(datasets.UPLOAD_TYPES), key="ds_upload"
+    )
+    if upload is None:
+        st.caption(
+            "Columns are matched by name (question/user_input, answer/response, variant/model, "
+            "id); you can change the mapping after uploading."
+        )
+        return None, ""
+    try:
+        return _read(upload.name, upload.getvalue()), upload.name
+    except RelevancyError as exc:
+        st.error(f"**Cannot read this file.** {esc(exc)}", icon="⛔")
+        return None, ""
+
+
+def choose_mapping(frame: pd.DataFrame, source: str) -> dict[str, str | None]:
+    """Which column plays which role: guessed by name, changeable (keys ``ds_map_<role>``)."""
+    if source == DEMO_SOURCE:
+        return {role: role for role in datasets.ROLES}
+    st.markdown("**Map columns**")
+    guess, none = guess_mapping(list(frame.columns)), "(none)"
+    labels = ("Question column", "Answer column", "Variant column (optional)", "ID (optional)")
+    mapping: dict[str, str | None] = {}
+    for col, role, label in zip(st.columns(4), datasets.ROLES, labels):
+        options = [none, *frame.columns]
+        with col:
+            choice = st.selectbox(
+                label, options, index=options.index(guess[role] or none), key=f"ds_map_{role}"
+            )
+        mapping[role] = None if choice == none else choice
+    return mapping
+
+
+def show_preview_and_issues(frame: pd.DataFrame, issues: list[datasets.Issue]) -> None:
+    """The first rows under the file's own column names, then what the checks found."""
+    st.markdown(f"**Preview** · {len(frame)} rows · {frame.shape[1]} columns")
+    preview = frame.head(20)
+    st.dataframe(
+        preview, hide_index=True, height=min(38 + 35 * len(preview), 420), key="ds_preview"
+    )
+    for issue in issues:
+        box = {"error": st.error, "warning": st.warning, "info": st.info}[issue.level]
+        box(issue.message, icon=_ICONS[issue.level])
