@@ -1,13 +1,16 @@
-"""Shared pieces of the benchmarks: input rows, timing proxies, memory, JSON output.
+"""Shared pieces of the benchmarks: input rows, timing proxies, the toy server, memory, JSON
+output, and the markdown helpers the benches' ``render`` functions use.
 
-Imported by every ``bench/*.py`` script (they put ``bench/`` on ``sys.path``). Nothing here
-changes the library: timing is measured by wrapping the backend objects the library is given.
+Imported by every ``bench/*.py`` script (they put ``bench/`` on ``sys.path``) and by
+``run_all.py``. Nothing here changes the library: timing is measured by wrapping the backend
+objects the library is given. Importing it imports nothing from the library.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import json
 import os
@@ -16,7 +19,7 @@ import random
 import resource
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,9 +276,6 @@ class Intervals:
     def busy(self) -> float:
         return sum(b - a for a, b in self.merged())
 
-    def summed(self) -> float:
-        return sum(b - a for a, b in self.spans)
-
 
 def _minus(spans: list[tuple[float, float]], cut: list[tuple[float, float]]) -> float:
     """Total length of ``spans`` (merged) outside ``cut`` (merged)."""
@@ -406,6 +406,27 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 # --------------------------------------------------------------------------------------------
+# the toy server
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def toy_server() -> Iterator[str]:
+    """The toy OpenAI-compatible server (``relevancy.testing.openai_server``, instant answers)
+    in a subprocess on 127.0.0.1; yields its base URL and stops it afterwards."""
+    # imported here so that importing this module never imports the library
+    from relevancy.testing.processes import ServerProcess, free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    cmd = [sys.executable, "-m", "relevancy.testing.openai_server", "--port", str(port)]
+    with ServerProcess(
+        cmd, url_to_poll=base + "/models", timeout=60, poll_interval=0.2, stop_timeout=10
+    ):
+        yield base
+
+
+# --------------------------------------------------------------------------------------------
 # memory, environment, output
 # --------------------------------------------------------------------------------------------
 
@@ -472,3 +493,32 @@ def r(value: float, digits: int = 3) -> float:
 
 def log(*parts: Any) -> None:
     print(*parts, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# markdown, for the benches' render functions
+# --------------------------------------------------------------------------------------------
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    """A figure for a table: ``digits`` decimals with thousands separators, tiny values in
+    scientific notation, "–" for a missing one."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if abs(value) and abs(value) < 10 ** (-digits):
+            return f"{value:.1e}"
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    """A markdown table; cells that are not strings go through :func:`fmt`."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += [
+        "| " + " | ".join(fmt(c) if not isinstance(c, str) else c for c in row) + " |"
+        for row in rows
+    ]
+    return "\n".join(lines)

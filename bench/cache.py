@@ -11,17 +11,16 @@ same folder (so nothing comes from the first metric's in-memory memo):
   (SmolLM2 + MiniLM): what a user of the offline default sees.
 
 Both print first-run and re-run pairs/s, the ratio, and check that the re-run gives the same
-values with every row served from the cache.
+values with every row served from the cache. :func:`render` writes the "Cache" section of
+``RESULTS.md``.
 """
 
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -30,35 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     Intervals,
     emit,
+    fmt,
     load_average,
     log,
     make_rows,
     parser,
     r,
+    table,
     timed_cache,
+    toy_server,
     vm_hwm_mb,
 )
-
-
-def toy_server() -> tuple[subprocess.Popen, str]:
-    from vs_ragas import free_port
-
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "relevancy.testing.openai_server", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/models", timeout=2):
-                return proc, base
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("toy server did not start")
 
 
 def first_and_rerun(rows: list[tuple[str, str]], make_metric: Any) -> dict[str, Any]:
@@ -98,11 +79,14 @@ def first_and_rerun(rows: list[tuple[str, str]], make_metric: Any) -> dict[str, 
     }
 
 
-def main() -> int:
+def build_parser() -> Any:
     p = parser(__doc__.splitlines()[0], default_rows=1000)
     p.add_argument("--embedded-rows", type=int, default=30, help="rows for the embedded set-up")
-    args = p.parse_args()
+    return p
 
+
+def measure(args: Any) -> dict[str, Any]:
+    """The api set-up, then the embedded one; each a first run and a cached re-run."""
     from relevancy import AnswerRelevancy, make_embedder, make_generator
 
     out: dict[str, Any] = {"bench": "cache"}
@@ -111,8 +95,7 @@ def main() -> int:
     log(f"cache: load {load_average()}")
 
     if args.rows > 0:
-        proc, base = toy_server()
-        try:
+        with toy_server() as base:
             rows = [(x["user_input"], x["response"]) for x in make_rows(args.rows, seed=2)]
 
             def api_metric(cache: Any) -> Any:
@@ -122,9 +105,6 @@ def main() -> int:
             log(f"cache/api: {len(rows)} rows")
             out["api"] = first_and_rerun(rows, api_metric)
             out["api"]["generator"] = "toy OpenAI-compatible server (instant), MiniLM int8"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
 
     if args.embedded_rows > 0:
         from relevancy.backends._local_generator import SmolLMGenerator
@@ -140,8 +120,64 @@ def main() -> int:
         out["embedded"] = first_and_rerun(rows, local_metric)
         out["embedded"]["generator"] = "embedded SmolLM2-135M + MiniLM int8"
     out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
-    emit(out, args.json)
+    return out
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    emit(measure(args), args.json)
     return 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Cache" section of RESULTS.md."""
+    rows = []
+    for key in ("api", "embedded"):
+        d = fig.get(key)
+        if d:
+            rows.append(
+                [
+                    d["generator"],
+                    d["rows"],
+                    d["first_s"],
+                    d["rerun_s"],
+                    d["first_pairs_per_s"],
+                    d["rerun_pairs_per_s"],
+                    f"**{fmt(d['first_over_rerun'], 1)}x**",
+                    d["rerun_rows_from_cache"],
+                    str(d["rerun_values_identical"]),
+                    d["cache_file_mb"],
+                ]
+            )
+    return "\n".join(
+        [
+            "Fresh cache folder; the re-run is a new `AnswerRelevancy` on the same folder.",
+            "",
+            table(
+                [
+                    "set-up",
+                    "rows",
+                    "first s",
+                    "re-run s",
+                    "first pairs/s",
+                    "re-run pairs/s",
+                    "first / re-run",
+                    "re-run rows from cache",
+                    "same values",
+                    "cache MiB",
+                ],
+                rows,
+            ),
+            "",
+            "The toy server answers instantly, so the `api` ratio is a lower bound for a real "
+            f"API. Peak RSS {fmt(fig.get('peak_rss_mb'), 0)} MiB.",
+        ]
+    )
 
 
 if __name__ == "__main__":

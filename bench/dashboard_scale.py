@@ -12,7 +12,8 @@ times each piece the dashboard relies on, skipping cleanly whatever is not there
 3. pages under ``streamlit.testing.v1.AppTest`` with the run active: ``app.py`` then each of
    ``pages/1_Dataset.py`` (the results table), ``2_Distributions``, ``3_Embeddings`` (PCA).
 
-Peak memory: the process's VmHWM, plus RSS after each step.
+Peak memory: the process's VmHWM, plus RSS after each step. :func:`render` writes the
+"Dashboard at scale" section of ``RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -28,11 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, emit, log, parser, r, vm_hwm_mb, vm_rss_mb  # noqa: E402
-
-os.environ.setdefault(
-    "NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba")
-)  # the same folder scripts/test.sh uses
+from _common import ROOT, emit, fmt, log, parser, r, table, vm_hwm_mb, vm_rss_mb  # noqa: E402
 
 DIM = 384
 
@@ -143,7 +140,7 @@ def cache_resource_variant(pages: list[Path], run_id: int, timeout: float) -> di
     return renders
 
 
-def main() -> int:
+def build_parser() -> Any:
     p = parser(__doc__.splitlines()[0], default_rows=10_000)
     p.add_argument("--no-umap", action="store_true", help="skip UMAP")
     p.add_argument("--no-apptest", action="store_true", help="skip the AppTest page renders")
@@ -154,7 +151,13 @@ def main() -> int:
         action="store_false",
         help="skip the second AppTest pass with the run held by st.cache_resource",
     )
-    args = p.parse_args()
+    return p
+
+
+def measure(args: Any) -> dict[str, Any]:
+    """The store, the projections and the AppTest renders, step by step."""
+    # the same folder scripts/test.sh uses, so numba compiles once per machine
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba"))
     out: dict[str, Any] = {"bench": "dashboard_scale", "rows": args.rows}
     steps: dict[str, Any] = {}
     out["steps"] = steps
@@ -166,8 +169,7 @@ def main() -> int:
 
     built = step(steps, "build_results", lambda: synthetic_results(args.rows))
     if built is None:
-        emit(out, args.json)
-        return 1
+        return out
     inputs, results = built
 
     # 1. run store ------------------------------------------------------------------------
@@ -302,8 +304,78 @@ def main() -> int:
                 )
     tmp.cleanup()
     out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
+    return out
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    out = measure(args)
     emit(out, args.json)
-    return 0
+    return 1 if "error" in out["steps"]["build_results"] else 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Dashboard at scale" section of RESULTS.md."""
+    s = fig.get("steps", {})
+    rows = []
+    names = {
+        "build_results": "build synthetic results (bench only)",
+        "store_write": "run store: create_run + append_results (batches of 250)",
+        "store_load_run": "run store: load_run",
+        "store_json_encode": "JSON-encoding the results alone (`store._result_json`)",
+        "cache_data_hit_copy": "`st.cache_data` hit: an unpickled copy of the RunData",
+        "build_points": "projection.build_points",
+        "pca_2d": "PCA 2D (`projection.pca`, SVD of the n x 384 matrix)",
+        "pca_2d_covariance_eigh": "PCA 2D via eigh of the 384 x 384 covariance (alternative)",
+        "umap_import": "`import umap` (numba)",
+        "umap_warmup_fit_200": "UMAP warm-up fit, 200 points (numba compile)",
+        "umap_2d": "UMAP 2D, all points",
+        "umap_2d_5000_points": "UMAP 2D, a 5,000-point sample",
+    }
+    for key, label in names.items():
+        d = s.get(key)
+        if d:
+            rows.append([label, d.get("s", d.get("error")), d.get("rss_mb")])
+    for name, d in (fig.get("apptest_first_render") or {}).items():
+        exc = "; ".join(d.get("exceptions", []))[:120]
+        rows.append(
+            [
+                f"AppTest first render `{name}`" + (f" (exception: {exc})" if exc else ""),
+                d.get("s", d.get("skipped")),
+                d.get("rss_mb"),
+            ]
+        )
+    if fig.get("apptest_rerender_dataset_s") is not None:
+        rows.append(
+            ["AppTest re-render `1_Dataset` (cached run)", fig["apptest_rerender_dataset_s"], None]
+        )
+    for name, d in (fig.get("apptest_cache_resource_variant") or {}).items():
+        if isinstance(d, dict):
+            rows.append(
+                [
+                    f"AppTest `{name}` with the run in `st.cache_resource` (bench-side patch)",
+                    d.get("s"),
+                    d.get("rss_mb"),
+                ]
+            )
+    extra = [fig[k] for k in ("store_skipped", "umap_skipped", "apptest_skipped") if k in fig]
+    return "\n".join(
+        [
+            f"{fig['rows']:,} synthetic rows (3 questions each, 384-d vectors clustered by topic, "
+            f"two variants per question) = {fmt(fig.get('points'), 0)} points to project; store "
+            f"file {fmt(fig.get('store_file_mb'), 1)} MiB.",
+            "",
+            table(["step", "seconds", "RSS after, MiB"], rows),
+            "",
+            f"Peak RSS {fmt(fig.get('peak_rss_mb'), 0)} MiB (one process: store, projections and "
+            "AppTest)." + (" Skipped: " + "; ".join(extra) if extra else ""),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ focus embeds the most sentences), else the bench's demo rows. Prints seconds per
 mode, the ratio, and how much of a focus row went to embedding its sentences.
 
     python bench/modes.py --rows 24 --json bench/results/modes.json
+
+:func:`render` writes the "Time per row of each scoring mode" section of ``RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, load_average, log, make_rows, parser, r  # noqa: E402
+from _common import emit, fmt, load_average, log, make_rows, parser, r, table  # noqa: E402
 
 
 def pick_rows(n: int) -> tuple[list[tuple[str, str]], str]:
@@ -33,10 +35,14 @@ def pick_rows(n: int) -> tuple[list[tuple[str, str]], str]:
     return [(x["user_input"], x["response"]) for x in rows], "bench demo rows"
 
 
-def main() -> None:
+def build_parser() -> Any:
     p = parser(__doc__.split("\n")[0], 24)
     p.add_argument("--chunks", type=int, default=4, help="alternating chunks per mode")
-    args = p.parse_args()
+    return p
+
+
+def measure(args: Any) -> dict[str, Any]:
+    """Both modes on the same rows, in alternating chunks."""
     from relevancy import AnswerRelevancy
 
     rows, source = pick_rows(args.rows)
@@ -71,8 +77,35 @@ def main() -> None:
         "sentences_per_row": r(sentences / n, 1),
         "ragas_value_identical_rows": same,
     }
-    emit(out, args.json)
+    return out
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    emit(measure(args), args.json)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Time per row of each scoring mode" section of RESULTS.md."""
+    return (
+        f"{fig['rows']} rows ({fig['source']}, {fig['sentences_per_row']} sentences per answer "
+        "on average) scored in both modes with the embedded default, no cache, alternating "
+        "chunks:\n\n"
+        + table(
+            ["mode", "s per row"],
+            [["ragas", fig["ragas_s_per_row"]], ["focus", fig["focus_s_per_row"]]],
+        )
+        + f"\n\nfocus / ragas = **{fmt(fig['focus_over_ragas'])}x** (focus adds one embedding "
+        "call for the answer's sentences; the generations are the same). Rows whose Ragas value "
+        f"was identical in both runs: {fig['ragas_value_identical_rows']}/{fig['rows']}."
+    )
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

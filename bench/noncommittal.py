@@ -11,7 +11,9 @@ Detectors:
 
 ``exemplars``
     The embedded default: the response's MiniLM similarity to ``EVASIVE_EXEMPLARS`` at or above
-    a threshold. Swept on the development half, reported on the held-out half.
+    a threshold, decided by the library's own ``exemplar_verdict`` (the response alone, as
+    before, and also without the question's words, as shipped). Swept on the development half,
+    reported on the held-out half.
 ``llm``
     SmolLM2-135M's own flag, as an OpenAI-compatible server running it would return it: the API
     prompt (``relevancy._prompt.chat_messages``) with the JSON schema as grammar, run in-process
@@ -24,10 +26,14 @@ prompt variant in ``--prompts`` runs on the same items with the same seeds, so t
 side by side.
 
     python bench/noncommittal.py --json bench/results/noncommittal.json
+
+:func:`render` writes the "Noncommittal detection" section of ``RESULTS.md``.
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
 import json
 import re
 import sys
@@ -39,7 +45,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, log, r  # noqa: E402
+from _common import DEMO_CSV, emit, fmt, log, r, table  # noqa: E402
+
+from relevancy._formula import cosine_similarities  # noqa: E402
+from relevancy._noncommittal import (  # noqa: E402
+    DEFAULT_EXEMPLAR_THRESHOLD,
+    EVASIVE_EXEMPLARS,
+    exemplar_verdict,
+    without_question_words,
+)
+from relevancy.backends import make_embedder  # noqa: E402
 
 SET_PATH = Path(__file__).resolve().parent / "noncommittal_set.jsonl"
 THRESHOLDS = [round(x, 2) for x in np.arange(0.20, 0.81, 0.05)]
@@ -85,56 +100,66 @@ def by_kind(items: list[dict[str, Any]], said: list[bool]) -> dict[str, str]:
     return {k: f"{sum(v)}/{len(v)}" for k, v in out.items()}
 
 
-def exemplar_similarities(
-    embedder: Any, exemplars: np.ndarray, pairs: list[tuple[str, str]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each response's best similarity to the exemplars: as written, and without the question's
-    words (the two inputs of the shipped detector)."""
-    from relevancy._formula import cosine_similarities
-    from relevancy._noncommittal import without_question_words
+class ExemplarInputs:
+    """What the shipped exemplar detector looks at, for each (question, response) pair: the
+    response's embedding and that of the response without the question's words.
 
-    plain = embedder.embed([resp for _, resp in pairs])
-    stripped = embedder.embed([without_question_words(q, resp) or resp for q, resp in pairs])
-    best = [
-        np.array([float(cosine_similarities(exemplars, v).max()) for v in m])
-        for m in (plain, stripped)
-    ]
-    return best[0], best[1]
+    Every verdict comes from the library's own :func:`exemplar_verdict`; the closest
+    similarity is kept for reading (``similarity_by_item``).
+    """
+
+    def __init__(self, embedder: Any, exemplars: np.ndarray, pairs: list[tuple[str, str]]):
+        self.exemplars = exemplars
+        self.plain = embedder.embed([resp for _, resp in pairs])
+        # a response with none of the question's words left out is embedded again as it is
+        self.stripped = embedder.embed(
+            [without_question_words(q, resp) or resp for q, resp in pairs]
+        )
+
+    def verdicts(self, threshold: float, *, words_out: bool) -> list[bool]:
+        """The detector's verdict on every pair; ``words_out`` False: the response alone."""
+        return [
+            exemplar_verdict(
+                plain, self.exemplars, threshold, stripped_vector=stripped if words_out else None
+            )[0]
+            for plain, stripped in zip(self.plain, self.stripped)
+        ]
+
+    def closest(self, *, words_out: bool) -> list[float]:
+        """Each pair's similarity to its closest exemplar, as the verdict compares it."""
+        best = [cosine_similarities(self.exemplars, v).max() for v in self.plain]
+        if words_out:
+            stripped = [cosine_similarities(self.exemplars, v).max() for v in self.stripped]
+            best = [max(a, b) for a, b in zip(best, stripped)]
+        return [float(x) for x in best]
 
 
 def exemplar_section(items: list[dict[str, Any]]) -> dict[str, Any]:
-    from relevancy._noncommittal import (
-        DEFAULT_EXEMPLAR_THRESHOLD,
-        EVASIVE_EXEMPLARS,
-    )
-    from relevancy.backends import make_embedder
-
     embedder = make_embedder("local")
     exemplars = embedder.embed(list(EVASIVE_EXEMPLARS))
-    sim_plain, sim_stripped = exemplar_similarities(
-        embedder, exemplars, [(it["question"], it["response"]) for it in items]
-    )
+    inputs = ExemplarInputs(embedder, exemplars, [(it["question"], it["response"]) for it in items])
     variants = {
         # before: the response alone, threshold 0.6
-        "response_only": sim_plain,
+        "response_only": False,
         # shipped: the response or the response without the question's words, whichever is closer
-        "with_question_words_out": np.maximum(sim_plain, sim_stripped),
+        "with_question_words_out": True,
     }
     dev = [i for i, it in enumerate(items) if it["id"] % 2 == 0]
     held = [i for i, it in enumerate(items) if it["id"] % 2 == 1]
     truth = [int(it["noncommittal"]) for it in items]
     out: dict[str, Any] = {"shipped_threshold": DEFAULT_EXEMPLAR_THRESHOLD}
-    for name, best in variants.items():
+    for name, words_out in variants.items():
+        said_at = {t: inputs.verdicts(t, words_out=words_out) for t in THRESHOLDS}
         sweep = []
         for t in THRESHOLDS:
-            said = [bool(best[i] >= t) for i in dev]
+            said = [said_at[t][i] for i in dev]
             sweep.append({"threshold": t, **confusion([truth[i] for i in dev], said)})
         # the best balanced accuracy among thresholds that zero no real answer on dev
         safe = [x for x in sweep if x["false_zeroes"] == 0] or sweep
         chosen = max(safe, key=lambda x: (x["balanced_accuracy"], x["threshold"]))
         entry: dict[str, Any] = {"dev_sweep": sweep, "chosen_on_dev": chosen["threshold"]}
         for label, t in (("at_0.6", 0.6), ("at_chosen", chosen["threshold"])):
-            said = [bool(best[i] >= t) for i in held]
+            said = [said_at[t][i] for i in held]
             truth_h = [truth[i] for i in held]
             entry[f"heldout_{label}"] = {
                 "threshold": t,
@@ -142,7 +167,7 @@ def exemplar_section(items: list[dict[str, Any]]) -> dict[str, Any]:
                 "accuracy_ci": accuracy_ci(truth_h, said),
                 "by_kind": by_kind([items[i] for i in held], said),
             }
-        entry["similarity_by_item"] = [r(x) for x in best]
+        entry["similarity_by_item"] = [r(x) for x in inputs.closest(words_out=words_out)]
         out[name] = entry
     out["demo"] = demo_section(embedder, exemplars)
     return out
@@ -153,19 +178,12 @@ def demo_section(embedder: Any, exemplars: np.ndarray) -> dict[str, Any]:
 
     Not used to choose anything: a second, independent check of both detectors.
     """
-    import csv
-
-    from relevancy._noncommittal import DEFAULT_EXEMPLAR_THRESHOLD
-
-    path = Path(__file__).resolve().parents[1] / "relevancy" / "data" / "demo.csv"
-    with path.open(encoding="utf-8", newline="") as f:
+    with DEMO_CSV.open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
-    sim_plain, sim_stripped = exemplar_similarities(
-        embedder, exemplars, [(x["user_input"], x["response"]) for x in rows]
-    )
+    inputs = ExemplarInputs(embedder, exemplars, [(x["user_input"], x["response"]) for x in rows])
     truth = [int(x["answer_type"] == "evasive") for x in rows]
-    before = [bool(v >= 0.6) for v in sim_plain]
-    after = [bool(v >= DEFAULT_EXEMPLAR_THRESHOLD) for v in np.maximum(sim_plain, sim_stripped)]
+    before = inputs.verdicts(0.6, words_out=False)
+    after = inputs.verdicts(DEFAULT_EXEMPLAR_THRESHOLD, words_out=True)
     return {
         "rows": len(rows),
         "evasive": sum(truth),
@@ -245,9 +263,7 @@ def llm_section(items: list[dict[str, Any]], strictness: int, prompts: list[str]
     return out
 
 
-def main() -> None:
-    import argparse
-
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", type=Path, default=None, help="write the figures to this JSON file")
     p.add_argument("--strictness", type=int, default=3)
@@ -255,7 +271,11 @@ def main() -> None:
         "--prompts", default="french_last,french_first,no_french", help="API prompt variants to run"
     )
     p.add_argument("--skip-llm", action="store_true", help="only the exemplar detector")
-    args = p.parse_args()
+    return p
+
+
+def measure(args: Any) -> dict[str, Any]:
+    """The exemplar detector on the set and the demo, then (unless skipped) the LLM's flag."""
     items = load_set()
     data: dict[str, Any] = {
         "items": len(items),
@@ -266,8 +286,108 @@ def main() -> None:
     data["exemplars"] = exemplar_section(items)
     if not args.skip_llm:
         data["llm"] = llm_section(items, args.strictness, args.prompts.split(","))
-    emit(data, args.json)
+    return data
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    emit(measure(args), args.json)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Noncommittal detection" section of RESULTS.md."""
+    ex = fig["exemplars"]
+    before, after = ex["response_only"]["heldout_at_0.6"], ex["with_question_words_out"]
+    shipped = after["heldout_at_chosen"]
+    kinds = list(shipped["by_kind"])
+
+    def ci(x: dict[str, Any]) -> str:
+        lo, hi = x["accuracy_ci"]
+        return f"{fmt(x['accuracy'])} ({fmt(lo)}-{fmt(hi)})"
+
+    rows = [
+        [
+            "exemplars, the response only, threshold 0.6 (before)",
+            ci(before),
+            fmt(before["recall"]),
+            before["false_zeroes"],
+            *[before["by_kind"][k] for k in kinds],
+        ],
+        [
+            "exemplars, the response only, threshold "
+            f"{ex['response_only']['chosen_on_dev']} (chosen on dev)",
+            ci(ex["response_only"]["heldout_at_chosen"]),
+            fmt(ex["response_only"]["heldout_at_chosen"]["recall"]),
+            ex["response_only"]["heldout_at_chosen"]["false_zeroes"],
+            *[ex["response_only"]["heldout_at_chosen"]["by_kind"][k] for k in kinds],
+        ],
+        [
+            f"**exemplars, also without the question's words, threshold {after['chosen_on_dev']}"
+            " (shipped)**",
+            ci(shipped),
+            fmt(shipped["recall"]),
+            shipped["false_zeroes"],
+            *[shipped["by_kind"][k] for k in kinds],
+        ],
+    ]
+    out = (
+        f"A labelled set written for this bench (`bench/noncommittal_set.jsonl`, {fig['items']} "
+        f"answers, {fig['noncommittal']} noncommittal), split by id: {fig['dev_items']} to choose "
+        f"the threshold (the best balanced accuracy that zeroes no real answer), "
+        f"{fig['heldout_items']} held out. Held-out figures, accuracy with a 95% bootstrap CI; "
+        "per kind, items judged right:\n\n"
+        + table(["detector", "accuracy", "recall", "real answers zeroed", *kinds], rows)
+    )
+    demo = ex.get("demo")
+    if demo:
+        b, a = demo["response_only_at_0.6"], demo["shipped"]
+        out += (
+            f"\n\nThe shipped demo ({demo['rows']} rows, {demo['evasive']} hand-labelled "
+            "evasive; not used to choose anything): evasive answers caught "
+            f"{demo['evasive'] - b['missed']}/{demo['evasive']} before, "
+            f"{demo['evasive'] - a['missed']}/{demo['evasive']} now; real answers zeroed "
+            f"{b['false_zeroes']} before, {a['false_zeroes']} now."
+        )
+    llm = fig.get("llm")
+    if llm:
+        names = [k for k, v in llm.items() if isinstance(v, dict)]
+        out += (
+            "\n\nSmolLM2-135M's own flag through the API prompt (what an OpenAI-compatible "
+            f"server running it returns; JSON-schema grammar, {llm['strictness']} samples at "
+            f"temperature {llm['temperature']}), on all {fig['items']} items, for each order of "
+            "the prompt's few-shot examples:\n\n"
+            + table(
+                [
+                    "few-shot examples",
+                    "accuracy, all samples flagged (Ragas' rule)",
+                    "accuracy, any sample flagged",
+                    "per sample",
+                    "French questions for English answers",
+                ],
+                [
+                    [
+                        f"**{n} (shipped)**" if llm[n]["shipped"] else n,
+                        ci(llm[n]["all_flagged"]),
+                        fmt(llm[n]["any_flagged"]["accuracy"]),
+                        fmt(llm[n]["per_sample_accuracy"]),
+                        f"{llm[n]['french_questions']}/{llm[n]['questions']}",
+                    ]
+                    for n in names
+                ],
+            )
+            + "\n\nThe small model's flag is at chance whatever the order, which is why the "
+            "embedded default uses the exemplar detector. The order matters for the language: "
+            "with the French example right before the response, the model wrote French "
+            "questions for English answers."
+        )
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -5,7 +5,8 @@ comparison (floor = sequential ``create_completion`` from one thread; ours =
 ``AnswerRelevancy().score_many``) in two subprocesses: one with libgomp's default waiting
 (busy-wait, throttled only when libgomp counts more threads than cores) and one with
 ``OMP_WAIT_POLICY=PASSIVE``. On a machine whose cores other processes also use, the
-single-thread caller is where the default hurts.
+single-thread caller is where the default hurts. :func:`render` writes the "OpenMP waiting
+policy" section of ``RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, emit, log, parser, r  # noqa: E402
+from _common import ROOT, emit, fmt, log, parser, r, table  # noqa: E402
 
 
 def one(rows: int, chunks: int, passive: bool) -> dict[str, Any]:
@@ -44,10 +45,14 @@ def one(rows: int, chunks: int, passive: bool) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def build_parser() -> Any:
     p = parser(__doc__.splitlines()[0], default_rows=24)
     p.add_argument("--chunks", type=int, default=4)
-    args = p.parse_args()
+    return p
+
+
+def measure(args: Any) -> dict[str, Any]:
+    """The throughput comparison with each waiting policy, one after the other."""
     default = one(args.rows, args.chunks, passive=False)
     passive = one(args.rows, args.chunks, passive=True)
     out = {
@@ -58,8 +63,52 @@ def main() -> int:
         "floor_default_over_passive": r(default["floor_s"] / passive["floor_s"]),
         "ours_default_over_passive": r(default["ours_s"] / passive["ours_s"]),
     }
-    emit(out, args.json)
+    return out
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    emit(measure(args), args.json)
     return 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "OpenMP waiting policy" section of RESULTS.md."""
+    d, p = fig["default"], fig["passive"]
+    return "\n".join(
+        [
+            f"The throughput comparison on {fig['rows']} rows, once per libgomp waiting policy "
+            "(separate processes, one after the other):",
+            "",
+            table(
+                ["OMP_WAIT_POLICY", "floor s", "ours s", "ours / floor", "load at end"],
+                [
+                    [
+                        "libgomp default (busy-wait)",
+                        d["floor_s"],
+                        d["ours_s"],
+                        d["ours_over_floor"],
+                        " ".join(map(str, d.get("load_average_end") or [])),
+                    ],
+                    [
+                        "PASSIVE",
+                        p["floor_s"],
+                        p["ours_s"],
+                        p["ours_over_floor"],
+                        " ".join(map(str, p.get("load_average_end") or [])),
+                    ],
+                ],
+            ),
+            "",
+            f"Floor default/passive: {fmt(fig['floor_default_over_passive'])}x; ours "
+            f"default/passive: {fmt(fig['ours_default_over_passive'])}x.",
+        ]
+    )
 
 
 if __name__ == "__main__":

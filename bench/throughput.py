@@ -11,14 +11,11 @@ Floor and ours run on the same rows in alternating chunks (floor, ours, ours, fl
 that load from other processes hits both alike. Models are loaded (and warmed) before timing.
 
 Optional ``--variants`` measure possible speed-ups without editing the library: settings a
-user can already pass, bench-side wrappers, or the prototype in ``bench/_proto_generator.py``.
-Generator-level variants run the library generator and the variant on the same rows, order
-alternating row by row, and compare the scores they lead to; metric-level ones run
-``score_many`` default and variant in alternating chunks:
+user can already pass, or bench-side wrappers. Generator-level variants run the library
+generator and the variant on the same rows, order alternating row by row, and compare the
+scores they lead to; metric-level ones run ``score_many`` default and variant in alternating
+chunks:
 
-``parallel``       N samples as N parallel sequences of one llama.cpp batch (prototype)
-``lazy``           grammar checked on the sampled token only (prototype)
-``parallel_lazy``  both
 ``gt1``            llama.cpp with 1 thread instead of 2
 ``c1``             concurrency=1
 ``rowlock``        one row's N samples back to back (a lock around the whole row), so
@@ -27,6 +24,9 @@ alternating row by row, and compare the scores they lead to; metric-level ones r
 
 ``--api-rows`` adds ours against an instantly answering OpenAI-compatible server
 (``relevancy.testing.openai_server``) at concurrency 1/4/16/64: our own per-row work.
+
+:func:`render` writes the "Throughput" section of ``RESULTS.md``, :func:`render_speedups` the
+"Speed-ups tried" one (this script with ``--rows 0 --variants ... --api-rows ...``).
 """
 
 from __future__ import annotations
@@ -40,14 +40,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-# llama.cpp's CPU backend uses OpenMP (libgomp). With libgomp's default busy-waiting, a
-# process that calls llama.cpp from one thread slows down several-fold whenever other
-# processes load the cores (measured: bench/omp_wait.py), while the metric, which calls from
-# several worker threads, falls back to libgomp's throttled waiting. Passive waiting for the
-# whole process puts floor and ours on the same footing; ``--omp-spin`` keeps the default.
-if "--omp-spin" not in sys.argv:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
@@ -57,13 +49,16 @@ from _common import (  # noqa: E402
     TimedSyncGenerator,
     emit,
     exclusive_split,
+    fmt,
     load_average,
     log,
     make_rows,
     parser,
     percentile,
     r,
+    table,
     timed_cache,
+    toy_server,
     vm_hwm_mb,
     vm_rss_mb,
 )
@@ -167,14 +162,11 @@ def api_section(n_rows: int, emb: Any) -> dict[str, Any]:
     """Ours with an OpenAI-compatible server that answers instantly (the toy server): what
     is left is our own work per row (HTTP client, embedding, cache, asyncio), at several
     concurrency settings; more rows in flight also means bigger cross-row embedding batches."""
-    from cache import toy_server
-
     from relevancy import AnswerRelevancy, make_generator
 
-    proc, base = toy_server()
     out: dict[str, Any] = {"rows": n_rows, "server": "relevancy.testing.openai_server"}
     rows = [(x["user_input"], x["response"]) for x in make_rows(n_rows, seed=4)]
-    try:
+    with toy_server() as base:
         for conc in (1, 4, 16, 64):
             gi, ei, ci = Intervals(), Intervals(), Intervals()
             gen = make_generator("openai:toy-chat", base_url=base, api_key="sk-bench")
@@ -199,17 +191,10 @@ def api_section(n_rows: int, emb: Any) -> dict[str, Any]:
                 "nan_rows": sum(not x.ok for x in results),
             }
             log(f"  api c={conc}: {wall:.1f} s, {timed_emb.calls} embed calls")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     return out
 
 
 GENERATOR_VARIANTS = {
-    "parallel": "the N samples decoded as N parallel sequences of one batch (prototype)",
-    "lazy": "grammar checked on the sampled token only, full-vocabulary pass on rejection "
-    "(prototype)",
-    "parallel_lazy": "both of the above (prototype)",
     "gt1": "llama.cpp with 1 thread instead of 2 (SmolLMGenerator(threads=1))",
 }
 METRIC_VARIANTS = {
@@ -217,20 +202,17 @@ METRIC_VARIANTS = {
     "rowlock": "a row's N samples back to back (no other row's sample in between)",
     "et1": "embedder with 1 onnxruntime thread (MiniLMEmbedder(threads=1))",
 }
+RUNNABLE_VARIANTS = {**GENERATOR_VARIANTS, **METRIC_VARIANTS}
 
 
-def make_variant(name: str, gen: Any) -> Any:
+def make_variant(name: str) -> Any:
+    """The generator of a generator-level variant, warmed up."""
     from relevancy.backends._local_generator import SmolLMGenerator
 
-    if name == "gt1":
-        variant = SmolLMGenerator(threads=1)
-        variant.generate("Warm-up.", 1)
-        return variant
-    from _proto_generator import ProtoGenerator
-
-    return ProtoGenerator(
-        gen, parallel=name in ("parallel", "parallel_lazy"), lazy_grammar="lazy" in name
-    )
+    assert name == "gt1", name
+    variant = SmolLMGenerator(threads=1)
+    variant.generate("Warm-up.", 1)
+    return variant
 
 
 def generator_ab(
@@ -277,7 +259,6 @@ def generator_ab(
         "questions_identical_to_default": f"{same}/{total}",
         "mean_score": {"default": r(np.nanmean(a)), "variant": r(np.nanmean(b))},
         "mean_abs_score_diff": r(float(np.abs(a[ok] - b[ok]).mean())) if ok.any() else None,
-        "resampled_tokens": getattr(variant, "resamples", None),
     }
 
 
@@ -402,23 +383,39 @@ def chunks(rows: list[Any], k: int) -> list[list[Any]]:
     return [rows[i : i + size] for i in range(0, len(rows), size)]
 
 
-def main() -> int:
+def build_parser() -> Any:
     p = parser(__doc__.splitlines()[0], default_rows=200)
     p.add_argument("--chunks", type=int, default=4, help="alternating chunks (default 4)")
     p.add_argument(
         "--variants",
         default="",
-        help="comma-separated: parallel, lazy, parallel_lazy, gt1 (generator level); "
-        "c1, rowlock, et1 (metric level); see the docstring",
+        help="comma-separated: gt1 (generator level); c1, rowlock, et1 (metric level); "
+        "see the docstring",
     )
     p.add_argument("--variant-rows", type=int, default=60, help="rows per variant run")
     p.add_argument(
         "--api-rows", type=int, default=0, help="rows for the instant-API section (0: skip)"
     )
     p.add_argument(
-        "--omp-spin", action="store_true", help="keep libgomp's default waiting (see above)"
+        "--omp-spin", action="store_true", help="keep libgomp's default waiting (see measure)"
     )
-    args = p.parse_args()
+    return p
+
+
+def measure(args: Any) -> dict[str, Any]:
+    """Load the models, then the floor against ours, the variants and the instant API."""
+    # llama.cpp's CPU backend uses OpenMP (libgomp). With libgomp's default busy-waiting, a
+    # process that calls llama.cpp from one thread slows down several-fold whenever other
+    # processes load the cores (measured: bench/omp_wait.py), while the metric, which calls
+    # from several worker threads, falls back to libgomp's throttled waiting. Passive waiting
+    # for the whole process puts floor and ours on the same footing; ``--omp-spin`` keeps the
+    # default. Set before llama.cpp is loaded, which is below.
+    if not args.omp_spin:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in RUNNABLE_VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; see the docstring")
 
     from relevancy.backends._local_embedder import MiniLMEmbedder, _session
     from relevancy.backends._local_generator import SmolLMGenerator, _load
@@ -449,25 +446,198 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-thr-") as tmp:
         if rows:
             out.update(compare(rows, gen, emb, args.chunks, tmp))
-        variants = [v.strip() for v in args.variants.split(",") if v.strip()]
         if variants:
             offset = max(args.rows, 200)  # never the rows of the main comparison
             vrows = make_rows(offset + args.variant_rows)[offset:]
             out["variants"] = {"rows": len(vrows)}
             for v in variants:
                 if v in GENERATOR_VARIANTS:
-                    res = generator_ab(v, gen, make_variant(v, gen), vrows, emb)
-                elif v in METRIC_VARIANTS:
-                    res = metric_ab(v, vrows, gen=gen, emb=emb, tmp=tmp)
+                    res = generator_ab(v, gen, make_variant(v), vrows, emb)
                 else:
-                    raise SystemExit(f"unknown variant {v!r}")
+                    res = metric_ab(v, vrows, gen=gen, emb=emb, tmp=tmp)
                 out["variants"][v] = res
                 log(f"  variant {v}: {res['variant_over_default']}x the default")
     if args.api_rows > 0:
         out["instant_api"] = api_section(args.api_rows, emb)
     out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
-    emit(out, args.json)
+    return out
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    emit(measure(args), args.json)
     return 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Throughput" section of RESULTS.md (with the speed-ups when the run had them)."""
+    fl, o = fig["floor"], fig["ours"]
+    sp = o["split_s"]
+    pct = o["split_pct"]
+    parts = [
+        f"{fig['rows']} rows, strictness {fig['strictness']}, our concurrency "
+        f"{fig['concurrency']}, llama.cpp threads {fig['threads']['llama']}, onnxruntime "
+        f"threads {fig['threads']['onnx']}; floor and ours alternate in chunks on the same rows "
+        "(same model object, same prompts, grammar, seeds, max_tokens).",
+        "",
+        table(
+            ["", "wall s", "pairs/s", "p50 row s", "p95 row s"],
+            [
+                [
+                    "floor: llama-cpp-python alone",
+                    fl["wall_s"],
+                    fl["pairs_per_s"],
+                    fl["p50_row_s"],
+                    fl["p95_row_s"],
+                ],
+                [
+                    "ours: `AnswerRelevancy().score_many`",
+                    o["wall_s"],
+                    o["pairs_per_s"],
+                    o["p50_row_s"],
+                    o["p95_row_s"],
+                ],
+            ],
+        ),
+        "",
+        f"**ours / floor = {fmt(fig['ours_over_floor'])}x** (goal: at most 1.1x); median "
+        f"over the {len(fig.get('ours_over_floor_per_chunk', []))} chunk pairs "
+        f"{fmt(fig.get('ours_over_floor_median_chunk'))}x (per chunk: "
+        f"{', '.join(fmt(x) for x in fig.get('ours_over_floor_per_chunk', []))}). "
+        f"Questions identical to the floor's: {o['questions_identical_to_floor']}; "
+        f"NaN rows: {o['nan_rows']}.",
+        "",
+        "Where our wall time went (each layer counts only time when no earlier layer was busy):",
+        "",
+        table(
+            ["generation", "embedding (outside generation)", "cache", "overhead"],
+            [
+                [
+                    f"{fmt(sp[k])} s ({fmt(pct[k], 1)}%)"
+                    for k in ("generation", "embedding", "cache", "overhead")
+                ]
+            ],
+        ),
+        "",
+        f"Embedding was busy {fmt(o['embedding_busy_s'])} s in all, mostly overlapping "
+        f"generation; {o['embed_backend_calls']} backend calls for {o['embed_backend_texts']} "
+        f"texts. Model load {fmt(fig['model_load_s'])} s; RSS after load "
+        f"{fmt(fig['rss_after_load_mb'], 0)} MiB; peak RSS {fmt(fig['peak_rss_mb'], 0)} MiB. "
+        f"Floor tokens: {fl['prompt_tokens']} prompt (counted, most reused from the KV cache), "
+        f"{fl['completion_tokens']} completion, {fl['llama_calls']} calls. Both sides ran "
+        f"with OMP_WAIT_POLICY={fig.get('omp_wait_policy', '?')} (see the OpenMP section).",
+    ]
+    if fig.get("variants") or fig.get("instant_api"):
+        parts += ["", render_speedups(fig, record)]
+    return "\n".join(parts)
+
+
+def render_speedups(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Speed-ups tried" section of RESULTS.md: the variants and the instant API.
+
+    A recorded variant that this script can no longer run is still shown from its figures,
+    with a note saying so.
+    """
+    parts: list[str] = []
+    v = fig.get("variants")
+    if v:
+        rows = []
+        for name, d in v.items():
+            if not isinstance(d, dict):
+                continue
+            uq = d.get("usable_questions") or {}
+            ms = d.get("mean_score") or {}
+            rows.append(
+                [
+                    f"`{name}`",
+                    d["what"],
+                    d["level"],
+                    d["default_s"],
+                    d["variant_s"],
+                    f"**{fmt(d['variant_over_default'])}**",
+                    f"{uq.get('default')} / {uq.get('variant')}" if uq else "–",
+                    d.get("questions_identical_to_default", "–"),
+                    f"{fmt(ms.get('default'))} / {fmt(ms.get('variant'))}" if ms else "–",
+                    d.get("mean_abs_score_diff"),
+                ]
+            )
+        parts += [
+            f"Candidate speed-ups on {v['rows']} rows not used above, each against the default "
+            "on the same rows at the same time (generator level: order alternating row by row; "
+            "metric level: alternating chunks). Scores: same MiniLM, noncommittal off.",
+            "",
+            table(
+                [
+                    "variant",
+                    "what",
+                    "level",
+                    "default s",
+                    "variant s",
+                    "variant / default",
+                    "usable questions (default / variant)",
+                    "same questions as default",
+                    "mean score (default / variant)",
+                    "mean abs score diff",
+                ],
+                rows,
+            ),
+        ]
+        gone = [f"`{name}`" for name in v if name != "rows" and name not in RUNNABLE_VARIANTS]
+        if gone:
+            parts += [
+                "",
+                f"{', '.join(gone)}: measured with a prototype generator "
+                "(`bench/_proto_generator.py`) that has since been removed; shown from the "
+                "recorded figures, it can no longer be run.",
+            ]
+    api = fig.get("instant_api")
+    if api:
+        rows = []
+        for k, d in api.items():
+            if not isinstance(d, dict):
+                continue
+            sp = d["split_s"]
+            rows.append(
+                [
+                    k[1:],
+                    d["pairs_per_s"],
+                    d["wall_s"],
+                    sp["embedding"],
+                    sp["generation"],
+                    sp["cache"],
+                    sp["overhead"],
+                    d["embed_backend_calls"],
+                    d["texts_per_embed_call"],
+                    d["nan_rows"],
+                ]
+            )
+        parts += [
+            "",
+            "Ours behind an OpenAI-compatible server that answers instantly (the toy server, "
+            f"{api['rows']} rows, MiniLM int8 embeddings): our own per-row work by concurrency.",
+            "",
+            table(
+                [
+                    "concurrency",
+                    "pairs/s",
+                    "wall s",
+                    "embedding s",
+                    "generation (HTTP) s",
+                    "cache s",
+                    "overhead s",
+                    "embed calls",
+                    "texts per call",
+                    "NaN rows",
+                ],
+                rows,
+            ),
+        ]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ our concurrency 1/2/4 on a few rows; the stock set-ups of both (Ragas' documente
 ``llm_factory`` JSON mode and its legacy ``evaluate()``; our backend as shipped) on a few rows;
 parity of the two formulas on identical questions and vectors. ``--multi`` adds a prototype
 that asks for all N questions in one request (not used by the library: see its docstring).
+
+:func:`render` writes the "Against Ragas" section of ``RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,10 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     ROOT,
     emit,
+    fmt,
     load_average,
     log,
     make_rows,
     parser,
     percentile,
     r,
+    table,
     vm_hwm_mb,
 )
 
@@ -57,19 +59,18 @@ STRICTNESS = 3
 # ------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LlamaServer:
+    """``python -m llama_cpp.server`` with the embedded SmolLM2 GGUF on a free port of
+    127.0.0.1. Its log goes to a temporary file, read back by :meth:`requests_since`."""
+
     def __init__(self, threads: int = 2) -> None:
         from relevancy.backends._local_generator import smollm_model_path
+        from relevancy.testing.processes import ServerProcess, free_port
 
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.log = tempfile.NamedTemporaryFile(prefix="bench-llama-server-", suffix=".log")  # noqa: SIM115
+        self._tmp = tempfile.TemporaryDirectory(prefix="bench-llama-server-")
+        self.log_path = Path(self._tmp.name) / "server.log"
         cmd = [
             sys.executable,
             "-m",
@@ -87,50 +88,38 @@ class LlamaServer:
             "--n_ctx",
             "4096",
         ]
-        started = time.perf_counter()
         # libgomp's default busy-waiting makes a llama.cpp server that shares its cores with
         # other processes 10-20x slower per token (measured here: 9 ms -> 90-170 ms); passive
         # waiting keeps the comparison about the two clients (see bench/omp_wait.py)
         env = dict(os.environ)
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.omp_wait_policy = env["OMP_WAIT_POLICY"]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("llama_cpp.server did not start within 120 s")
-        self.start_s = time.perf_counter() - started
+        self.process = ServerProcess(
+            cmd,
+            url_to_poll=self.base_url + "/models",
+            env=env,
+            log_path=self.log_path,
+            timeout=120,
+            stop_timeout=15,
+        ).start()
+        self.start_s = self.process.start_s or 0.0
 
     def hwm_mb(self) -> float:
-        return vm_hwm_mb(self.proc.pid)
+        return vm_hwm_mb(self.process.pid)
 
     def log_offset(self) -> int:
-        return os.path.getsize(self.log.name)
+        return os.path.getsize(self.log_path)
 
     def requests_since(self, offset: int) -> list[dict[str, float]]:
         """The server's own per-request figures (llama.cpp's timings) logged after ``offset``."""
         time.sleep(0.2)  # let the last request's lines reach the file
-        with open(self.log.name, "rb") as fh:
+        with open(self.log_path, "rb") as fh:
             fh.seek(offset)
             return parse_server_log(fh.read().decode("utf-8", "replace"))
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        self.process.stop()
+        self._tmp.cleanup()
 
 
 _PERF = re.compile(
@@ -459,7 +448,7 @@ def ours_formula(case: dict) -> float:
 # ------------------------------------------------------------------------------------------
 
 
-def main() -> int:
+def build_parser() -> Any:
     p = parser(__doc__.splitlines()[0], default_rows=100)
     p.add_argument("--chunks", type=int, default=4, help="alternating chunks (default 4)")
     p.add_argument("--sweep-rows", type=int, default=8, help="rows per concurrency setting")
@@ -474,8 +463,11 @@ def main() -> int:
         default=120.0,
         help="seconds per Ragas row in the main comparison (then NaN, as a failed row)",
     )
-    args = p.parse_args()
+    return p
 
+
+def measure(args: Any) -> dict[str, Any]:
+    """Start the server, then ours against Ragas, the sweep, parity and the stock set-ups."""
     from relevancy import make_embedder, make_generator
 
     rows = make_rows(args.rows, seed=1)
@@ -644,8 +636,202 @@ def main() -> int:
     finally:
         server.stop()
     out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
-    emit(out, args.json)
+    return out
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    emit(measure(args), args.json)
     return 0
+
+
+# ------------------------------------------------------------------------------------------
+# RESULTS.md
+# ------------------------------------------------------------------------------------------
+
+
+_SERVER_SPLIT_KEYS = (
+    "requests_per_row",
+    "prompt_tokens_reused_per_row",
+    "prompt_tokens_evaluated_per_row",
+    "completion_tokens_per_row",
+    "server_s_per_row",
+    "prompt_eval_s_per_row",
+    "decode_s_per_row",
+    "other_s_per_row",
+)
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Against Ragas on the same server" section of RESULTS.md."""
+    o = fig["ours"]
+    parts = [
+        f"{fig['rows']} rows, strictness {fig['strictness']}, one llama-cpp-python server "
+        "(SmolLM2-135M Q4_1, n_threads 2, n_ctx 4096) shared by both, the same MiniLM int8 "
+        "embeddings on both sides, alternating chunks.",
+        "",
+    ]
+    rows = [
+        [
+            "ours (" + o["backend"] + f", concurrency {o['concurrency']})",
+            o["pairs_per_s"],
+            o["nan_rows"],
+            o["zeroed_noncommittal"],
+            o["identical_3_questions"],
+            o["p50_row_s"],
+            o["p95_row_s"],
+        ]
+    ]
+    m = fig.get("ours_multi")
+    if m:
+        rows.append(
+            [
+                f"ours, {m['backend']}",
+                m["pairs_per_s"],
+                m["nan_rows"],
+                m["zeroed_noncommittal"],
+                m["identical_3_questions"],
+                m["p50_row_s"],
+                m["p95_row_s"],
+            ]
+        )
+    g = fig.get("ragas")
+    if g:
+        rows.append(
+            [
+                f"Ragas {g.get('ragas_version', '')} ({g['setup']}, concurrency "
+                f"{g.get('concurrency')})",
+                g["pairs_per_s"],
+                g["nan_rows"],
+                g["zeroed_noncommittal"],
+                g["identical_3_questions"],
+                g["p50_row_s"],
+                g["p95_row_s"],
+            ]
+        )
+    parts.append(
+        table(
+            [
+                "",
+                "pairs/s",
+                "NaN rows",
+                "zeroed (noncommittal)",
+                "3 identical questions",
+                "p50 row s",
+                "p95 row s",
+            ],
+            rows,
+        )
+    )
+    if g:
+        parts += [
+            "",
+            f"**ours / Ragas pairs/s = {fmt(fig['ours_over_ragas_pairs_per_s'])}x** (goal: at "
+            "least 3x, with fewer NaN rows)"
+            + (
+                f"; with all questions in one request (prototype): "
+                f"**{fmt(fig.get('multi_over_ragas_pairs_per_s'))}x**"
+                if m
+                else ""
+            )
+            + f". Per chunk, ours/Ragas: "
+            f"{', '.join(fmt(x) for x in fig.get('ours_over_ragas_per_chunk', []))}. "
+            f"Pearson correlation of our "
+            f"and Ragas' scores over rows both scored: "
+            f"{fmt(fig.get('score_correlation_pearson'))}; mean score ours "
+            f"{fmt(fig.get('mean_score', {}).get('ours'))}, Ragas "
+            f"{fmt(fig.get('mean_score', {}).get('ragas'))}"
+            + (
+                f", one-request prototype {fmt(fig.get('mean_score', {}).get('multi'))} "
+                f"(correlation with ours {fmt(fig.get('multi_vs_ours_score_pearson'))})"
+                if m
+                else ""
+            )
+            + ".",
+        ]
+        split_rows = [
+            [label, *(d["server"].get(k) for k in _SERVER_SPLIT_KEYS)]
+            for label, d in (("ours", o), ("one-request prototype", m), ("Ragas", g))
+            if d and d.get("server")
+        ]
+        if split_rows:
+            parts += [
+                "",
+                "Where the server's time goes, per row (from the server's own log):",
+                "",
+                table(
+                    [
+                        "",
+                        "requests",
+                        "prompt tokens reused",
+                        "prompt tokens evaluated",
+                        "completion tokens",
+                        "server s",
+                        "prompt eval s",
+                        "decode s",
+                        "other s (sampling, grammar)",
+                    ],
+                    split_rows,
+                ),
+            ]
+    elif fig.get("ragas_skipped"):
+        parts += ["", f"Ragas side skipped: {fig['ragas_skipped']}"]
+    sw = fig.get("ours_concurrency_sweep")
+    if sw:
+        parts += [
+            "",
+            f"Our concurrency against this one-request-at-a-time server ({sw['rows']} rows): "
+            + ", ".join(
+                f"{k.split('_')[0]} {fmt(v)} pairs/s" for k, v in sw.items() if k != "rows"
+            ),
+        ]
+    par = fig.get("parity")
+    if par:
+        parts += [
+            "",
+            f"**Parity**: {par['cases']} cases ({par['from_run']} from this run's real "
+            "questions, flags and MiniLM vectors, the rest random: negative cosines, "
+            "unnormalised vectors, 1-5 questions, all/some/no flags) fed to our "
+            "`cosine_similarities` + `relevancy_score` and to Ragas' scoring code: max |diff| "
+            f"legacy `ResponseRelevancy._calculate_score` {fmt(par.get('max_abs_diff_legacy'))}, "
+            f"collections `AnswerRelevancy.ascore` {fmt(par.get('max_abs_diff_collections'))} "
+            "(goal: below 1e-9).",
+        ]
+    st = fig.get("stock")
+    if st:
+        rows = []
+        for key, label in (
+            ("ours_as_shipped", "ours as shipped (`make_generator('openai:…')`)"),
+            ("ragas_stock", "Ragas stock: " + st.get("ragas_stock", {}).get("setup", "")),
+            ("ragas_legacy", "Ragas legacy: " + st.get("ragas_legacy", {}).get("setup", "")),
+        ):
+            d = st.get(key)
+            if d:
+                errs = "; ".join(
+                    e.replace("|", "/").replace("\n", " ") for e in d.get("errors", [])
+                )
+                rows.append([label, f"{d['nan_rows']}/{st['rows']}", d["wall_s"], errs[:160]])
+        parts += [
+            "",
+            f"Stock set-ups on {st['rows']} rows "
+            f"(per-row time limit {fmt(st['row_timeout_s'], 0)} s):",
+            "",
+            table(["set-up", "NaN rows", "wall s", "errors"], rows),
+        ]
+    srv = fig.get("server", {})
+    parts += [
+        "",
+        f"Server start {fmt(srv.get('start_s'))} s, server peak RSS "
+        f"{fmt(srv.get('peak_rss_mb'), 0)} MiB; our process peak RSS "
+        f"{fmt(fig.get('peak_rss_mb'), 0)} MiB"
+        + (
+            f"; Ragas process peak RSS {fmt(g.get('peak_rss_mb'), 0)} MiB "
+            f"(import {fmt(g.get('import_s'))} s, not counted)."
+            if g
+            else "."
+        ),
+    ]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,11 @@ import argparse
 import io
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
+
+from relevancy.testing.processes import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -44,24 +42,6 @@ SHOTS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"streamlit did not become healthy at {url} within {seconds:.0f} s")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "docs", help="folder for the JPEGs")
@@ -73,7 +53,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="relevancy-shots-"))
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = dict(
         os.environ,
@@ -88,15 +68,20 @@ def main() -> None:
         "--browser.gatherUsageStats": "false",
         "--server.fileWatcherType": "none",
     }
-    server = subprocess.Popen(
+    server = ServerProcess(
         [sys.executable, "-m", "streamlit", "run", "app.py", *sum(options.items(), ())],
-        cwd=ROOT,
+        url_to_poll=f"{url}/_stcore/health",
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        timeout=90,
+        stop_timeout=20,
+        name="streamlit",
     )
     try:
-        _wait_healthy(url)
+        try:
+            server.start()
+        except RuntimeError as exc:
+            raise SystemExit(f"streamlit did not become healthy: {exc}") from None
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -124,8 +109,7 @@ def main() -> None:
                 print(f"wrote {args.out / name} ({args.width}x{height})")
             browser.close()
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        server.stop()
         shutil.rmtree(home, ignore_errors=True)
 
 

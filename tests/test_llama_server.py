@@ -1,15 +1,12 @@
 """Our OpenAI-compatible backend against llama-cpp-python's own server on 127.0.0.1."""
 
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from relevancy import AnswerRelevancy, make_embedder, make_generator
 from relevancy.backends._local_generator import smollm_model_path
+from relevancy.testing.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.models
 
@@ -17,10 +14,9 @@ pytestmark = pytest.mark.models
 @pytest.fixture(scope="module")
 def llama_server():
     pytest.importorskip("llama_cpp.server")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    server = ServerProcess(
         [
             sys.executable,
             "-m",
@@ -36,24 +32,18 @@ def llama_server():
             "--n_ctx",
             "4096",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        url_to_poll=url + "/models",
+        timeout=120,
+        stop_timeout=30,
     )
-    url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("llama-cpp-python's server did not start")
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(f"llama-cpp-python's server did not start: {exc}")
+    try:
         yield url
     finally:
-        proc.terminate()
-        proc.wait(30)
+        server.stop()
 
 
 def test_scores_through_llama_cpp_server(llama_server):

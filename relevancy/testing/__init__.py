@@ -1,1 +1,12 @@
-"""Test helpers for relevancy: fakes and a fault-injecting OpenAI-compatible server."""
+"""Test helpers for relevancy; the library itself never imports them.
+
+* ``fakes``: fake backends for unit tests of logic;
+* ``openai_server``: a fault-injecting OpenAI-compatible server (its toy model is in
+  ``_toy_model``, its faults in ``_faults``);
+* ``processes``: :func:`free_port` and :class:`ServerProcess`, to start a server subprocess
+  and wait until it answers.
+"""
+
+from relevancy.testing.processes import ServerProcess, free_port
+
+__all__ = ["ServerProcess", "free_port"]

@@ -57,6 +57,10 @@ Every request is logged in :attr:`OpenAICompatServer.requests` (path, parsed bod
 the Authorization header was accepted, status). The Authorization header and the key are never
 stored.
 
+This module holds the HTTP server and its command line; the toy model is in
+``relevancy/testing/_toy_model.py`` and the faults in ``relevancy/testing/_faults.py``. Their
+public names are importable from here.
+
 Run it by hand with::
 
     python -m relevancy.testing.openai_server --port 8765 [--api-key K] [--fault-rate 0.3]
@@ -68,13 +72,9 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import hashlib
 import hmac
 import itertools
 import json
-import math
-import random
-import re
 import socket
 import struct
 import sys
@@ -82,10 +82,36 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from relevancy.testing._faults import (
+    CHAT_ONLY_FAULTS,
+    EARLY_FAULTS,
+    EMBEDDING_ONLY_FAULTS,
+    ENDPOINT_FAULTS,
+    FAULT_KINDS,
+    GENERIC_FAULTS,
+    FaultPlan,
+    Reply,
+    check_kind,
+    early_fault_reply,
+    error_reply,
+    json_reply,
+)
+from relevancy.testing._toy_model import (
+    CHAT_MODEL,
+    EMBEDDING_MODEL,
+    TEXT_MODES,
+    answer_text,
+    embed_text,
+    embed_token_ids,
+    is_noncommittal,
+    make_question,
+    message_text,
+    render_content,
+    word_count,
+)
 
 __all__ = [
     "CHAT_MODEL",
@@ -93,6 +119,7 @@ __all__ = [
     "EMBEDDING_MODEL",
     "EMBEDDING_ONLY_FAULTS",
     "FAULT_KINDS",
+    "GENERIC_FAULTS",
     "FaultPlan",
     "OpenAICompatServer",
     "answer_text",
@@ -102,240 +129,15 @@ __all__ = [
     "make_question",
 ]
 
-CHAT_MODEL = "toy-chat"
-EMBEDDING_MODEL = "toy-embed"
-
-GENERIC_FAULTS: tuple[str, ...] = (
-    "429",
-    "500",
-    "503",
-    "slow",
-    "drop",
-    "invalid_json",
-    "missing_fields",
-)
-CHAT_ONLY_FAULTS: tuple[str, ...] = ("fewer_choices", "empty_content")
-EMBEDDING_ONLY_FAULTS: tuple[str, ...] = ("embed_wrong_count", "embed_wrong_dim")
-FAULT_KINDS: tuple[str, ...] = GENERIC_FAULTS + CHAT_ONLY_FAULTS + EMBEDDING_ONLY_FAULTS
-
-_ENDPOINT_FAULTS: dict[str, frozenset[str]] = {
-    "chat": frozenset(GENERIC_FAULTS + CHAT_ONLY_FAULTS),
-    "embeddings": frozenset(GENERIC_FAULTS + EMBEDDING_ONLY_FAULTS),
-    "models": frozenset(GENERIC_FAULTS),
-}
-# Faults decided before the request body is looked at.
-_EARLY_FAULTS = frozenset({"429", "500", "503", "drop", "invalid_json"})
-
 _ROUTES: dict[str, tuple[str, str]] = {
     "/v1/models": ("GET", "models"),
     "/v1/chat/completions": ("POST", "chat"),
     "/v1/embeddings": ("POST", "embeddings"),
 }
 
-_TEXT_MODES = ("json", "prose", "lines")
 _MAX_N = 128
 _MAX_DIMENSIONS = 65_536
 _MAX_BODY_BYTES = 64 * 1024 * 1024
-
-# ----------------------------------------------------------------------------- toy chat model
-
-_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-_STOPWORDS = frozenset(
-    word
-    for line in (
-        "a about above after again against all am an and any are as at be because been before",
-        "being below between both but by can could did do does doing down during each few for",
-        "from further had has have having he her here hers herself him himself his how i if in",
-        "into is it its itself just me more most my myself no nor not now of off on once only",
-        "or other our ours ourselves out over own same she should so some such than that the",
-        "their theirs them themselves then there these they this those through to too under",
-        "until up very was we were what when where which while who whom why will with would you",
-        "your yours yourself yourselves also yes s t don i'm it's that's there's",
-    )
-    for word in line.split()
-)
-_EVASIVE_PHRASES = (
-    "i don't know",
-    "i do not know",
-    "not sure",
-    "it depends",
-    "cannot help",
-    "can't help",
-    "no idea",
-    "unclear",
-    "can't say",
-    "cannot say",
-)
-_QUESTION_PREFIXES = ("What about", "What is", "Which", "How about", "Why", "Where is")
-_MAX_QUESTION_WORDS = 8
-
-
-def answer_text(prompt: str) -> str:
-    """The part of ``prompt`` after its last ``Response:`` marker (any case), stripped."""
-    cut = prompt.lower().rfind("response:")
-    if cut >= 0:
-        prompt = prompt[cut + len("response:") :]
-    return prompt.strip()
-
-
-def is_noncommittal(text: str) -> int:
-    """1 when ``text`` contains an evasive phrase such as "I don't know", else 0."""
-    lowered = text.lower().replace("\u2019", "'")
-    return int(any(phrase in lowered for phrase in _EVASIVE_PHRASES))
-
-
-def _content_words(text: str) -> list[str]:
-    seen: set[str] = set()
-    words: list[str] = []
-    for word in _WORD_RE.findall(text.replace("\u2019", "'")):
-        key = word.lower()
-        if key in _STOPWORDS or key in seen:
-            continue
-        seen.add(key)
-        words.append(word)
-    return words
-
-
-def make_question(text: str, index: int = 0) -> str:
-    """The toy model's question number ``index`` for ``text``.
-
-    The prefix cycles through a few question openers and the number of words taken shrinks a
-    little, so the questions for one text are all different (beyond six a ``(variant k)`` tag
-    keeps them apart).
-    """
-    words = _content_words(text) or ["this"]
-    prefix = _QUESTION_PREFIXES[index % len(_QUESTION_PREFIXES)]
-    take = max(1, _MAX_QUESTION_WORDS - index % 3)
-    question = f"{prefix} {' '.join(words[:take])}"
-    rounds = index // len(_QUESTION_PREFIXES)
-    if rounds:
-        question += f" (variant {rounds + 1})"
-    return question + "?"
-
-
-def _render_content(question: str, noncommittal: int, shape: str) -> str:
-    payload = json.dumps({"question": question, "noncommittal": noncommittal}, ensure_ascii=False)
-    if shape == "json":
-        return payload
-    if shape == "prose":
-        return f"Sure! Here you go:\n```json\n{payload}\n```\nHope this helps."
-    return f"Question: {question}\nNoncommittal: {noncommittal}"
-
-
-def _message_text(content: Any) -> str:
-    """Text of a message ``content``: a string or a list of ``{"type": "text"}`` parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        ]
-        return "\n".join(parts)
-    return ""
-
-
-def _word_count(text: str) -> int:
-    return len(text.split())
-
-
-# ----------------------------------------------------------------------------- toy embeddings
-
-_STOPWORD_WEIGHT = 0.25
-# A word's trigrams together weigh as much as the word, so each weighs much less.
-_TRIGRAM_WEIGHT = 1.0
-
-
-@lru_cache(maxsize=1 << 16)
-def _bucket(key: str, dim: int, seed: int) -> tuple[int, float]:
-    """Stable (index, sign) for ``key``; independent of ``PYTHONHASHSEED``."""
-    digest = hashlib.blake2b(f"{seed}\x00{key}".encode(), digest_size=8).digest()
-    value = int.from_bytes(digest, "little")
-    return value % dim, (1.0 if value >> 63 else -1.0)
-
-
-def _add(vector: list[float], key: str, weight: float, seed: int) -> None:
-    index, sign = _bucket(key, len(vector), seed)
-    vector[index] += sign * weight
-
-
-def _normalised(vector: list[float], seed: int) -> list[float]:
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    if norm == 0.0:  # empty text, or an unlucky cancellation: a fixed unit vector instead
-        unit = [0.0] * len(vector)
-        unit[_bucket("<empty>", len(vector), seed)[0]] = 1.0
-        return unit
-    return [x / norm for x in vector]
-
-
-def embed_text(text: str, dim: int, seed: int = 0) -> list[float]:
-    """Hashed bag of lowercased words plus lighter character trigrams, L2-normalised."""
-    vector = [0.0] * dim
-    for word in _WORD_RE.findall(text.lower().replace("\u2019", "'")):
-        weight = _STOPWORD_WEIGHT if word in _STOPWORDS else 1.0
-        _add(vector, "w:" + word, weight, seed)
-        padded = f"#{word}#"
-        trigrams = [padded[i : i + 3] for i in range(len(padded) - 2)]
-        share = weight * _TRIGRAM_WEIGHT / math.sqrt(len(trigrams))
-        for trigram in trigrams:
-            _add(vector, "c:" + trigram, share, seed)
-    return _normalised(vector, seed)
-
-
-def _embed_token_ids(tokens: Sequence[int], dim: int, seed: int) -> list[float]:
-    vector = [0.0] * dim
-    for token in tokens:
-        _add(vector, f"t:{token}", 1.0, seed)
-    return _normalised(vector, seed)
-
-
-# ----------------------------------------------------------------------------- faults
-
-
-@dataclass
-class FaultPlan:
-    """Pick a fault for each request at random, reproducibly.
-
-    With probability ``rate`` a request gets a fault, drawn uniformly among those of ``kinds``
-    that fit its endpoint; otherwise it is served normally. The draws come from one RNG seeded
-    with ``seed`` and guarded by a lock, so a given sequence of requests (sent one after another)
-    always meets the same faults. Call :meth:`reset` to start the sequence over.
-    """
-
-    rate: float = 0.3
-    kinds: Sequence[str] = FAULT_KINDS
-    seed: int = 0
-    _rng: random.Random = field(init=False, repr=False, compare=False)
-    _lock: threading.Lock = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.rate <= 1.0:
-            raise ValueError(f"rate must be within [0, 1], got {self.rate!r}")
-        self.kinds = tuple(self.kinds)
-        for kind in self.kinds:
-            _check_kind(kind)
-        self._lock = threading.Lock()
-        self.reset()
-
-    def reset(self) -> None:
-        """Restart the random sequence from ``seed``."""
-        with self._lock:
-            self._rng = random.Random(self.seed)
-
-    def draw(self, endpoint: str) -> str | None:
-        """The fault for the next request to ``endpoint`` (``"chat"``, ``"embeddings"``,
-        ``"models"``), or None."""
-        fitting = [kind for kind in self.kinds if kind in _ENDPOINT_FAULTS[endpoint]]
-        with self._lock:
-            if self._rng.random() >= self.rate or not fitting:
-                return None
-            return self._rng.choice(fitting)
-
-
-def _check_kind(kind: str | None) -> None:
-    if kind is not None and kind not in FAULT_KINDS:
-        raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
 
 
 # ----------------------------------------------------------------------------- HTTP plumbing
@@ -352,32 +154,6 @@ class _BadRequestError(Exception):
         self.param = param
         self.code = code
         self.status = status
-
-
-@dataclass
-class _Reply:
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    drop: bool = False  # close the socket without answering
-    close: bool = False  # answer, then close the connection
-
-
-def _json_reply(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> _Reply:
-    return _Reply(status=status, body=json.dumps(payload).encode(), headers=headers or {})
-
-
-def _error_reply(
-    status: int,
-    message: str,
-    *,
-    type_: str,
-    code: str | None,
-    param: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> _Reply:
-    error = {"message": message, "type": type_, "param": param, "code": code}
-    return _json_reply({"error": error}, status=status, headers=headers)
 
 
 _CONNECTION_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
@@ -528,8 +304,8 @@ class OpenAICompatServer:
             raise ValueError("embedding_dim must be at least 1")
         if max_n is not None and max_n < 1:
             raise ValueError("max_n must be at least 1 (or None)")
-        if text_mode not in _TEXT_MODES:
-            raise ValueError(f"text_mode must be one of {_TEXT_MODES}, got {text_mode!r}")
+        if text_mode not in TEXT_MODES:
+            raise ValueError(f"text_mode must be one of {TEXT_MODES}, got {text_mode!r}")
         if min(retry_after, slow_seconds, latency) < 0:
             raise ValueError("retry_after, slow_seconds and latency must not be negative")
         self.host = host
@@ -634,7 +410,7 @@ class OpenAICompatServer:
         """
         queued = list(kinds)
         for kind in queued:
-            _check_kind(kind)
+            check_kind(kind)
         with self._lock:
             self._script.extend(queued)
 
@@ -693,11 +469,11 @@ class OpenAICompatServer:
                 kind = self._script.popleft()
             else:
                 kind = self._plan.draw(endpoint) if self._plan is not None else None
-        if kind is not None and kind not in _ENDPOINT_FAULTS[endpoint]:
+        if kind is not None and kind not in ENDPOINT_FAULTS[endpoint]:
             return None, kind
         return kind, None
 
-    def _handle(self, method: str, target: str, auth: str | None, raw: bytes | None) -> _Reply:
+    def _handle(self, method: str, target: str, auth: str | None, raw: bytes | None) -> Reply:
         path = target.split("?", 1)[0]
         body: Any = None
         if raw:
@@ -719,7 +495,7 @@ class OpenAICompatServer:
             self._log.append(entry)
 
         if self.latency and self._stopping.wait(self.latency):
-            return _Reply(drop=True)
+            return Reply(drop=True)
         reply = self._route(
             method=method, path=path, authorised=authorised, raw=raw, body=body, entry=entry
         )
@@ -736,9 +512,9 @@ class OpenAICompatServer:
         raw: bytes | None,
         body: Any,
         entry: dict[str, Any],
-    ) -> _Reply:
+    ) -> Reply:
         if not authorised:
-            return _error_reply(
+            return error_reply(
                 401,
                 "Incorrect API key provided. Check the key and try again.",
                 type_="invalid_request_error",
@@ -746,7 +522,7 @@ class OpenAICompatServer:
             )
         route = _ROUTES.get(path.rstrip("/") or "/")
         if route is None:
-            return _error_reply(
+            return error_reply(
                 404,
                 f"Invalid URL ({method} {path})",
                 type_="invalid_request_error",
@@ -754,7 +530,7 @@ class OpenAICompatServer:
             )
         expected_method, endpoint = route
         if method != expected_method:
-            return _error_reply(
+            return error_reply(
                 405,
                 f"Method {method} not allowed on {path}; use {expected_method}.",
                 type_="invalid_request_error",
@@ -765,10 +541,10 @@ class OpenAICompatServer:
         with self._lock:
             entry["fault"], entry["fault_ignored"] = fault, ignored
 
-        if fault in _EARLY_FAULTS:
-            return self._early_fault(fault, endpoint)
+        if fault in EARLY_FAULTS:
+            return early_fault_reply(fault, endpoint, self.retry_after)
         if fault == "slow" and self._stopping.wait(self.slow_seconds):
-            return _Reply(drop=True)
+            return Reply(drop=True)
 
         try:
             if endpoint == "models":
@@ -786,7 +562,7 @@ class OpenAICompatServer:
             if fault not in (None, "slow"):
                 with self._lock:  # the fault never reached the client
                     entry["fault"], entry["fault_ignored"] = None, fault
-            return _error_reply(
+            return error_reply(
                 exc.status,
                 exc.message,
                 type_="invalid_request_error",
@@ -796,40 +572,7 @@ class OpenAICompatServer:
 
         if fault == "missing_fields":
             payload.pop("data" if endpoint in ("embeddings", "models") else "choices", None)
-        return _json_reply(payload, headers={"x-request-id": f"req_{next(self._ids):08d}"})
-
-    def _early_fault(self, fault: str, endpoint: str) -> _Reply:
-        if fault == "drop":
-            return _Reply(drop=True)
-        if fault == "invalid_json":
-            key = "choices" if endpoint == "chat" else "data"
-            truncated = f'{{"id": "broken", "object": "list", "{key}": ['.encode()
-            return _Reply(status=200, body=truncated)
-        if fault == "429":
-            headers = {
-                "Retry-After": f"{self.retry_after:g}",
-                "retry-after-ms": str(round(self.retry_after * 1000)),
-            }
-            return _error_reply(
-                429,
-                "Rate limit reached for requests. Please try again later.",
-                type_="requests",
-                code="rate_limit_exceeded",
-                headers=headers,
-            )
-        if fault == "503":
-            return _error_reply(
-                503,
-                "The server is overloaded or not ready yet.",
-                type_="server_error",
-                code="service_unavailable",
-            )
-        return _error_reply(
-            500,
-            "The server had an error while processing your request.",
-            type_="server_error",
-            code="internal_error",
-        )
+        return json_reply(payload, headers={"x-request-id": f"req_{next(self._ids):08d}"})
 
     # -- endpoints
 
@@ -867,15 +610,15 @@ class OpenAICompatServer:
         if fault == "fewer_choices":
             served -= 1
 
-        user_texts = [_message_text(m.get("content")) for m in messages if m["role"] == "user"]
+        user_texts = [message_text(m.get("content")) for m in messages if m["role"] == "user"]
         text = answer_text(user_texts[-1]) if user_texts else ""
         flag = is_noncommittal(text)
-        contents = [_render_content(make_question(text, i), flag, shape) for i in range(served)]
+        contents = [render_content(make_question(text, i), flag, shape) for i in range(served)]
         if fault == "empty_content":
             contents = ["" for _ in contents]
 
-        prompt_tokens = sum(_word_count(_message_text(m.get("content"))) for m in messages)
-        completion_tokens = sum(_word_count(c) for c in contents)
+        prompt_tokens = sum(word_count(message_text(m.get("content"))) for m in messages)
+        completion_tokens = sum(word_count(c) for c in contents)
         return {
             "id": f"chatcmpl-{self.seed}-{next(self._ids):08d}",
             "object": "chat.completion",
@@ -955,7 +698,7 @@ class OpenAICompatServer:
         def embed(item: str | list[int], size: int) -> list[float]:
             if isinstance(item, str):
                 return embed_text(item, size, self.seed)
-            return _embed_token_ids(item, size, self.seed)
+            return embed_token_ids(item, size, self.seed)
 
         vectors = [embed(item, dim) for item in items]
         if fault == "embed_wrong_count":
@@ -971,7 +714,7 @@ class OpenAICompatServer:
                 return vector
             return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
 
-        tokens = sum(_word_count(i) if isinstance(i, str) else len(i) for i in items)
+        tokens = sum(word_count(i) if isinstance(i, str) else len(i) for i in items)
         return {
             "object": "list",
             "data": [
@@ -1027,7 +770,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedding-dim", type=int, default=64)
     parser.add_argument("--no-n", action="store_true", help="ignore n; answer one choice")
     parser.add_argument("--max-n", type=int, default=None)
-    parser.add_argument("--text-mode", choices=_TEXT_MODES, default="json")
+    parser.add_argument("--text-mode", choices=TEXT_MODES, default="json")
     parser.add_argument("--no-json-schema", action="store_true")
     parser.add_argument("--no-json-object", action="store_true")
     parser.add_argument("--retry-after", type=float, default=1.0)

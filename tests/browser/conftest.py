@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from relevancy.testing.processes import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -43,12 +41,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The server's folder: its run store is ``runs.sqlite3`` in it."""
@@ -65,9 +57,9 @@ def app_url(app_home: Path) -> Iterator[str]:
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("OPENAI_API_KEY", None)
-    port = _free_port()
-    log = (home / "streamlit.log").open("wb")
-    proc = subprocess.Popen(
+    port = free_port()
+    log_path = home / "streamlit.log"
+    server = ServerProcess(
         [
             sys.executable, "-m", "streamlit", "run", "app.py",
             "--server.headless", "true",
@@ -76,33 +68,16 @@ def app_url(app_home: Path) -> Iterator[str]:
             "--browser.gatherUsageStats", "false",
             "--server.fileWatcherType", "none",
         ],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        url_to_poll=f"http://127.0.0.1:{port}/_stcore/health",
+        expect=b"ok",
+        env=env, cwd=ROOT, log_path=log_path,
+        timeout=90, poll_interval=0.3, request_timeout=1, stop_timeout=15,
+        name="streamlit",
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            log.close()
-            raise RuntimeError(
-                "streamlit did not start:\n" + (home / "streamlit.log").read_text()[-3000:]
-            )
-        time.sleep(0.3)
-    ARTIFACTS.mkdir(exist_ok=True)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:  # e.g. a scoring thread still finishing its row
-        proc.kill()
-        proc.wait(15)
-    log.close()
-    shutil.copy(home / "streamlit.log", ARTIFACTS / "streamlit.log")
+    with server:
+        ARTIFACTS.mkdir(exist_ok=True)
+        yield f"http://127.0.0.1:{port}"
+    shutil.copy(log_path, ARTIFACTS / "streamlit.log")
 
 
 # pytest-playwright hooks: Debian's chromium instead of `playwright install`
