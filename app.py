@@ -14,9 +14,9 @@ from relevancy.dashboard.judge_panel import render_judge_panel
 from relevancy.dashboard.models import embedder_for, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.sidebar import PAGES
-from relevancy.dashboard.state import active_run, demo_run, load_run
+from relevancy.dashboard.state import active_run, demo_run, load_run, run_columns
 from relevancy.dashboard.ui import embedded_caveat, error_text, esc, fmt, pct
-from relevancy.summary import frame_modes, mode_label
+from relevancy.summary import mode_label
 
 settings = setup_page(
     "Answer Relevancy",
@@ -44,13 +44,12 @@ if settings.embedded:
 # --- overview of the active run -----------------------------------------------------------
 info = active_run()
 if info is not None and info.n_scored:
-    frame = load_run(info.id).frame
-    scores = frame["score"].astype(float)
+    frame = run_columns(info.id, ["score", *(["variant"] if "variant" in info.columns else [])])
+    scores = frame["score"]
     with st.container(border=True):
-        run_mode = mode_label(frame_modes(frame))
         st.markdown(
-            f"**Active run:** {esc(info.name)} · {info.n_scored} rows"
-            + (f" · {run_mode} mode" if run_mode else "")
+            f"**Active run:** {esc(info.name)} · {info.n_scored:,} rows"
+            + (f" · {info.mode} mode" if info.mode else "")
         )
         cols = st.columns(4)
         cols[0].metric("Mean score", fmt(scores.mean()), border=True)

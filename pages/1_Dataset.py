@@ -5,26 +5,25 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-import pandas as pd
 import streamlit as st
 
 from relevancy import RelevancyError, apply_mapping
 from relevancy.dashboard import datasets
 from relevancy.dashboard.drilldown import render_row
-from relevancy.dashboard.models import embedder_for, generator_limit, get_metric
+from relevancy.dashboard.models import embedder_for, estimate_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.runner import interrupted_job, score_run
 from relevancy.dashboard.state import (
     active_run,
     get_store,
     input_columns,
-    load_run,
+    run_columns,
+    run_result,
     set_active_run,
 )
 from relevancy.dashboard.tables import results_grid
 from relevancy.dashboard.ui import embedded_caveat, error_text, esc, fmt, mode_text, pct, row_label
 from relevancy.dashboard.upload import choose_mapping, choose_source, show_preview_and_issues
-from relevancy.summary import frame_modes, mode_label
 
 settings = setup_page(
     "Dataset",
@@ -58,6 +57,10 @@ def _new_run() -> None:
         frame, mapping, long_text=generator_limit(settings), embedded=settings.embedded
     )
     show_preview_and_issues(frame, issues)
+    if mapping.get("response") in frame.columns:
+        plan = estimate_for(settings, frame[mapping["response"]].astype(str).tolist())
+        if plan is not None:
+            st.caption(f"⏱️ Estimate: {plan.describe()}.")
     stamp = datetime.now().strftime("%Y-%m-%d %H:%M")
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     name = c1.text_input(
@@ -134,35 +137,33 @@ if not info.complete:
         st.session_state["ds_flash"] = f"Resumed: scored {outcome.scored} more rows."
         st.rerun()
 
-data = load_run(info.id)
-frame = data.frame
-if frame.empty:
+if not info.n_scored:
     st.stop()
 st.subheader(f"Results · {info.name}", anchor=False)
-run_mode = mode_label(frame_modes(frame))
-with_ragas = run_mode != "ragas" and "ragas_value" in frame.columns
+run_mode = info.mode
+with_ragas = run_mode != "ragas"
 st.caption(
-    f"Run #{info.id} · {info.n_scored} of {info.n_rows} rows scored · created {info.created} · "
-    f"{esc(info.settings.get('llm_name') or info.settings.get('llm', ''))} + "
+    f"Run #{info.id} · {info.n_scored:,} of {info.n_rows:,} rows scored · created "
+    f"{info.created} · {esc(info.settings.get('llm_name') or info.settings.get('llm', ''))} + "
     f"{esc(info.settings.get('embeddings_name') or info.settings.get('embeddings', ''))}  \n"
     f"Scores: {mode_text(run_mode)}."
     + (" The **Ragas value** column has each row's Ragas value." if with_ragas else "")
 )
 if info.settings.get("backend") == "embedded":
     st.caption(embedded_caveat())
-scores = pd.to_numeric(frame["score"], errors="coerce")
+values = run_columns(info.id, ["score", "ragas_value"])
+scores = values["score"]
 m = st.columns(6 if with_ragas else 5)
-m[0].metric("Rows scored", f"{int(scores.notna().sum())}", border=True)
+m[0].metric("Rows scored", f"{int(scores.notna().sum()):,}", border=True)
 m[1].metric("Mean score", fmt(scores.mean()), border=True, help=f"In {run_mode} mode.")
 m[2].metric("Median", fmt(scores.median()), border=True)
 below = (scores < threshold).sum() / max(scores.notna().sum(), 1)
 m[3].metric(f"Below {threshold:.2f}", pct(below), border=True)
-m[4].metric("NaN / errors", f"{int(scores.isna().sum())}", border=True)
+m[4].metric("NaN / errors", f"{int(scores.isna().sum()):,}", border=True)
 if with_ragas:
-    ragas_mean = pd.to_numeric(frame["ragas_value"], errors="coerce").mean()
-    m[5].metric("Ragas mean", fmt(ragas_mean), border=True, help="Comparable with ragas runs.")
+    m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
 
-shown = results_grid(frame, run_id=info.id, threshold=threshold, with_ragas=with_ragas)
+shown = results_grid(info, threshold=threshold, with_ragas=with_ragas)
 
 st.subheader("Drill down", anchor=False)
 options = shown["row"].tolist()
@@ -172,21 +173,20 @@ if not options:
 INSPECT_KEY = f"ds_inspect_{info.id}"
 if st.session_state.get(INSPECT_KEY) not in options:
     st.session_state[INSPECT_KEY] = options[0]
-by_row = {int(r): i for i, r in enumerate(frame["row"])}
+by_row = {int(r): i for i, r in enumerate(options)}
 row = st.selectbox(
     "Row to inspect",
     options,
     format_func=lambda r: row_label(
-        r, frame["score"].iloc[by_row[int(r)]], frame["user_input"].iloc[by_row[int(r)]]
+        r, shown["score"].iloc[by_row[int(r)]], shown["question"].iloc[by_row[int(r)]]
     ),
     key=INSPECT_KEY,
 )
-result, record = data.results[by_row[int(row)]], frame.iloc[by_row[int(row)]]
-meta = {c: record[c] for c in input_columns(data) if c not in ("user_input", "response")}
+result, record = run_result(info.id, row), shown.iloc[by_row[int(row)]]
 render_row(
     result,
     row,
-    meta,
+    {c: record[c] for c in input_columns(info) if c in record},
     key="ds_drill",
     threshold=threshold,
     embedder=embedder_for(result.embeddings, settings),

@@ -7,7 +7,7 @@ import streamlit as st
 
 from relevancy.dashboard import charts
 from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.state import list_runs, load_run, load_run_data
+from relevancy.dashboard.state import get_store, list_runs, run_columns, scored_run
 from relevancy.dashboard.ui import embedded_caveat, fmt, mode_text, pct
 from relevancy.summary import comparable_value, frame_modes, mode_label, summary_table
 
@@ -17,10 +17,9 @@ settings = setup_page(
     "How scores spread across rows: histogram, box/violin and ECDF, split by group.",
 )
 threshold = settings.threshold
-data = load_run_data()
-if data is None:
+info = scored_run()
+if info is None:
     st.stop()
-info = data.info
 
 SPLITS = {"variant": "variant", "model": "model", "run": "run", "none": "nothing"}
 c1, c2 = st.columns([2, 3])
@@ -47,8 +46,10 @@ if split == "run":
         st.stop()
 frames = []
 for run_id in chosen:
-    run = load_run(run_id)
-    frames.append(run.frame.assign(run=f"#{run_id} {run.info.name}"))
+    run = get_store().get_run(run_id)
+    names = ["score", "ragas_value", "mode", "llm", "embeddings"]
+    names += [c for c in ("variant", "user_input") if c in run.columns]  # hovers name the question
+    frames.append(run_columns(run_id, names).assign(run=f"#{run_id} {run.name}"))
 frame = pd.concat(frames, ignore_index=True)
 frame["model"] = frame["llm"].astype(str) + " + " + frame["embeddings"].astype(str)
 by = None if split == "none" else split

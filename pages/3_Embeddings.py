@@ -10,17 +10,26 @@ from relevancy.dashboard import charts
 from relevancy.dashboard.drilldown import render_row
 from relevancy.dashboard.models import embedder_for
 from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.state import get_store, input_columns, load_run_data
-from relevancy.dashboard.ui import esc, row_label
-from relevancy.projection import METHODS, build_points, project
+from relevancy.dashboard.state import (
+    get_store,
+    input_columns,
+    run_columns,
+    run_points,
+    run_result,
+    scored_run,
+)
+from relevancy.dashboard.ui import esc
+from relevancy.projection import METHODS, project, stratified_sample
 
+#: above this many scored rows the map draws a stratified sample (all points one click away)
+SAMPLE_ROWS = 1500
 settings = setup_page(
     "Embeddings",
     "🧭",
     "Each question that was asked, and the questions rebuilt from its answers, in one map.",
 )
-data = load_run_data()
-if data is None:
+info = scored_run()
+if info is None:
     st.stop()
 
 c1, c2, c3 = st.columns([2, 1, 2])
@@ -56,21 +65,37 @@ with c3:
 
 @st.cache_data(show_spinner=False, max_entries=24)
 def _projection(
-    store_path: str, run_id: int, version: str, method: str, dims: int, _matrix: np.ndarray
-) -> np.ndarray:
+    path: str, run_id: int, version: str, rows: tuple[int, ...] | None, method: str, dims: int,
+    _matrix: np.ndarray,
+) -> np.ndarray:  # fmt: skip
     return project(_matrix, method, dims)
 
 
-points, matrix = build_points(data.frame, data.results)
+rows = None  # every scored row
+if info.n_scored > SAMPLE_ROWS:
+    everything = st.toggle(
+        f"All {info.n_scored:,} rows (WebGL; slower to draw)",
+        key=f"emb_all_{info.id}",
+        help=f"Off: a sample of {SAMPLE_ROWS:,} rows that keeps each variant's and each score "
+        "band's share.",
+    )
+    if not everything:
+        strata = run_columns(info.id, ["score", *(["variant"] if "variant" in info.columns
+                                                   else [])])  # fmt: skip
+        band = (strata["score"].fillna(-1) * 10).round().astype(int).astype(str)
+        labels = strata.get("variant", "").astype(str) + "|" + band
+        rows = tuple(strata["row"].iloc[stratified_sample(labels, SAMPLE_ROWS)].tolist())
+points, matrix = run_points(info.id, rows)
 if points.empty:
     st.info("This run has no embeddings to show (all rows failed).", icon="🫥")
     st.stop()
 store = get_store()
 label = METHODS[method]
+slow = " (the first UMAP on this machine compiles code: about half a minute)" * (method == "umap")
 try:
-    with st.spinner(f"Computing the {label} projection of {len(points)} points…"):
+    with st.spinner(f"Computing the {label} projection of {len(points):,} points{slow}…"):
         coords = _projection(
-            str(store.path), data.info.id, store.version(data.info.id), method, int(dims), matrix
+            str(store.path), info.id, store.version(info.id), rows, method, int(dims), matrix
         )
 except RelevancyError as exc:
     st.error(esc(exc), icon="⛔")
@@ -78,7 +103,8 @@ except RelevancyError as exc:
 
 n_orig = int((points["kind"] == "question").sum())
 st.caption(
-    f"{n_orig} questions asked (◆) and {len(points) - n_orig} generated questions (●), "
+    (f"A sample of {len(rows):,} of {info.n_scored:,} rows: " if rows is not None else "")
+    + f"{n_orig:,} questions asked (◆) and {len(points) - n_orig:,} generated questions (●), "
     f"{label} of their embeddings. A line joins each generated question to the question it "
     "should match: short lines and tight clusters mean relevant answers; long lines and "
     "distant points mean the answer drifted. Hover for the text; draw a lasso (or a box, from "
@@ -94,30 +120,22 @@ event = st.plotly_chart(
 
 selected_rows = charts.selected_rows(getattr(event, "selection", None))
 
-ROW_KEY = f"emb_row_{data.info.id}"
-rows = data.frame["row"].astype(int).tolist()
-by_row = {r: i for i, r in enumerate(rows)}
+ROW_KEY = f"emb_row_{info.id}"
+options = selected_rows if len(selected_rows) > 1 else sorted(set(points["row"].astype(int)))
+if selected_rows and len(selected_rows) > 1:
+    st.caption(f"{len(selected_rows)} rows selected; showing the first. Pick another below.")
 if selected_rows:
     st.session_state[ROW_KEY] = selected_rows[0]
-    if len(selected_rows) > 1:
-        st.caption(f"{len(selected_rows)} rows selected; showing the first. Pick another below.")
-options = selected_rows if len(selected_rows) > 1 else rows
 if st.session_state.get(ROW_KEY) not in options:
     st.session_state[ROW_KEY] = options[0]
-row = st.selectbox(
-    "Row",
-    options,
-    key=ROW_KEY,
-    format_func=lambda r: row_label(
-        r, data.frame["score"].iloc[by_row[r]], data.frame["user_input"].iloc[by_row[r]]
-    ),
-)
-result, record = data.results[by_row[int(row)]], data.frame.iloc[by_row[int(row)]]
-meta = {c: record[c] for c in input_columns(data) if c not in ("user_input", "response")}
+texts = charts.row_questions(points)
+row = st.selectbox("Row", options, key=ROW_KEY, format_func=lambda r: f"row {r} · {texts[r][:80]}")
+result = run_result(info.id, row)
+meta = store.inputs(info.id, [row]).iloc[0]
 render_row(
     result,
     row,
-    meta,
+    {c: meta[c] for c in input_columns(info) if c in meta},
     key="emb_drill",
     threshold=settings.threshold,
     embedder=embedder_for(result.embeddings, settings),

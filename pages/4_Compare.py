@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from relevancy.compare import pair_runs, pair_variants, summarize_pairs
@@ -10,8 +11,9 @@ from relevancy.dashboard.comparison import pairs_table, verdict
 from relevancy.dashboard.drilldown import render_result
 from relevancy.dashboard.models import embedder_for
 from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.state import list_runs, load_run, load_run_data
+from relevancy.dashboard.state import list_runs, run_columns, run_result, scored_run
 from relevancy.dashboard.ui import esc, fmt
+from relevancy.store import RunInfo
 from relevancy.summary import comparable_value, frame_modes, mode_label
 
 settings = setup_page(
@@ -19,11 +21,20 @@ settings = setup_page(
     "⚖️",
     "Which variant answers more relevantly? Paired differences on the same questions.",
 )
-data = load_run_data()
-if data is None:
+info = scored_run()
+if info is None:
     st.stop()
 threshold = settings.threshold
-frame = data.frame
+
+
+def _frame(run: RunInfo) -> pd.DataFrame:
+    """What pairing needs of a run's scored rows (and no more)."""
+    roles = [c for c in ("id", "variant") if c in run.columns]
+    names = ["user_input", *roles, "score", "mode", "ragas_value", "noncommittal", "error"]
+    return run_columns(run.id, names)
+
+
+frame = _frame(info)
 has_variants = "variant" in frame.columns and frame["variant"].nunique() >= 2
 runs = [r for r in list_runs() if r.n_scored]
 
@@ -52,7 +63,7 @@ if what == "variants":
     variants = sorted(frame["variant"].astype(str).unique())
     label_a = c1.selectbox("A (baseline)", variants, index=0, key="cmp_a")
     label_b = c2.selectbox("B (candidate)", variants, index=1, key="cmp_b")
-    side_a, side_b = data, data
+    run_a = run_b = info.id
     values = frame["variant"].astype(str)
     frame_a, frame_b = frame[values == label_a], frame[values == label_b]
 else:
@@ -63,16 +74,14 @@ else:
     ids = list(labels)
     run_a = c1.selectbox("A (baseline run)", ids, index=1, format_func=labels.get, key="cmp_run_a")
     run_b = c2.selectbox("B (candidate run)", ids, index=0, format_func=labels.get, key="cmp_run_b")
-    side_a, side_b = load_run(run_a), load_run(run_b)
+    frame_a = _frame(next(r for r in runs if r.id == run_a))
+    frame_b = _frame(next(r for r in runs if r.id == run_b))
     label_a, label_b = f"#{run_a}", f"#{run_b}"
-    if "variant" in side_a.frame.columns and "variant" in side_b.frame.columns:
-        common = sorted(
-            set(side_a.frame["variant"].astype(str)) & set(side_b.frame["variant"].astype(str))
-        )
+    if "variant" in frame_a.columns and "variant" in frame_b.columns:
+        common = sorted(set(frame_a["variant"].astype(str)) & set(frame_b["variant"].astype(str)))
         if len(common) > 1:
             pick = st.selectbox("Variant (in both runs)", ["(all)", *common], key="cmp_run_variant")
             variant = None if pick == "(all)" else pick
-    frame_a, frame_b = side_a.frame, side_b.frame
     if variant is not None:
         frame_a = frame_a[frame_a["variant"].astype(str) == variant]
         frame_b = frame_b[frame_b["variant"].astype(str) == variant]
@@ -167,10 +176,7 @@ n_show = (
     if len(losses) > 1
     else 1
 )
-results = {
-    side: {int(r): res for r, res in zip(run.frame["row"], run.results)}
-    for side, run in (("a", side_a), ("b", side_b))
-}
+runs_of = {"a": run_a, "b": run_b}
 for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
     with st.expander(f"{rank}. {fmt(pair['diff'])} · {str(pair['user_input'])[:90]}", rank == 1):
         st.markdown("**Question**")
@@ -178,7 +184,7 @@ for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
         for col, side, label in zip(st.columns(2), "ab", (label_a, label_b)):
             with col, st.container(border=True):
                 row = int(pair[f"row_{side}"])
-                result = results[side].get(row)
+                result = run_result(runs_of[side], row)
                 st.markdown(f"**{esc(label)}** · row {row}")
                 render_result(
                     result,

@@ -11,7 +11,7 @@ import streamlit as st
 from relevancy import RelevancyError
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.report import build_report
-from relevancy.dashboard.state import get_store, list_runs, load_run, set_active_run
+from relevancy.dashboard.state import get_store, list_runs, set_active_run
 from relevancy.dashboard.ui import esc, fmt, mode_text
 from relevancy.store import import_demo
 
@@ -155,7 +155,7 @@ slug = re.sub(r"[^A-Za-z0-9._-]+", "-", info.name).strip("-")[:60] or f"run-{inf
 @st.cache_data(show_spinner="Preparing the export…", max_entries=16)
 def _export(store_path: str, run_id: int, version: str, fmt_: str, threshold: float) -> bytes:
     if fmt_ == "html":
-        return build_report(load_run(run_id), threshold=threshold).encode("utf-8")
+        return build_report(store, run_id, threshold=threshold).encode("utf-8")
     return store.export_bytes(run_id, fmt_)
 
 

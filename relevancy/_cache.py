@@ -88,6 +88,20 @@ class Cache:
         )
         return GenerationSet.from_dict(json.loads(row[0]), cached=True) if row else None
 
+    def cached_generations(self, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` have generations stored (one query per 500 keys)."""
+        found: set[str] = set()
+        db = self._connect()
+        keys = list(dict.fromkeys(keys))
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                k
+                for (k,) in db.execute(f"SELECT key FROM generations WHERE key IN ({marks})", chunk)
+            )
+        return found
+
     def put_generations(self, key: str, value: GenerationSet) -> None:
         self._connect().execute(
             "INSERT OR REPLACE INTO generations (key, value) VALUES (?, ?)",

@@ -3,33 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import math
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
-from relevancy._io import (
-    OUTPUT_FORMATS,
-    check_text,
-    inspect_rows,
-    read_table,
-    results_to_frame,
-    write_results,
-)
+from relevancy._io import OUTPUT_FORMATS, check_text
 from relevancy._metric import is_embedded
 from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy._redact import redact
 from relevancy._stats import summarize
 from relevancy.backends import BACKEND_SPECS
+from relevancy.batch import CHUNK_ROWS, score_file, survey
+from relevancy.estimate import estimate
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
+from relevancy.store import RunStore
 
 __all__ = ["main", "make_parser"]
 
@@ -68,7 +62,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
 
 
-def _metric(args: argparse.Namespace, concurrency: int = 4) -> Any:
+def _metric(args: argparse.Namespace, concurrency: int = 4, *, check: bool = True) -> Any:
     """The metric the options describe, checked against its servers (one line when not)."""
     cache: Any = False if args.no_cache else (Cache(args.cache_dir) if args.cache_dir else True)
     metric = build_metric(
@@ -84,7 +78,8 @@ def _metric(args: argparse.Namespace, concurrency: int = 4) -> Any:
         cache=cache,
         concurrency=concurrency,
     )
-    preflight(metric)
+    if check:
+        preflight(metric)
     return metric
 
 
@@ -105,57 +100,40 @@ def _embedded_line(metric: Any) -> str | None:
 def cmd_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    frame = read_table(args.input)
-    if frame.empty:
-        raise InputError(f"{args.input!r} has a header but no rows: add question/answer rows")
     out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
     if out.suffix.lower() not in OUTPUT_FORMATS:
         raise InputError(
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
-    metric = _metric(args, concurrency=args.concurrency)
-    problems = inspect_rows(frame, long_text=getattr(metric.llm, "max_response_chars", None))
-    for problem in problems[:10]:
+    metric = _metric(args, concurrency=args.concurrency, check=False)
+    found = survey(args.input, metric)
+    for problem in found.problems:
         print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
-    if len(problems) > 10:
-        print(f"note: ... and {len(problems) - 10} more rows with problems", file=sys.stderr)
-    started = time.perf_counter()
-    bar = tqdm(
-        total=len(frame),
-        unit="row",
-        desc="scoring",
-        file=sys.stderr,
-        disable=args.quiet,
-        dynamic_ncols=True,
-    )
-
-    def progress(done: int, total: int) -> None:
-        bar.update(1)
-
-    # Each finished row is appended to a checkpoint file at once, so a run that dies keeps what
-    # it scored; generations are in the cache too, so running the same command again resumes.
-    partial = out.with_name(out.name + ".partial.jsonl")
-    with partial.open("w", encoding="utf-8") as checkpoint:
-
-        def on_result(index: int, result: Any) -> None:
-            record = {"row": index + 1, **result.to_dict(embeddings=False)}
-            checkpoint.write(json.dumps(record, ensure_ascii=False) + "\n")
-            checkpoint.flush()
-
-        try:
-            results = metric.score_many(
-                frame, concurrency=args.concurrency, progress=progress, on_result=on_result
-            )
-        finally:
-            bar.close()
-    elapsed = time.perf_counter() - started
-    write_results(results_to_frame(results, frame), out)
-    partial.unlink(missing_ok=True)
-    stats = summarize([r.value for r in results], threshold=args.threshold)
-    cached = sum(r.cached for r in results)
+    if found.n_problems > len(found.problems):
+        more = found.n_problems - len(found.problems)
+        print(f"note: ... and {more:,} more rows with problems", file=sys.stderr)
+    plan = estimate(metric, found.rows, cached=found.cached)
+    print(f"estimate        {plan.describe()}", file=sys.stderr)
+    if args.estimate:
+        return 0
+    preflight(metric)
+    store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
+    with tqdm(total=found.rows, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
+              dynamic_ncols=True) as bar:  # fmt: skip
+        run = score_file(
+            metric,
+            args.input,
+            out,
+            chunk_rows=args.chunk_rows,
+            progress=bar.update,
+            store=store,
+            run_name=args.save_run or "",
+            settings=_run_settings(args, metric),
+        )
+    stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
-        f"rows            {stats['rows']}  (scored {stats['scored']}, NaN {stats['nan']}, "
-        f"from cache {cached})"
+        f"rows            {stats['rows']:,}  (scored {stats['scored']:,}, NaN {stats['nan']:,}, "
+        f"from cache {run.cached:,})"
     )
     print(f"mode            {metric.mode} ({describe_mode(metric.mode)})")
     print(
@@ -164,12 +142,17 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
     print(f"median          {_fmt(stats['median'])}")
     print(f"below {args.threshold:<9} {_fmt(100 * stats['below_threshold'], 1)}%")
-    print(f"time            {elapsed:.1f} s ({elapsed / max(len(results), 1):.2f} s/row)")
-    errors = collections.Counter(r.error for r in results if r.error)
-    for error, count in errors.most_common(5):
+    rate = run.seconds / max(len(run.values), 1)
+    print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    for error, count in run.errors.most_common(5):
         print(f"failed ({count:>3})    {error[:160]}")
     _print_judge(metric)
-    print(f"wrote           {out}")
+    print(f"wrote           {run.out}")
+    if run.run_id is not None:
+        print(f"saved           run #{run.run_id} in {store.path} (open it in the dashboard)")
+    if not stats["scored"]:
+        print(f"FAIL: none of the {stats['rows']:,} rows could be scored", file=sys.stderr)
+        return 1
     if args.fail_under is not None and not (stats["mean"] >= args.fail_under):
         print(
             f"FAIL: mean {_fmt(stats['mean'])} is below --fail-under {args.fail_under}",
@@ -177,6 +160,23 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
+    """What a run saved from the command line records (never the key)."""
+    return {
+        "backend": "embedded" if is_embedded(metric.llm, metric.embeddings) else "cli",
+        "llm": args.llm,
+        "embeddings": args.embeddings,
+        "base_url": args.base_url,
+        "strictness": args.strictness,
+        "noncommittal": args.noncommittal,
+        "mode": args.mode,
+        "llm_name": metric.llm.name,
+        "embeddings_name": metric.embeddings.name,
+        "mode_used": metric.mode,
+        "from": "relevancy score",
+    }
 
 
 def _print_judge(metric: Any) -> None:
@@ -300,6 +300,21 @@ def make_parser() -> argparse.ArgumentParser:
         help="exit with code 1 when the mean score is below this",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--estimate", action="store_true", help="check the file and print the estimate only"
+    )
+    p.add_argument(
+        "--save-run",
+        default=None,
+        metavar="NAME",
+        help="also save the run in the run store, to open it in the dashboard",
+    )
+    p.add_argument(
+        "--store", default=None, help="run store for --save-run (default: $RELEVANCY_STORE)"
+    )
+    p.add_argument(
+        "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+    )
     _add_backend_options(p)
     p.set_defaults(func=cmd_score)
 

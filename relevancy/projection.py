@@ -1,9 +1,12 @@
-"""2D/3D projections of embeddings, and the point table the Embeddings page draws.
+"""2D/3D projections of embeddings for the Embeddings page, at any size.
 
-``project(matrix, method, dims)`` is the whole protocol. PCA is plain numpy (instant);
-UMAP (``umap-learn``) and t-SNE (scikit-learn) are imported only when asked for, because
-``import umap`` alone takes ~20 s the first time (numba compiles; ``NUMBA_CACHE_DIR`` is pointed
-at a stable folder so that happens once per machine).
+``project(matrix, method, dims)`` is the whole protocol. PCA is plain numpy (the eigenvectors of
+the small d x d covariance: instant even for 100,000 points); UMAP (``umap-learn``) and t-SNE
+(scikit-learn) are imported only when asked for, because ``import umap`` alone takes ~20 s the
+first time (numba compiles; ``NUMBA_CACHE_DIR`` is pointed at a stable folder so that happens
+once per machine). Above ``FIT_AT_MOST`` points UMAP is fitted on a random sample and places
+the rest with ``transform``; t-SNE cannot place points it was not fitted on, so it is refused
+there (draw a sample: :func:`stratified_sample`).
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
 from relevancy._cache import default_cache_dir
 from relevancy._errors import ConfigError, InputError
-from relevancy._result import RelevancyResult
 
-__all__ = ["METHODS", "Projector", "project", "pca", "build_points"]
+__all__ = ["METHODS", "FIT_AT_MOST", "Projector", "project", "pca", "stratified_sample"]
 
 METHODS: dict[str, str] = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
+#: UMAP is fitted on at most this many points (the rest are placed by ``transform``)
+FIT_AT_MOST = 5000
 
 
 class Projector(Protocol):
@@ -49,7 +52,8 @@ def _pad(coords: np.ndarray, n: int, dims: int) -> np.ndarray:
 
 
 def pca(matrix: np.ndarray, dims: int = 2) -> np.ndarray:
-    """Principal components by SVD; signs fixed so the output is deterministic."""
+    """Principal components (eigenvectors of the covariance); signs fixed so the output is
+    deterministic."""
     x = _check(matrix, dims)
     n = x.shape[0]
     if n == 0:
@@ -57,8 +61,9 @@ def pca(matrix: np.ndarray, dims: int = 2) -> np.ndarray:
     centered = x - x.mean(axis=0, keepdims=True)
     if n == 1 or not np.any(centered):
         return np.zeros((n, dims))
-    u, s, _ = np.linalg.svd(centered, full_matrices=False)
-    coords = u[:, :dims] * s[:dims]
+    values, vectors = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
+    top = vectors[:, ::-1][:, : min(dims, n - 1)]
+    coords = centered @ top
     # make the largest-magnitude entry of each component positive
     signs = np.sign(coords[np.abs(coords).argmax(axis=0), range(coords.shape[1])])
     signs[signs == 0] = 1
@@ -72,7 +77,7 @@ def _numba_cache() -> None:
         os.environ["NUMBA_CACHE_DIR"] = str(folder)
 
 
-def _umap(x: np.ndarray, dims: int, seed: int) -> np.ndarray:
+def _umap(x: np.ndarray, dims: int, seed: int, fit_at_most: int) -> np.ndarray:
     _numba_cache()
     try:
         import umap
@@ -86,7 +91,11 @@ def _umap(x: np.ndarray, dims: int, seed: int) -> np.ndarray:
         random_state=seed,
         init="random" if x.shape[0] <= dims + 1 else "spectral",
     )
-    return np.asarray(reducer.fit_transform(x), dtype=np.float64)
+    if x.shape[0] <= fit_at_most:
+        return np.asarray(reducer.fit_transform(x), dtype=np.float64)
+    sample = np.random.default_rng(seed).choice(x.shape[0], fit_at_most, replace=False)
+    reducer.fit(x[sample])
+    return np.asarray(reducer.transform(x), dtype=np.float64)
 
 
 def _tsne(x: np.ndarray, dims: int, seed: int) -> np.ndarray:
@@ -110,11 +119,19 @@ def _tsne(x: np.ndarray, dims: int, seed: int) -> np.ndarray:
         return np.asarray(model.fit_transform(x), dtype=np.float64)
 
 
-def project(matrix: np.ndarray, method: str = "pca", dims: int = 2, *, seed: int = 0) -> np.ndarray:
+def project(
+    matrix: np.ndarray,
+    method: str = "pca",
+    dims: int = 2,
+    *,
+    seed: int = 0,
+    fit_at_most: int = FIT_AT_MOST,
+) -> np.ndarray:
     """Project the rows of ``matrix`` to ``dims`` (2 or 3) coordinates.
 
     ``method`` is ``"pca"`` (default), ``"umap"`` or ``"tsne"``. Fewer rows than a method needs
-    fall back to PCA (t-SNE and UMAP need a handful of points).
+    fall back to PCA (t-SNE and UMAP need a handful of points). Above ``fit_at_most`` rows UMAP
+    is fitted on a sample, and t-SNE raises :class:`InputError`.
     """
     method = method.lower().replace("-", "")
     if method not in METHODS:
@@ -122,68 +139,33 @@ def project(matrix: np.ndarray, method: str = "pca", dims: int = 2, *, seed: int
     x = _check(matrix, dims)
     if method == "pca" or x.shape[0] < max(5, dims + 2):
         return pca(x, dims)
+    if method == "tsne" and x.shape[0] > fit_at_most:
+        raise InputError(
+            f"t-SNE of {x.shape[0]:,} points would take very long and cannot place points it "
+            f"was not fitted on: draw a sample of at most {fit_at_most:,} points, or use UMAP"
+        )
     with warnings.catch_warnings():
         # both libraries warn about parallelism/seeds and numba deprecations; none matter here
         warnings.simplefilter("ignore")
-        return _umap(x, dims, seed) if method == "umap" else _tsne(x, dims, seed)
+        if method == "umap":
+            return _umap(x, dims, seed, fit_at_most)
+        return _tsne(x, dims, seed)
 
 
-def build_points(
-    frame: pd.DataFrame, results: Sequence[RelevancyResult]
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """One point per distinct original question and one per generated question.
+def stratified_sample(groups: Sequence[object], n: int, *, seed: int = 0) -> np.ndarray:
+    """Indexes of about ``n`` items, each group (e.g. variant x score band) keeping its share
+    (at least one item per group), sorted; all of them when there are at most ``n``.
 
-    ``frame`` and ``results`` are aligned (as in :class:`relevancy.store.RunData`). Returns the
-    point table (``kind``, ``text``, ``row``, ``parent`` = index of the original question's
-    point for a generated one, ``score``, ``similarity``, ``variant``, ``noncommittal``) and the
-    matrix of their embeddings. Rows without embeddings (NaN rows) are skipped.
+    >>> stratified_sample(["a"] * 8 + ["b"] * 2, 5).tolist()
+    [2, 3, 4, 6, 8]
     """
-    points: list[dict[str, object]] = []
-    vectors: list[Sequence[float]] = []
-    originals: dict[str, int] = {}
-    variants = (
-        frame["variant"].astype(str).tolist() if "variant" in frame.columns else [""] * len(frame)
-    )
-    rows = frame["row"].tolist() if "row" in frame.columns else list(range(len(frame)))
-    for pos, result in enumerate(results):
-        if result.user_input_embedding is None:
-            continue
-        row = int(rows[pos])
-        if result.user_input not in originals:
-            originals[result.user_input] = len(points)
-            points.append(
-                {
-                    "kind": "question",
-                    "text": result.user_input,
-                    "row": row,
-                    "parent": -1,
-                    "score": np.nan,
-                    "similarity": 1.0,
-                    "variant": "(original question)",
-                    "noncommittal": "original",
-                }
-            )
-            vectors.append(result.user_input_embedding)
-        parent = originals[result.user_input]
-        usable = [q for q in result.questions if q.similarity is not None]
-        for q, vec in zip(usable, result.question_embeddings or []):
-            points.append(
-                {
-                    "kind": "generated",
-                    "text": q.question,
-                    "row": row,
-                    "parent": parent,
-                    "score": result.value,
-                    "similarity": q.similarity,
-                    "variant": variants[pos],
-                    "noncommittal": "yes" if result.noncommittal else "no",
-                }
-            )
-            vectors.append(vec)
-    table = pd.DataFrame(
-        points,
-        columns=["kind", "text", "row", "parent", "score", "similarity", "variant", "noncommittal"],
-    )
-    dim = len(vectors[0]) if vectors else 0
-    matrix = np.asarray(vectors, dtype=np.float64).reshape(len(vectors), dim)
-    return table, matrix
+    labels = np.asarray([str(g) for g in groups])
+    if len(labels) <= n:
+        return np.arange(len(labels))
+    rng = np.random.default_rng(seed)
+    picked = []
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        take = max(1, round(n * len(members) / len(labels)))
+        picked.append(rng.choice(members, min(take, len(members)), replace=False))
+    return np.sort(np.concatenate(picked))

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from relevancy.store import DEMO_RUN_NAME, RunStore, default_store_path
@@ -381,7 +380,7 @@ def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
         assert FAKE_KEY.encode() not in store.export_bytes(newest.id, fmt)
     from relevancy.dashboard.report import build_report
 
-    assert FAKE_KEY not in build_report(store.load_run(newest.id))
+    assert FAKE_KEY not in build_report(store, newest.id)
 
 
 def test_typed_api_key_is_kept_out_of_the_page():
@@ -504,33 +503,41 @@ def test_focus_run_table_and_drilldown_explain_the_sentences():
     assert len(_charts(at)) == 1  # the generated questions are still there
 
 
-def test_old_runs_load_everywhere_as_ragas():
-    """Results saved before modes existed (no mode, ragas_value or parts) still display."""
-    at = _app()
-    store = RunStore(default_store_path())
-    with sqlite3.connect(store.path) as db:
-        db.execute(
-            "UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value', '$.parts')"
-        )
-    st.cache_data.clear()  # the first page load cached the demo run as it was
+def test_a_store_from_the_previous_version_opens_everywhere():
+    """A store written before the typed-column store (one JSON per row, and results saved
+    before modes existed) is migrated on first open and every page shows it."""
+    import shutil
+
+    path = default_store_path()
+    shutil.copy(ROOT / "tests" / "data" / "store_v1.sqlite3", path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value')")
+    at = _app()  # migrates; the store had the demo imported before, so it is not added again
+    run = 1  # "v1 run, complete": 6 rows, two variants, a user column "kind"
+    at.session_state["active_run"] = run
     _page(at, "1_Dataset.py")
-    table = _table(at, f"ds_table_{DEMO}")
-    assert len(table) == 48 and set(table["mode"]) == {"ragas"}
-    assert "Ragas value" not in table.columns
+    table = _table(at, f"ds_table_{run}")
+    assert len(table) == 6 and set(table["mode"]) == {"ragas"}
+    assert "Ragas value" not in table.columns and "kind" in table.columns
     assert any("**ragas** mode" in c.value for c in at.caption)
-    at.selectbox(key=f"ds_inspect_{DEMO}").set_value(0).run()
+    at.selectbox(key=f"ds_inspect_{run}").set_value(0).run()
     _ok(at)
     assert any("**Mode:** ragas" in m.value for m in at.markdown)
     assert any(c.value.startswith("Score = ") for c in at.caption)
+    assert any("kind: good" in c.value for c in at.caption)  # the user's own column
     _page(at, "2_Distributions.py")
     assert list(_table(at, "dist_table")["mode"]) == ["ragas"] * 3
+    _page(at, "3_Embeddings.py")
+    assert _charts(at)[0]["data"][0]["name"] == "links"
     _page(at, "5_Runs.py")
     runs = _table(at, "runs_table")
-    assert list(runs["mode"]) == ["ragas"] and "ragas_mean" not in runs.columns
+    assert list(runs["name"]) == ["v1 run, partial", "v1 run, complete"]
+    assert list(runs["mode"]) == ["ragas", "ragas"] and "ragas_mean" not in runs.columns
+    at.selectbox(key="runs_pick").set_value(run).run()
     at.button(key="runs_build_report").click().run()
     _ok(at)
     _page(at, "4_Compare.py")
-    assert int({m.label: m.value for m in at.metric}["Pairs"]) == 24
+    assert int({m.label: m.value for m in at.metric}["Pairs"]) == 3
     assert not any("mean different things" in w.value for w in at.warning)
 
 

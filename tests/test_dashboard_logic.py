@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,7 +31,7 @@ from relevancy.explain import (
     explain_result,
     worked_mean,
 )
-from relevancy.projection import build_points, pca, project
+from relevancy.projection import pca, project, stratified_sample
 from relevancy.store import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-1234567890abcdef"
@@ -125,10 +127,23 @@ def test_question_bars_one_bar_per_question_and_escaped_text():
     assert any(abs(s.x0 - 0.7) < 1e-9 for s in fig.layout.shapes)  # mean line
 
 
-def test_projection_scatter_lines_and_colouring():
+def _points(store, results, variants, rows=None):
+    """A run of ``results`` in ``store``, and its Embeddings-page points."""
+    inputs = pd.DataFrame(
+        {
+            "user_input": [r.user_input for r in results],
+            "response": [r.response for r in results],
+            "variant": variants,
+        }
+    )
+    run_id = store.create_run("points", {}, inputs)
+    store.append_results(run_id, enumerate(results))
+    return store.points(run_id, rows)
+
+
+def test_projection_scatter_lines_and_colouring(store):
     results = [_result(sims=(0.9, 0.8), seed=1), _result("other?", sims=(0.3,), seed=2)]
-    frame = pd.DataFrame({"row": [0, 1], "variant": ["A", "B"]})
-    points, matrix = build_points(frame, results)
+    points, matrix = _points(store, results, ["A", "B"])
     coords = project(matrix, "pca", 2)
     fig = charts.projection_scatter(points, coords, color_by="score")
     names = [t.name for t in fig.data]
@@ -210,18 +225,54 @@ def test_project_rejects_bad_input():
         project(np.array([[np.nan, 1.0]]), "pca", 2)
 
 
-def test_build_points_dedupes_originals_and_skips_nan_rows():
+def test_points_dedupe_originals_and_skip_nan_rows(store):
     same = _result(sims=(0.9, 0.8), seed=1)
     same2 = _result(sims=(0.4,), seed=3)  # same user_input, another variant
-    failed = _result("broken?", sims=())
+    failed = _result("broken?", sims=(), value=float("nan"))
     failed.user_input_embedding = None
-    frame = pd.DataFrame({"row": [5, 6, 7], "variant": ["A", "B", "A"]})
-    points, matrix = build_points(frame, [same, same2, failed])
+    points, matrix = _points(store, [same, same2, failed], ["A", "B", "A"])
     assert (points["kind"] == "question").sum() == 1
     assert (points["kind"] == "generated").sum() == 3
     assert set(points.loc[points["kind"] == "generated", "parent"]) == {0}
-    assert matrix.shape == (4, 4)
-    assert set(points["row"]) == {5, 6}
+    assert matrix.shape == (4, 4) and matrix.dtype == np.float32
+    assert np.allclose(matrix[0], same.user_input_embedding, atol=1e-6)
+    assert np.allclose(matrix[1], same.question_embeddings[0], atol=1e-6)
+    assert set(points["row"]) == {0, 1}
+    assert charts.row_questions(points) == {0: same.user_input, 1: same.user_input}
+    only, _ = store.points(store.list_runs()[0].id, [1])  # some rows only: its own original
+    assert list(only["kind"]) == ["question", "generated"] and set(only["row"]) == {1}
+
+
+def test_stratified_sample_keeps_each_groups_share():
+    groups = ["A|high"] * 600 + ["A|low"] * 300 + ["B|high"] * 95 + ["B|low"] * 5
+    picked = stratified_sample(groups, 100, seed=1)
+    counts = pd.Series([groups[i] for i in picked]).value_counts().to_dict()
+    assert counts == {"A|high": 60, "A|low": 30, "B|high": 10, "B|low": 1}
+    assert list(picked) == sorted(picked) and len(set(picked)) == len(picked)
+    assert stratified_sample(groups[:50], 100).tolist() == list(range(50))
+
+
+def test_umap_is_fitted_on_a_sample_and_tsne_refuses_too_many_points(monkeypatch):
+    x = np.random.default_rng(0).normal(size=(40, 8))
+    with pytest.raises(InputError, match="t-SNE of 40 points"):
+        project(x, "tsne", 2, fit_at_most=30)
+    fitted: list[int] = []
+
+    class FakeUMAP:  # the real one takes ~20 s to compile; what matters is what it is fed
+        def __init__(self, **kwargs):
+            pass
+
+        def fit(self, data):
+            fitted.append(len(data))
+            return self
+
+        def transform(self, data):
+            return np.zeros((len(data), 2))
+
+    import types
+
+    monkeypatch.setitem(sys.modules, "umap", types.SimpleNamespace(UMAP=FakeUMAP))
+    assert project(x, "umap", 2, fit_at_most=30).shape == (40, 2) and fitted == [30]
 
 
 def test_import_projection_does_not_import_umap_or_streamlit():
@@ -415,7 +466,8 @@ def test_store_round_trip_incremental_rename_delete_export(store, tmp_path):
     store.delete(run_id)
     assert store.list_runs() == []
     with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT COUNT(*) FROM rows").fetchone()[0] == 0
+        for table in ("inputs", "results", "questions"):
+            assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0
     with pytest.raises(InputError):
         store.load_run(run_id)
 
@@ -467,7 +519,7 @@ def test_report_is_self_contained_and_escaped(store):
     )
     from relevancy.dashboard.report import build_report
 
-    html = build_report(store.load_run(run_id), threshold=0.5)
+    html = build_report(store, run_id, threshold=0.5)
     assert evil not in html
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
     # plotly's JS is inlined once; nothing is fetched from the network
@@ -619,37 +671,84 @@ def test_the_sentence_view_explains_a_ragas_score_too():
     assert list(table.columns) == ["#", "similarity", "note", "sentence"]  # no focus columns
 
 
-def test_store_lists_modes_and_loads_results_saved_before_modes(store):
+V1_STORE = Path(__file__).parent / "data" / "store_v1.sqlite3"
+
+
+def _v1_copy(tmp_path) -> Path:
+    """A copy of a store written by the code before the typed-column store (one JSON per row)."""
+    path = tmp_path / "v1.sqlite3"
+    shutil.copy(V1_STORE, path)
+    return path
+
+
+def test_store_lists_modes(store):
     inputs = pd.DataFrame({"user_input": ["q1", "q2"], "response": ["a", "b"]})
     focus = store.create_run("focus", {}, inputs)
     store.append_results(focus, [(0, _focus_result()), (1, _focus_result((0.6, 0.5), 0.4))])
     ragas = store.create_run("ragas", {}, inputs)
     store.append_results(ragas, [(0, _result(sims=(0.5,))), (1, _result(sims=(0.7,)))])
-    old = store.create_run("old", {}, inputs)
-    store.append_results(old, [(0, _result(sims=(0.5,))), (1, _focus_result())])
+    mixed = store.create_run("mixed", {}, inputs)
+    store.append_results(mixed, [(0, _result(sims=(0.5,))), (1, _focus_result())])
     store.create_run("empty", {}, inputs)
-    with sqlite3.connect(store.path) as db:  # as written before modes existed
-        db.execute(
-            "UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value', '$.parts') "
-            "WHERE run_id = ?",
-            (old,),
-        )
     infos = {r.name: r for r in store.list_runs()}
     assert infos["focus"].modes == ("focus",) and infos["focus"].mode == "focus"
     assert infos["focus"].ragas_mean == pytest.approx((0.75 + 0.4) / 2)
     assert infos["focus"].mean != pytest.approx(infos["focus"].ragas_mean)
     assert infos["ragas"].mode == "ragas" and infos["ragas"].ragas_mean == pytest.approx(0.6)
-    assert infos["old"].mode == "ragas"  # no mode saved: those were Ragas values
-    assert infos["old"].ragas_mean == pytest.approx(infos["old"].mean)
+    assert infos["mixed"].mode == "mixed"
     assert infos["empty"].modes == () and infos["empty"].mode == ""
     assert np.isnan(infos["empty"].ragas_mean)
-    data = store.load_run(old)
-    assert list(data.frame["mode"]) == ["ragas", "ragas"]
-    assert data.frame["ragas_value"].tolist() == pytest.approx(data.frame["score"].tolist())
-    assert all(r.parts == [] for r in data.results)
     loaded = store.load_run(focus)
     assert loaded.results[0].parts == _focus_result().parts
     assert loaded.frame["mode"].tolist() == ["focus", "focus"]
+
+
+def test_a_store_written_by_the_previous_code_is_migrated_whole(tmp_path):
+    path = _v1_copy(tmp_path)
+    with sqlite3.connect(path) as db:  # what was there, straight from the old JSON texts
+        old = {
+            (run, idx): (json.loads(i), json.loads(r) if r else None)
+            for run, idx, i, r in db.execute("SELECT run_id, idx, input, result FROM rows")
+        }
+    store = RunStore(path)
+    infos = {r.id: r for r in store.list_runs()}
+    assert [(r.name, r.n_rows, r.n_scored) for r in infos.values()] == [
+        ("v1 run, partial", 4, 2),
+        ("v1 run, complete", 6, 6),
+    ]
+    assert infos[1].columns == (
+        "id", "variant", "user_input", "response", "answer_type", "language", "kind"
+    )  # fmt: skip
+    assert store.get_meta("demo_imported")  # meta kept: the demo is not imported twice
+    for (run, idx), (inputs, result) in old.items():
+        row = store.inputs(run, [idx]).iloc[0].to_dict()
+        assert row == {k: v for k, v in inputs.items()}
+        if result is None:
+            assert idx in store.pending_rows(run)
+            continue
+        migrated = store.result(run, idx)
+        assert migrated.value == pytest.approx(result["value"])
+        assert migrated.ragas_value == pytest.approx(result["ragas_value"])
+        assert [q.question for q in migrated.questions] == [
+            q["question"] for q in result["questions"]
+        ]
+        assert np.allclose(migrated.question_embeddings, result["question_embeddings"], atol=1e-6)
+        assert migrated.noncommittal_detail == result["noncommittal_detail"]
+    with sqlite3.connect(path) as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "rows" not in tables and {"inputs", "results", "questions"} <= tables
+    assert RunStore(path).list_runs() == store.list_runs()  # a second open changes nothing
+
+
+def test_results_saved_before_modes_migrate_as_ragas(tmp_path):
+    path = _v1_copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value')")
+    store = RunStore(path)
+    info = store.get_run(1)
+    assert info.mode == "ragas" and info.ragas_mean == pytest.approx(info.mean)
+    frame = store.load_run(1).frame
+    assert frame["ragas_value"].tolist() == pytest.approx(frame["score"].tolist())
 
 
 def test_shipped_demo_loads_as_a_ragas_run(store):
@@ -675,7 +774,7 @@ def test_summary_table_and_report_name_the_mode(store):
     stats = summary_table(data.frame, threshold=0.5, by="variant")
     assert list(stats["mode"]) == ["focus"] * 3
     assert stats["ragas_mean"].tolist() == pytest.approx([0.575, 0.75, 0.4])
-    html = build_report(data, threshold=0.5)
+    html = build_report(store, run_id, threshold=0.5)
     assert "Scores are in <b>focus</b> mode" in html and "<th>Ragas value</th>" in html
     assert "<th>sentences (similarity to the question)</th>" in html
     assert "<li class='low'>Sentence &lt;1&gt; here." in html
@@ -684,7 +783,7 @@ def test_summary_table_and_report_name_the_mode(store):
     store.append_results(plain, [(0, _result(sims=(0.5,))), (1, _result(sims=(0.7,)))])
     ragas_data = store.load_run(plain)
     assert "ragas_mean" not in summary_table(ragas_data.frame, threshold=0.5).columns
-    html = build_report(ragas_data, threshold=0.5)
+    html = build_report(store, plain, threshold=0.5)
     assert "Scores are in <b>ragas</b> mode" in html and "<th>Ragas value</th>" not in html
     # a frame written before modes existed has no mode column: it was Ragas
     assert frame_modes(ragas_data.frame.drop(columns=["mode"])) == ["ragas"]
@@ -701,35 +800,50 @@ def test_pairs_carry_each_sides_mode_and_ragas_value():
 
 
 # --- the Dataset page's filters and grid, and what compares across modes ------------------
-def test_filters_and_results_table():
-    from relevancy import results_to_frame
-    from relevancy.dashboard.datasets import Filters, apply_filters, results_table
+def test_store_filters_sorts_and_pages_in_sql(store):
+    from relevancy.dashboard.datasets import results_table
+    from relevancy.store import RowQuery
 
     results = [
         _result("Where is Paris?", "In France.", (0.9,)),
         _result("Where is Rome?", "I do not know.", (0.4,), noncommittal=True),
-        _result("Where is Oslo?", "Norway, by a fjord.", (0.3,)),
-        _result("Where is Bern?", "", (), value=float("nan")),
+        _result("Where is Oslo?", "Norway, by a FJORD.", (0.3,)),
+        _result("Where is Bern?", "Switzerland.", (), value=float("nan")),
     ]
-    results[3].error = "response is empty"
-    frame = results_to_frame(results).assign(row=[0, 1, 2, 3], variant=["A", "B", "A", "B"])
+    results[3].error = "all 3 generations failed: boom"
+    inputs = pd.DataFrame(
+        {
+            "user_input": [r.user_input for r in results],
+            "response": [r.response for r in results],
+            "variant": ["A", "B", "A", "B"],
+            "kind": ["good", "evasive", "good", "broken"],
+        }
+    )
+    run_id = store.create_run("filters", {}, inputs)
+    store.append_results(run_id, enumerate(results))
 
     def rows(**kw) -> list[int]:
-        return apply_filters(frame, Filters(**kw))["row"].tolist()
+        return store.columns(run_id, ["score"], query=RowQuery(**kw))["row"].tolist()
 
     assert rows() == [3, 1, 2, 0]  # lowest first, NaN before everything
     assert rows(sort="score ↓") == [0, 2, 1, 3] and rows(sort="row") == [0, 1, 2, 3]
     assert rows(status="scored") == [1, 2, 0] and rows(status="NaN / errors") == [3]
     assert rows(noncommittal="yes") == [1] and rows(noncommittal="no", status="scored") == [2, 0]
-    assert rows(search="NORWAY") == [2] and rows(search="where is") == [3, 1, 2, 0]
+    assert rows(search="fjord") == [2] and rows(search="WHERE IS") == [3, 1, 2, 0]
     assert rows(variants=("B",)) == [3, 1]
-    assert rows(only_below=0.5) == [1, 2]
+    assert rows(below=0.5) == [1, 2]
     assert rows(score_range=(0.2, 0.5)) == [3, 2]  # NaN rows stay unless status says
-    assert rows(extra={"variant": ("A",)}) == [2, 0]
-    table = results_table(apply_filters(frame, Filters(sort="row")), with_ragas=True)
-    assert list(table.columns[:5]) == ["row", "variant", "score", "Ragas value", "mode"]
-    assert table["generated questions"][0] == "Generated question 0?"
-    assert "Ragas value" not in results_table(frame, with_ragas=False)
+    assert rows(columns=(("kind", ("good",)),)) == [2, 0]
+    assert store.count(run_id, RowQuery(status="scored")) == 3
+    page = store.query(run_id, RowQuery(sort="row"), limit=2, offset=1)
+    assert page["row"].tolist() == [1, 2] and page["kind"].tolist() == ["evasive", "good"]
+    assert page["generated_questions"][0] == "Generated question 0?"
+    table = results_table(page, inputs=["variant", "kind"], with_ragas=True)
+    assert list(table.columns[:6]) == ["row", "variant", "kind", "score", "Ragas value", "mode"]
+    assert "Ragas value" not in results_table(page, inputs=[], with_ragas=False)
+    assert store.result(run_id, 2).response == "Norway, by a FJORD."
+    with pytest.raises(InputError, match="no column 'nope'"):
+        store.columns(run_id, ["nope"])
 
 
 def test_comparable_value_and_mode_label():

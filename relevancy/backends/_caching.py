@@ -35,12 +35,16 @@ class CachedGenerator:
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint()
 
+    def key(self, response: str, n: int) -> str:
+        """The cache key of ``response``'s ``n`` generations with this generator."""
+        return cache_key(self.inner.fingerprint(), "generations", response, n)
+
     async def agenerate(self, response: str, n: int) -> GenerationSet:
         """Generations for ``response``; rows with the same response share one generation."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._in_flight = loop, {}
-        key = cache_key(self.inner.fingerprint(), "generations", response, n)
+        key = self.key(response, n)
         running = self._in_flight.get(key)
         if running is not None:  # a duplicate row of the same batch: wait for the first one
             return await asyncio.shield(running)

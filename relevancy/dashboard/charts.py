@@ -29,6 +29,7 @@ __all__ = [
     "question_bars",
     "projection_scatter",
     "selected_rows",
+    "row_questions",
     "ab_scatter",
     "diff_histogram",
     "sentence_shading_html",
@@ -47,6 +48,12 @@ SCORE_SCALE: list[list[Any]] = [
 #: categorical colours (variants, runs, models)
 PALETTE = ["#4f46e5", "#0ea5e9", "#f59e0b", "#10b981", "#ec4899", "#8b5cf6", "#64748b", "#ef4444"]
 _THRESHOLD_COLOR = "#b91c1c"
+#: above this many rows a group's box/violin shows outliers only (no per-row dots and hovers)
+DOTS_UP_TO = 2000
+#: a 2D map with more points than this is drawn with WebGL
+WEBGL_ABOVE = 5000
+#: an ECDF is drawn with at most this many steps (quantiles of the scores above it)
+ECDF_STEPS = 1000
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13, color="#1f2937")
 
 
@@ -171,8 +178,12 @@ def score_box(
     for i, (name, part) in enumerate(groups):
         color = PALETTE[i % len(PALETTE)]
         finite = np.isfinite(pd.to_numeric(part["score"], errors="coerce").to_numpy(dtype=float))
+        dots = len(part) <= DOTS_UP_TO
         questions = part["user_input"] if "user_input" in part.columns else [""] * len(part)
-        text = [hover_text(u, 60, 160) for u, ok in zip(questions, finite) if ok]
+        text = [hover_text(u, 60, 160) for u, ok in zip(questions, finite) if ok] if dots else None
+        hover = (
+            "%{y:.3f}<br>%{text}" if dots else "%{y:.3f}"
+        ) + f"<extra>{html.escape(name)}</extra>"
         if kind == "violin":
             fig.add_trace(
                 go.Violin(
@@ -180,7 +191,7 @@ def score_box(
                     name=name,
                     box_visible=True,
                     meanline_visible=True,
-                    points="all",
+                    points="all" if dots else "outliers",
                     pointpos=0,
                     jitter=0.3,
                     line_color=color,
@@ -188,7 +199,7 @@ def score_box(
                     opacity=0.55,
                     marker=dict(size=5),
                     text=text,
-                    hovertemplate="%{y:.3f}<br>%{text}<extra>" + html.escape(name) + "</extra>",
+                    hovertemplate=hover,
                 )
             )
         else:
@@ -196,14 +207,14 @@ def score_box(
                 go.Box(
                     y=_scores(part),
                     name=name,
-                    boxpoints="all",
+                    boxpoints="all" if dots else "outliers",
                     jitter=0.35,
                     pointpos=0,
                     boxmean=True,
                     marker=dict(color=color, size=5),
                     line=dict(color=color),
                     text=text,
-                    hovertemplate="%{y:.3f}<br>%{text}<extra>" + html.escape(name) + "</extra>",
+                    hovertemplate=hover,
                 )
             )
     if threshold is not None:
@@ -233,6 +244,9 @@ def score_ecdf(
         if not x.size:
             continue
         y = np.arange(1, x.size + 1) / x.size
+        if x.size > ECDF_STEPS:  # the same curve, drawn from evenly spaced quantiles
+            keep = np.unique(np.linspace(0, x.size - 1, ECDF_STEPS).round().astype(int))
+            x, y = x[keep], y[keep]
         x, y = np.r_[x[0], x], np.r_[0.0, y]  # the step starts from 0%
         fig.add_trace(
             go.Scatter(
@@ -349,7 +363,8 @@ def projection_scatter(
     """
     coords = np.asarray(coords, dtype=float)
     three = dims == 3 and coords.shape[1] >= 3
-    scatter = go.Scatter3d if three else go.Scatter
+    # WebGL for many points in 2D: SVG slows down past a few thousand markers
+    scatter = go.Scatter3d if three else go.Scattergl if len(points) > WEBGL_ABOVE else go.Scatter
 
     def xyz(idx: Sequence[int]) -> dict[str, Any]:
         out = {"x": coords[idx, 0], "y": coords[idx, 1]}
@@ -472,6 +487,16 @@ def projection_scatter(
     # legend on the left: the chart's toolbar sits top right
     fig.update_layout(legend=dict(x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return fig
+
+
+def row_questions(points: pd.DataFrame) -> dict[int, str]:
+    """Each row's original question, from a point table (a row's generated points name their
+    original's point as ``parent``)."""
+    out: dict[int, str] = {}
+    for row, kind, text, parent in zip(points["row"], points["kind"], points["text"],
+                                       points["parent"]):  # fmt: skip
+        out.setdefault(int(row), text if kind == "question" else points["text"].iloc[parent])
+    return out
 
 
 def selected_rows(selection: Any) -> list[int]:

@@ -8,8 +8,7 @@ table that is scored. The results table is filtered (:class:`Filters`) and shown
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -20,19 +19,13 @@ from relevancy._io import FORMATS, ROLES, apply_mapping, inspect_rows, read_tabl
 __all__ = [
     "UPLOAD_TYPES",
     "ROLES",
-    "SECONDS_PER_ROW_EMBEDDED",
     "Issue",
     "read_upload",
     "validate",
-    "Filters",
-    "apply_filters",
     "results_table",
-    "questions_text",
 ]
 
 UPLOAD_TYPES = tuple(f.lstrip(".") for f in FORMATS)
-#: measured on 2 cores with strictness 3 (SmolLM2-135M + MiniLM int8)
-SECONDS_PER_ROW_EMBEDDED = 1.2
 
 
 @dataclass(frozen=True)
@@ -126,16 +119,6 @@ def validate(
         issues.append(Issue("info", f"{len(variants)} variant(s): {text}."))
     else:
         issues.append(Issue("info", "No variant column: the Compare page needs one (or two runs)."))
-    if embedded:
-        minutes = len(mapped) * SECONDS_PER_ROW_EMBEDDED / 60
-        if minutes >= 1:
-            issues.append(
-                Issue(
-                    "info",
-                    f"About {minutes:.0f} min with the embedded models on this machine "
-                    "(rows already in the cache are instant).",
-                )
-            )
     return issues
 
 
@@ -145,76 +128,21 @@ def _rows(rows: list[int], limit: int = 5) -> str:
 
 
 # --- the results table -------------------------------------------------------------------
-SORTS = ("score ↑ (lowest first)", "score ↓", "row")
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What the Dataset page's filter widgets chose."""
-
-    score_range: tuple[float, float] = (-1.0, 1.0)
-    noncommittal: str = "all"  #: "all", "yes" or "no"
-    status: str = "all"  #: "all", "scored" or "NaN / errors"
-    search: str = ""
-    variants: tuple[str, ...] = ()  #: none chosen: all variants
-    only_below: float | None = None  #: the threshold, when "only below" is on
-    sort: str = SORTS[0]
-    extra: dict[str, tuple[str, ...]] = field(default_factory=dict)  #: column -> values kept
-
-
-def apply_filters(frame: pd.DataFrame, f: Filters) -> pd.DataFrame:
-    """The rows of a results table that pass ``f``, in its sort order."""
-    scores = pd.to_numeric(frame["score"], errors="coerce")
-    finite = scores.notna()
-    mask = ~finite | scores.between(*f.score_range)
-    if f.status == "scored":
-        mask &= finite
-    elif f.status == "NaN / errors":
-        mask &= ~finite | (frame["error"].astype(str) != "")
-    if f.noncommittal != "all":
-        mask &= frame["noncommittal"].astype(bool) == (f.noncommittal == "yes")
-    if f.variants and "variant" in frame.columns:
-        mask &= frame["variant"].astype(str).isin(f.variants)
-    for column, values in f.extra.items():
-        if values and column in frame.columns:
-            mask &= frame[column].astype(str).isin(values)
-    needle = f.search.strip().lower()
-    if needle:
-        text = frame["user_input"].astype(str) + "\n" + frame["response"].astype(str)
-        mask &= text.str.lower().str.contains(needle, regex=False)
-    if f.only_below is not None:
-        mask &= finite & (scores < f.only_below)
-    view = frame[mask].assign(score=scores[mask])
-    if f.sort == SORTS[0]:
-        view = view.sort_values("score", na_position="first", kind="stable")
-    elif f.sort == SORTS[1]:
-        view = view.sort_values("score", ascending=False, na_position="last", kind="stable")
-    return view
-
-
-def questions_text(text: object) -> str:
-    """The generated questions of an exported row, joined with `` · ``."""
-    try:
-        return " · ".join(json.loads(str(text)))
-    except (TypeError, ValueError):
-        return ""
-
-
-def results_table(view: pd.DataFrame, *, with_ragas: bool) -> pd.DataFrame:
-    """The grid the page shows: row, id, variant, score (and Ragas value), mode, texts..."""
-    columns: dict[str, object] = {"row": view["row"].astype(int)}
-    if "id" in view.columns:
-        columns["id"] = view["id"].astype(str)
-    if "variant" in view.columns:
-        columns["variant"] = view["variant"].astype(str)
-    columns["score"] = pd.to_numeric(view["score"], errors="coerce")
+def results_table(page: pd.DataFrame, *, inputs: list[str], with_ragas: bool) -> pd.DataFrame:
+    """The grid the page shows, from a page of :meth:`relevancy.store.RunStore.query`: row,
+    the user's own columns (id, variant, ...), score (and Ragas value), mode, the texts..."""
+    columns: dict[str, object] = {"row": page["row"].astype(int)}
+    for name in inputs:
+        if name in page.columns:
+            columns[name] = page[name].map(lambda v: "" if v is None else str(v))
+    columns["score"] = pd.to_numeric(page["score"], errors="coerce")
     if with_ragas:
-        columns["Ragas value"] = pd.to_numeric(view["ragas_value"], errors="coerce")
-    columns["mode"] = view["mode"].astype(str) if "mode" in view.columns else "ragas"
-    columns["question"] = view["user_input"].astype(str)
-    columns["answer"] = view["response"].astype(str)
-    columns["noncommittal"] = view["noncommittal"].astype(bool)
-    columns["answer ~ question"] = pd.to_numeric(view["answer_similarity"], errors="coerce")
-    columns["generated questions"] = view["generated_questions"].map(questions_text)
-    columns["error"] = view["error"].astype(str)
+        columns["Ragas value"] = pd.to_numeric(page["ragas_value"], errors="coerce")
+    columns["mode"] = page["mode"].astype(str)
+    columns["question"] = page["user_input"].astype(str)
+    columns["answer"] = page["response"].astype(str)
+    columns["noncommittal"] = page["noncommittal"].astype(bool)
+    columns["answer ~ question"] = pd.to_numeric(page["answer_similarity"], errors="coerce")
+    columns["generated questions"] = page["generated_questions"].astype(str)
+    columns["error"] = page["error"].astype(str)
     return pd.DataFrame(columns).reset_index(drop=True)

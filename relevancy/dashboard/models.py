@@ -19,6 +19,7 @@ from relevancy._cache import Cache, default_cache_dir
 from relevancy._modes import resolve_mode
 from relevancy._redact import register_secret
 from relevancy.backends import make_embedder
+from relevancy.estimate import Estimate, cached_rows, estimate
 from relevancy.factory import build_metric
 from relevancy.judge import JudgeCheck, last_check
 
@@ -35,6 +36,7 @@ __all__ = [
     "embedder_for",
     "judge_of",
     "generator_limit",
+    "estimate_for",
 ]
 
 BACKENDS = {
@@ -220,3 +222,19 @@ def generator_limit(settings: Settings) -> int | None:
         return getattr(get_metric(settings).llm, "max_response_chars", None)
     except Exception:  # no key yet: the limit is unknown, not an error
         return None
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _estimate(settings: Settings, digest: str, _answers: list[str]) -> Estimate | None:
+    try:
+        metric = get_metric(settings)
+    except Exception:  # no key yet: nothing to estimate with
+        return None
+    return estimate(metric, len(_answers), cached=cached_rows(metric, _answers))
+
+
+def estimate_for(settings: Settings, responses: list[str]) -> Estimate | None:
+    """How long scoring these answers will take with these settings (None: unknown yet)."""
+    answers = [r for r in responses if isinstance(r, str) and r.strip()]
+    digest = hashlib.blake2b("\x1f".join(answers).encode(), digest_size=16).hexdigest()
+    return _estimate(settings, digest, answers)

@@ -7,19 +7,15 @@ every piece of user text (run name, questions, answers, generated questions) is 
 from __future__ import annotations
 
 import html
-import json
 import math
 from datetime import datetime, timezone
 from typing import Any
-
-import numpy as np
-import pandas as pd
 
 from relevancy.compare import pair_variants, summarize_pairs
 from relevancy.dashboard import charts
 from relevancy.dashboard.ui import MODE_SHORT
 from relevancy.explain import SENTENCE_LOW, sentences_from_parts
-from relevancy.store import RunData
+from relevancy.store import RowQuery, RunStore
 from relevancy.summary import frame_modes, mode_label, summary_table
 
 __all__ = ["build_report"]
@@ -64,12 +60,8 @@ def _pct(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
-def _sentences_html(text: Any) -> str:
+def _sentences_html(parts: Any) -> str:
     """A focus row's sentences with their similarity to the question; off-topic ones marked."""
-    try:
-        parts = json.loads(text) if isinstance(text, str) and text else []
-    except ValueError:
-        return ""
     items = []
     for sentence in sentences_from_parts(parts):
         low = " class='low'" if sentence.similarity < SENTENCE_LOW else ""
@@ -88,9 +80,11 @@ def _figure_html(fig: Any, first: bool) -> str:
     )
 
 
-def build_report(data: RunData, *, threshold: float = 0.5, lowest: int = 10) -> str:
-    """HTML text of the report for a :class:`relevancy.store.RunData`."""
-    info, frame = data.info, data.frame
+def build_report(store: RunStore, run_id: int, *, threshold: float = 0.5, lowest: int = 10) -> str:
+    """HTML text of the report of a stored run (read a column at a time: any size)."""
+    info = store.get_run(run_id)
+    roles = [c for c in ("id", "variant") if c in info.columns]
+    frame = store.columns(run_id, ["user_input", *roles, "score", "mode", "ragas_value"])
     by = "variant" if "variant" in frame.columns and frame["variant"].nunique() > 1 else None
     stats = summary_table(frame, threshold=threshold, by=by)
     overall = stats.iloc[0] if len(stats) else None
@@ -202,37 +196,29 @@ def build_report(data: RunData, *, threshold: float = 0.5, lowest: int = 10) -> 
         parts.append(f"<section><h2>{title}</h2>{_figure_html(fig, i == 0)}</section>")
 
     if len(frame):
-        scores = pd.to_numeric(frame["score"], errors="coerce")
-        order = np.argsort(scores.fillna(-np.inf).to_numpy(), kind="stable")[:lowest]
-        with_sentences = "parts" in frame.columns and bool(
-            frame["parts"].astype(str).str.len().gt(0).any()
-        )
+        low = store.columns(run_id, roles, query=RowQuery(), limit=lowest)  # NaN, then lowest
+        rows = [int(x) for x in low["row"]]
+        results = dict(zip(sorted(rows), store.results(run_id, rows)))  # given in row order
+        variants = dict(zip(rows, low["variant"])) if by else {}
+        with_sentences = any(r.parts for r in results.values())
         rows_html = []
-        for pos in order:
-            r = frame.iloc[int(pos)]
-            try:
-                questions = json.loads(r.get("generated_questions") or "[]")
-                sims = json.loads(r.get("similarities") or "[]")
-            except (TypeError, ValueError):
-                questions, sims = [], []
+        for row in rows:
+            r = results[row]
             qs = "".join(
-                f"<li>{e(str(q))} <span class='muted'>({_f(s, 2)})</span></li>"
-                for q, s in zip(questions, sims)
+                f"<li>{e(q.question)} <span class='muted'>({_f(q.similarity, 2)})</span></li>"
+                for q in r.questions
             )
-            color = charts.score_color(r["score"])
-            variant = f"<br><span class='muted'>{e(str(r['variant']))}</span>" if by else ""
-            row_mode = f"<br><span class='muted'>{e(str(r['mode']))}</span>" if mode else ""
-            ragas = (
-                f"<td class='num'>{_f(r.get('ragas_value', math.nan))}</td>" if with_ragas else ""
-            )
-            sentences = f"<td>{_sentences_html(r.get('parts'))}</td>" if with_sentences else ""
+            color = charts.score_color(r.value)
+            variant = f"<br><span class='muted'>{e(str(variants[row]))}</span>" if by else ""
+            row_mode = f"<br><span class='muted'>{e(r.mode)}</span>" if mode else ""
+            ragas = f"<td class='num'>{_f(r.ragas_value)}</td>" if with_ragas else ""
+            sentences = f"<td>{_sentences_html(r.parts)}</td>" if with_sentences else ""
+            error = f"<span class=muted>{e(r.error)}</span>" if r.error else ""
             rows_html.append(
                 f"<tr><td class='num'><span class='score' style='background:{color}'>"
-                f"{_f(r['score'])}</span>{row_mode}{variant}</td>{ragas}"
-                f"<td>{e(str(r['user_input']))}</td>"
-                f"<td>{e(str(r['response']))}</td>{sentences}<td><ul class='q'>{qs}</ul>"
-                f"{'<span class=muted>' + e(str(r['error'])) + '</span>' if r.get('error') else ''}"
-                "</td></tr>"
+                f"{_f(r.value)}</span>{row_mode}{variant}</td>{ragas}"
+                f"<td>{e(r.user_input)}</td><td>{e(r.response)}</td>{sentences}"
+                f"<td><ul class='q'>{qs}</ul>{error}</td></tr>"
             )
         head = (
             "<th>score</th>"
@@ -248,7 +234,7 @@ def build_report(data: RunData, *, threshold: float = 0.5, lowest: int = 10) -> 
             else ""
         )
         parts.append(
-            f"<section><h2>Lowest {len(order)} rows</h2>{note}<table><thead><tr>{head}</tr>"
+            f"<section><h2>Lowest {len(rows_html)} rows</h2>{note}<table><thead><tr>{head}</tr>"
             f"</thead><tbody>{''.join(rows_html)}</tbody></table></section>"
         )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -13,6 +13,7 @@ from typing import Any
 
 import streamlit as st
 
+from relevancy.estimate import duration, record_speed
 from relevancy.store import RunStore
 
 __all__ = ["JOB_KEY", "Outcome", "score_run", "interrupted_job"]
@@ -28,16 +29,9 @@ class Outcome:
     errors: int
 
 
-def _eta(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min {seconds % 60:.0f} s"
-
-
 def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = None) -> Outcome:
     """Score the run's rows that have no result yet; draws progress in the current container."""
     pending = store.pending_rows(run_id)
-    inputs = store.inputs(run_id)
     info = store.get_run(run_id)
     total, already = info.n_rows, info.n_scored
     chunk = chunk or max(2, int(getattr(metric, "concurrency", 4)))
@@ -53,27 +47,29 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
             help="Stop after the rows in flight; everything scored so far is kept.",
         )
     started = time.perf_counter()
-    done = errors = 0
+    done = errors = fresh = 0
     for start in range(0, len(pending), chunk):
         rows = pending[start : start + chunk]
-        part = inputs.loc[rows, ["user_input", "response"]].reset_index(drop=True)
+        part = store.inputs(run_id, rows)[["user_input", "response"]].reset_index(drop=True)
 
         def on_result(i: int, result: Any, rows: list[int] = rows) -> None:
             store.append_results(run_id, [(rows[i], result)])
 
         results = metric.score_many(part, on_result=on_result)
         errors += sum(1 for r in results if r.error)
+        fresh += sum(not r.cached for r in results)
         done += len(rows)
         elapsed = time.perf_counter() - started
         left = elapsed / done * (len(pending) - done)
         bar.progress(
             (already + done) / total,
-            text=f"Scored {already + done} of {total} rows · {_eta(elapsed)} elapsed · "
-            f"about {_eta(left)} left",
+            text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
+            f"about {duration(left)} left",
         )
     st.session_state.pop(JOB_KEY, None)
     elapsed = time.perf_counter() - started
-    bar.progress(1.0, text=f"Done: {total} rows in {_eta(elapsed)}")
+    record_speed(metric, rows=fresh, seconds=elapsed)  # cached rows cost ~0
+    bar.progress(1.0, text=f"Done: {total} rows in {duration(elapsed)}")
     return Outcome(scored=done, total=total, seconds=elapsed, errors=errors)
 
 

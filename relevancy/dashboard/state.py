@@ -9,12 +9,17 @@ that a page does not draw).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
+from relevancy._result import RelevancyResult
 from relevancy.store import (
     DEMO_RUN_NAME,
+    RowQuery,
     RunData,
     RunInfo,
     RunStore,
@@ -32,7 +37,11 @@ __all__ = [
     "demo_run",
     "input_columns",
     "load_run",
-    "load_run_data",
+    "run_columns",
+    "run_page",
+    "run_result",
+    "run_points",
+    "scored_run",
 ]
 
 
@@ -95,33 +104,83 @@ def demo_run() -> RunInfo | None:
     return next((r for r in list_runs() if r.name == DEMO_RUN_NAME and r.complete), None)
 
 
-@st.cache_data(show_spinner=False, max_entries=12)
+@st.cache_data(show_spinner=False, max_entries=4)
 def _load(path: str, run_id: int, version: str) -> RunData:
     return RunStore(path).load_run(run_id)
 
 
 def load_run(run_id: int) -> RunData:
-    """A run's inputs, scored rows and results (cached until the run changes)."""
+    """A small run loaded whole (the demo's examples); large runs are read a piece at a time
+    (:func:`run_columns`, :func:`run_page`, :func:`run_result`, :func:`run_points`)."""
     store = get_store()
     return _load(str(store.path), int(run_id), store.version(run_id))
 
 
-def load_run_data() -> RunData | None:
-    """The active run's data, or ``None`` (with a message) when there is none to show."""
+@st.cache_data(show_spinner=False, max_entries=24)
+def _columns(path: str, run_id: int, version: str, names: tuple[str, ...]) -> pd.DataFrame:
+    return RunStore(path).columns(run_id, names)
+
+
+def run_columns(run_id: int, names: Sequence[str]) -> pd.DataFrame:
+    """Just these columns of every scored row (and ``row``), cached until the run changes."""
+    store = get_store()
+    return _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _page(
+    path: str, run_id: int, version: str, query: RowQuery, limit: int, offset: int
+) -> tuple[pd.DataFrame, int]:
+    store = RunStore(path)
+    return store.query(run_id, query, limit=limit, offset=offset), store.count(run_id, query)
+
+
+def run_page(run_id: int, query: RowQuery, *, limit: int, offset: int) -> tuple[pd.DataFrame, int]:
+    """A page of the results table filtered and sorted in the store, and how many rows match."""
+    store = get_store()
+    return _page(str(store.path), int(run_id), store.version(run_id), query, limit, offset)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _result(path: str, run_id: int, version: str, row: int) -> RelevancyResult:
+    return RunStore(path).result(run_id, row)
+
+
+def run_result(run_id: int, row: int) -> RelevancyResult:
+    """One scored row, whole."""
+    store = get_store()
+    return _result(str(store.path), int(run_id), store.version(run_id), int(row))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _points(
+    path: str, run_id: int, version: str, rows: tuple[int, ...] | None
+) -> tuple[pd.DataFrame, np.ndarray]:
+    return RunStore(path).points(run_id, rows)
+
+
+def run_points(run_id: int, rows: Sequence[int] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """The Embeddings page's points and vectors, for ``rows`` (or all)."""
+    store = get_store()
+    key = None if rows is None else tuple(int(r) for r in rows)
+    return _points(str(store.path), int(run_id), store.version(run_id), key)
+
+
+def scored_run() -> RunInfo | None:
+    """The active run when it has scored rows; else ``None``, with a message saying why."""
     info = active_run()
     if info is None:
         st.info("No saved runs yet: score a dataset on the **Dataset** page.", icon="🗂️")
         return None
-    data = load_run(info.id)
-    if data.frame.empty:
+    if not info.n_scored:
         st.info(
             f"Run **{info.name}** has no scored rows yet: resume it on the **Dataset** page.",
             icon="⏳",
         )
         return None
-    return data
+    return info
 
 
-def input_columns(data: RunData) -> list[str]:
-    """The run's own input columns (question, answer, id, variant and the user's others)."""
-    return [str(c) for c in data.inputs.columns]
+def input_columns(info: RunInfo) -> list[str]:
+    """The run's own input columns besides the question and the answer (id, variant...)."""
+    return [c for c in info.columns if c not in ("user_input", "response")]

@@ -1,17 +1,23 @@
-"""The Dataset page's results grid: filter widgets, the filtered table, row selection."""
+"""The Dataset page's results grid: filter widgets, a page of rows filtered and sorted in the
+store, paging, and row selection."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from relevancy.dashboard.datasets import SORTS, Filters, apply_filters, results_table
+from relevancy.dashboard.datasets import results_table
+from relevancy.dashboard.state import input_columns, run_columns, run_page
+from relevancy.store import SORTS, RowQuery, RunInfo
 
-__all__ = ["filter_widgets", "results_grid"]
+__all__ = ["PAGE_ROWS", "filter_widgets", "results_grid"]
+
+#: rows per page of the grid
+PAGE_ROWS = 500
 
 
-def filter_widgets(frame: pd.DataFrame, threshold: float) -> Filters:
-    """Draw the filters (keys ``ds_*``) and return what they chose."""
+def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
+    """Draw the filters (keys ``ds_*``) and return the query they make."""
     with st.container(border=True):
         f1, f2, f3, f4 = st.columns([2, 1, 1, 2])
         score_range = f1.slider(
@@ -29,37 +35,43 @@ def filter_widgets(frame: pd.DataFrame, threshold: float) -> Filters:
             "Search text", placeholder="words in the question or answer", key="ds_search"
         )
         g1, g2, g3 = st.columns([2, 1, 1])
-        variants = (
-            sorted(frame["variant"].astype(str).unique()) if "variant" in frame.columns else []
-        )
+        variants: list[str] = []
+        if "variant" in info.columns:
+            column = run_columns(info.id, ["variant"])["variant"]
+            variants = sorted(column.dropna().astype(str).unique())
         chosen = g1.multiselect(
             "Variants", variants, key="ds_variants", disabled=not variants, placeholder="all"
         )
         sort = g2.selectbox("Sort by", list(SORTS), key="ds_sort")
         only_low = g3.toggle(f"Only below {threshold:.2f}", key="ds_only_low")
-    return Filters(
-        score_range=tuple(score_range),
+    return RowQuery(
+        score_range=(float(score_range[0]), float(score_range[1])),
         noncommittal=noncommittal,
         status=status,
         search=search,
         variants=tuple(chosen),
-        only_below=threshold if only_low else None,
+        below=threshold if only_low else None,
         sort=sort,
     )
 
 
-def results_grid(
-    frame: pd.DataFrame, *, run_id: int, threshold: float, with_ragas: bool
-) -> pd.DataFrame:
-    """Filters, then the filtered grid; a selected row becomes the drill-down's row.
+def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.DataFrame:
+    """Filters, then one page of the filtered grid; a selected row becomes the drill-down's.
 
-    Returns the table shown (its ``row`` column lists the rows that pass the filters).
+    Returns the page shown (its ``row`` column lists the rows that can be drilled into).
     """
-    shown = results_table(
-        apply_filters(frame, filter_widgets(frame, threshold)), with_ragas=with_ragas
-    )
-    # widget keys carry the run id: a table selection or a picked row means nothing elsewhere
-    table_key, inspect_key = f"ds_table_{run_id}", f"ds_inspect_{run_id}"
+    query = filter_widgets(info, threshold)
+    # widget keys carry the run id: a page, a selection or a picked row means nothing elsewhere
+    table_key, inspect_key, page_key = (f"ds_{k}_{info.id}" for k in ("table", "inspect", "page"))
+    page_no = int(st.session_state.get(page_key, 1))
+    page, matched = run_page(info.id, query, limit=PAGE_ROWS, offset=(page_no - 1) * PAGE_ROWS)
+    pages = max(1, -(-matched // PAGE_ROWS))
+    if page_no > pages:  # the filters left fewer pages: back to the first
+        page_no = st.session_state[page_key] = 1
+        page, matched = run_page(info.id, query, limit=PAGE_ROWS, offset=0)
+    if pages > 1:
+        st.number_input(f"Page (of {pages}, {PAGE_ROWS} rows each)", 1, pages, key=page_key)
+    shown = results_table(page, inputs=input_columns(info), with_ragas=with_ragas)
     rows = shown["row"].tolist()
 
     def on_select() -> None:
@@ -74,9 +86,10 @@ def results_grid(
             return "background-color: #fde2e1; color: #991b1b; font-weight: 600"
         return "color: #166534"
 
+    where = f" (page {page_no} of {pages})" if pages > 1 else ""
     st.markdown(
-        f"**{len(shown)} of {len(frame)} rows** · low scores (below {threshold:.2f}) in red · "
-        "click a column header to sort, select a row to drill down"
+        f"**{matched:,} of {info.n_scored:,} rows**{where} · low scores (below {threshold:.2f}) "
+        "in red · click a column header to sort this page, select a row to drill down"
     )
     formats = {"score": "{:.3f}", "answer ~ question": "{:.2f}"}
     if with_ragas:

@@ -1,0 +1,138 @@
+"""Scoring a file of any size: read in chunks, written as rows finish, never held whole.
+
+``relevancy score`` is :func:`survey` (one quick pass: rows, problems, rows already in the
+cache) then :func:`score_file` (a second pass that scores a chunk at a time and appends each
+chunk's results to the output). Memory stays flat with the number of rows: what is kept per
+row is its score (a float) and its error (for the summary).
+
+Every finished row is also appended at once to ``OUTPUT.partial.jsonl``; generations and
+embeddings are in the cache, so running the same command again after a crash resumes where it
+stopped. With ``store=``, the run is saved in the run store too (for the dashboard).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from relevancy._errors import InputError
+from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
+from relevancy._metric import AnswerRelevancy
+from relevancy.estimate import cached_rows, record_speed
+from relevancy.store import RunStore
+
+__all__ = ["Survey", "FileRun", "survey", "score_file", "CHUNK_ROWS"]
+
+#: rows read, scored and written at a time
+CHUNK_ROWS = 2000
+
+
+@dataclass
+class Survey:
+    """What one pass over the input found before anything is scored."""
+
+    rows: int = 0
+    scoreable: int = 0  #: rows with both a question and an answer
+    cached: int = 0  #: rows whose generations are in the cache already
+    problems: list[RowProblem] = field(default_factory=list)  #: the first ``keep`` problems
+    n_problems: int = 0
+
+
+@dataclass
+class FileRun:
+    """A finished file run: the numbers its summary is made of."""
+
+    out: Path
+    values: np.ndarray  #: one score per row, NaN for a failed row
+    errors: collections.Counter[str]
+    cached: int
+    seconds: float
+    run_id: int | None = None
+
+
+def survey(
+    path: str | Path, metric: AnswerRelevancy, *, keep: int = 10, chunk_rows: int = CHUNK_ROWS
+) -> Survey:
+    """Count the rows, list the first ``keep`` problems and the rows already in the cache.
+
+    Raises :class:`InputError` (one line) when the file has no row, or no row with both a
+    question and an answer.
+    """
+    found = Survey()
+    inspector = RowInspector(long_text=getattr(metric.llm, "max_response_chars", None))
+    for chunk in iter_table(path, chunk_rows=chunk_rows):
+        problems = inspector.inspect(chunk)
+        found.n_problems += len(problems)
+        found.problems += problems[: max(0, keep - len(found.problems))]
+        pairs = zip(chunk["user_input"], chunk["response"])
+        answers = [r for u, r in pairs if u.strip() and r.strip()]
+        found.cached += cached_rows(metric, answers)
+    found.rows, found.scoreable = inspector.rows, inspector.scoreable
+    name = Path(path).name
+    if not found.rows:
+        raise InputError(f"{name!r} has a header but no rows: add question/answer rows")
+    if not found.scoreable:
+        raise InputError(
+            f"{name!r} has no row with both a question and an answer ({found.rows:,} rows, "
+            "all empty in one or the other): fill in the question and answer columns"
+        )
+    return found
+
+
+def score_file(
+    metric: AnswerRelevancy,
+    path: str | Path,
+    out: str | Path,
+    *,
+    chunk_rows: int = CHUNK_ROWS,
+    progress: Callable[[int], None] | None = None,
+    store: RunStore | None = None,
+    run_name: str = "",
+    settings: Mapping[str, Any] | None = None,
+) -> FileRun:
+    """Score every row of ``path`` and write ``out`` (.csv, .json, .jsonl or .parquet).
+
+    ``progress(n)`` is called as each row finishes. With ``store``, the run is also saved
+    there as ``run_name`` (its inputs first, then each chunk's results as they finish).
+    """
+    path, out = Path(path), Path(out)
+    run_id = None
+    if store is not None:
+        run_id = store.create_run(
+            run_name or path.name, dict(settings or {}), iter_table(path, chunk_rows=chunk_rows),
+            source=path.name,
+        )  # fmt: skip
+    values: list[float] = []
+    errors: collections.Counter[str] = collections.Counter()
+    cached = 0
+    started = time.perf_counter()
+    partial = out.with_name(out.name + ".partial.jsonl")
+    with TableWriter(out) as writer, partial.open("w", encoding="utf-8") as checkpoint:
+        for chunk in iter_table(path, chunk_rows=chunk_rows):
+            start = len(values)
+
+            def on_result(i: int, result: Any, start: int = start) -> None:
+                record = {"row": start + i + 1, **result.to_dict(embeddings=False)}
+                checkpoint.write(json.dumps(record, ensure_ascii=False) + "\n")
+                checkpoint.flush()
+                if progress is not None:
+                    progress(1)
+
+            results = metric.score_many(chunk, on_result=on_result)
+            writer.write(results_to_frame(results, chunk))
+            if store is not None and run_id is not None:
+                store.append_results(run_id, ((start + i, r) for i, r in enumerate(results)))
+            values += [r.value for r in results]
+            errors.update(r.error for r in results if r.error)
+            cached += sum(r.cached for r in results)
+    partial.unlink(missing_ok=True)
+    seconds = time.perf_counter() - started
+    record_speed(metric, rows=len(values) - cached, seconds=seconds)  # cached rows cost ~0
+    return FileRun(out, np.asarray(values, dtype=float), errors, cached, seconds, run_id)
