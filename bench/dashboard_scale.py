@@ -1,317 +1,190 @@
-"""The dashboard with a large run: a synthetic 10,000-row run in the run store.
+"""Large runs: the dashboard on a synthetic run of 10,000 and 100,000 rows, and the CLI scoring
+100,000 rows from the toy OpenAI-compatible server.
 
-Builds ``--rows`` synthetic ``RelevancyResult`` objects (3 generated questions each, 384-d unit
-vectors clustered by topic like real MiniLM embeddings, two answer variants per question), then
-times each piece the dashboard relies on, skipping cleanly whatever is not there yet:
+Each dashboard size runs in a process of its own (so its peak memory is its own):
 
-1. run store (``relevancy/store.py``): ``create_run`` + ``append_results`` (batches of 250, as
-   a scoring run writes them), ``load_run``, file size;
-2. projection (``relevancy/projection.py``, else numpy): ``build_points``, PCA, UMAP
-   (``umap-learn``; ``NUMBA_CACHE_DIR`` kept stable so numba compiles once per machine; the
-   import and a warm-up fit are timed apart from the real fit);
-3. pages under ``streamlit.testing.v1.AppTest`` with the run active: ``app.py`` then each of
-   ``pages/1_Dataset.py`` (the results table), ``2_Distributions``, ``3_Embeddings`` (PCA).
+1. a synthetic run (``relevancy.testing.synthetic``: 3 generated questions per row, 384-d
+   float32 vectors clustered by topic, two answer variants per question) written to a fresh run
+   store as a scoring run writes it (inputs, then results in batches of 250);
+2. the store's size per row, with and without the vectors' own bytes;
+3. opening the store and listing its runs;
+4. the first render of every page under ``streamlit.testing.v1.AppTest`` with the run active
+   (``st.cache_data`` cleared before each, as on a first visit), then one drill-down and one
+   filter change on the Dataset page, and at 10,000 rows the Embeddings page with all points;
+5. the process's peak RSS (VmHWM).
 
-Peak memory: the process's VmHWM, plus RSS after each step. :func:`render` writes the
-"Dashboard at scale" section of ``RESULTS.md``.
+The CLI: ``relevancy score`` as a subprocess on 10,000 and 100,000 generated rows against the
+toy server (instant answers, its hashed embeddings), with its peak RSS from ``wait4`` and its
+rows per second. The "before" figures are those of the Dec 2 run, kept in
+``bench/results/dashboard_scale_before.json``.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, emit, fmt, log, parser, r, table, vm_hwm_mb, vm_rss_mb  # noqa: E402
+from _common import ROOT, emit, fmt, log, parser, r, table, toy_server, vm_hwm_mb  # noqa: E402
 
-DIM = 384
+PAGES = ["app.py", "1_Dataset.py", "2_Distributions.py", "3_Embeddings.py", "4_Compare.py",
+         "5_Runs.py"]  # fmt: skip
+BEFORE = Path(__file__).resolve().parent / "results" / "dashboard_scale_before.json"
+TARGETS = {  # rows -> (first render of every page, filter change, peak RSS MiB)
+    10_000: (2.0, 0.5, None),
+    100_000: (5.0, None, 2048.0),
+}
 
 
-def synthetic_results(n: int, seed: int = 0) -> tuple[Any, list[Any]]:
-    import numpy as np
+def one_size(n: int, timeout: float) -> dict[str, Any]:
+    """Everything for one size, in this process (run by the parent as a subprocess)."""
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba"))
+    home = Path(tempfile.mkdtemp(prefix=f"relevancy-scale-{n}-"))
+    os.environ["RELEVANCY_STORE"] = str(home / "runs.sqlite3")
+    os.environ["RELEVANCY_CACHE_DIR"] = str(home / "cache")
+    from relevancy.store import RunStore
+    from relevancy.testing.synthetic import DIM, synthetic_inputs, synthetic_results
+
+    out: dict[str, Any] = {"rows": n}
+    store = RunStore(home / "runs.sqlite3")
+    store.set_meta("demo_imported", "bench")  # the pages would import the demo otherwise
+    started = time.perf_counter()
+    run_id = store.create_run("scale", {"backend": "embedded"}, synthetic_inputs(n))
+    writing = time.perf_counter() - started  # the time in the store, not in making the rows
+    for batch in synthetic_results(n):  # as a scoring run writes them
+        mark = time.perf_counter()
+        store.append_results(run_id, batch)
+        writing += time.perf_counter() - mark
+    out["store_write_s"] = r(writing)
+    size = sum(p.stat().st_size for p in home.glob("runs.sqlite3*"))
+    vectors = n * 4 * DIM * 4  # the question's and three generated questions' float32 vectors
+    out["store_mb"] = r(size / 2**20, 1)
+    out["store_kib_per_row"] = r(size / n / 1024, 2)
+    out["store_kib_per_row_without_vectors"] = r((size - vectors) / n / 1024, 2)
+    started = time.perf_counter()
+    infos = RunStore(home / "runs.sqlite3").list_runs()
+    out["store_open_list_s"] = r(time.perf_counter() - started)
+    assert infos[0].n_scored == n
+    out.update(page_renders(run_id, n, timeout))
+    out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
+    return out
+
+
+def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    renders: dict[str, Any] = {}
+    at = None
+    for page in PAGES:
+        st.cache_data.clear()  # a first visit: nothing of the run cached yet
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        at.session_state["active_run"] = run_id
+        started = time.perf_counter()
+        if page != "app.py":
+            at.run()
+            st.cache_data.clear()
+            started = time.perf_counter()
+            at.switch_page(f"pages/{page}")
+        at.run()
+        renders[page] = {"s": r(time.perf_counter() - started),
+                         "exceptions": [str(e.value)[:200] for e in at.exception]}  # fmt: skip
+        log(f"  {n:,} rows, first render {page}: {renders[page]['s']} s")
+    out: dict[str, Any] = {"first_render": renders}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.session_state["active_run"] = run_id
+    at.run()
+    at.switch_page("pages/1_Dataset.py")
+    at.run()
+    options = at.selectbox(key=f"ds_inspect_{run_id}").options
+    started = time.perf_counter()
+    at.selectbox(key=f"ds_inspect_{run_id}").select_index(min(5, len(options) - 1)).run()
+    out["drilldown_s"] = r(time.perf_counter() - started)
+    started = time.perf_counter()
+    at.toggle(key="ds_only_low").set_value(True).run()
+    out["filter_change_s"] = r(time.perf_counter() - started)
+    out["interaction_exceptions"] = [str(e.value)[:200] for e in at.exception]
+    if n <= 10_000:
+        at.switch_page("pages/3_Embeddings.py")
+        at.run()
+        started = time.perf_counter()
+        at.toggle(key=f"emb_all_{run_id}").set_value(True).run()
+        out["embeddings_all_points_s"] = r(time.perf_counter() - started)
+    return out
+
+
+def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
+    """``relevancy score`` on ``n`` generated rows as a subprocess: wall time and peak RSS."""
     import pandas as pd
 
-    from relevancy import QuestionScore, RelevancyResult
-
-    rng = np.random.default_rng(seed)
-    topics = rng.normal(size=(max(2, n // 50), DIM))
-    n_q = max(1, n // 2)  # two answer variants per question
-    topic_of = rng.integers(0, len(topics), size=n_q)
-    ui = topics[topic_of] + 0.6 * rng.normal(size=(n_q, DIM))
-    ui /= np.linalg.norm(ui, axis=1, keepdims=True)
-    inputs, results = [], []
-    for i in range(n):
-        q = i % n_q
-        variant = "prompt-A" if i < n_q else "prompt-B"
-        drift = rng.uniform(0.3, 1.6)
-        qv = ui[q] + drift * rng.normal(size=(3, DIM)) / math.sqrt(DIM) * 6
-        qv /= np.linalg.norm(qv, axis=1, keepdims=True)
-        sims = (qv @ ui[q]).tolist()
-        nc = bool(rng.random() < 0.08)
-        user_input = f"Synthetic question {q} about topic {topic_of[q]}: what happens?"
-        response = f"Synthetic answer {i} ({variant}) about topic {topic_of[q]}."
-        inputs.append(
-            {"id": f"q{q}", "variant": variant, "user_input": user_input, "response": response}
-        )
-        results.append(
-            RelevancyResult(
-                user_input=user_input,
-                response=response,
-                value=0.0 if nc else float(np.mean(sims)),
-                questions=[
-                    QuestionScore(f"Generated question {i}.{k} on topic {topic_of[q]}?", s, None)
-                    for k, s in enumerate(sims)
-                ],
-                noncommittal=nc,
-                noncommittal_method="exemplars",
-                noncommittal_detail="synthetic",
-                answer_similarity=float(rng.uniform(0.1, 0.9)),
-                llm="local:SmolLM2-135M-Instruct-Q4_1",
-                embeddings="local:all-MiniLM-L6-v2-int8",
-                strictness=3,
-                user_input_embedding=ui[q].tolist(),
-                question_embeddings=qv.tolist(),
-                timings={"generation_s": 1.0, "embedding_s": 0.01, "total_s": 1.01},
-            )
-        )
-    return pd.DataFrame(inputs), results
-
-
-def step(out: dict[str, Any], name: str, fn: Any) -> Any:
-    """Run one step, record seconds and RSS after it; record the error and go on if it fails."""
-    start = time.perf_counter()
-    try:
-        value = fn()
-    except Exception as exc:
-        out[name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        log(f"  {name} failed:\n{traceback.format_exc(limit=4)}")
-        return None
-    out[name] = {"s": r(time.perf_counter() - start), "rss_mb": r(vm_rss_mb(), 1)}
-    log(f"  {name}: {out[name]['s']} s, RSS {out[name]['rss_mb']} MiB")
-    return value
-
-
-def cache_resource_variant(pages: list[Path], run_id: int, timeout: float) -> dict[str, Any]:
-    """The same renders with the run cached by ``st.cache_resource`` (one shared object)
-    instead of ``st.cache_data`` (an unpickled copy per hit): a bench-side patch of
-    ``relevancy.dashboard.state._load`` that imitates the proposed change."""
-    try:
-        import streamlit as st
-        from streamlit.testing.v1 import AppTest
-
-        import relevancy.dashboard.state as state
-        from relevancy.store import RunStore
-    except ImportError as exc:
-        return {"skipped": str(exc)}
-    original = state._load
-
-    @st.cache_resource(show_spinner=False, max_entries=12)
-    def _load(path: str, rid: int, version: str) -> Any:
-        return RunStore(path).load_run(rid)
-
-    state._load = _load
-    renders: dict[str, Any] = {}
-    try:
-        at = AppTest.from_file(str(pages[0]), default_timeout=timeout)
-        at.session_state["active_run"] = run_id
-        for page in [*pages, pages[1]]:
-            if not page.exists():
-                continue
-            start = time.perf_counter()
-            if page.name != "app.py":
-                at.switch_page(f"pages/{page.name}")
-            at.run()
-            name = page.stem if page.stem not in renders else page.stem + " (again)"
-            renders[name] = {
-                "s": r(time.perf_counter() - start),
-                "rss_mb": r(vm_rss_mb(), 1),
-                "exceptions": [str(e.value)[:300] for e in at.exception],
-            }
-            log(f"  cache_resource variant, page {name}: {renders[name]['s']} s")
-    finally:
-        state._load = original
-    return renders
+    src = folder / f"rows_{n}.csv"
+    pd.DataFrame({
+        "question": [f"What is the tallest mountain in range {i}?" for i in range(n)],
+        "answer": [f"The tallest peak of range {i} rises above valley {i * 7 % 1000}." for i in
+                   range(n)],
+    }).to_csv(src, index=False)  # fmt: skip
+    env = {**os.environ, "RELEVANCY_CACHE_DIR": str(folder / f"cache_{n}")}
+    cmd = [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
+           str(folder / f"out_{n}.jsonl"), "-q", "--concurrency", "16", "--llm", "openai:toy-chat",
+           "--embeddings", "openai:toy-embed", "--base-url", base_url]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    stdout = proc.stdout.read().decode() if proc.stdout else ""
+    log(f"  CLI {n:,} rows: {wall:.0f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MiB")
+    return {
+        "rows": n,
+        "exit": os.waitstatus_to_exitcode(status),
+        "wall_s": r(wall),
+        "rows_per_s": r(n / wall, 1),
+        "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
+        "summary": stdout.strip().splitlines()[:2],
+    }
 
 
 def build_parser() -> Any:
     p = parser(__doc__.splitlines()[0], default_rows=10_000)
-    p.add_argument("--no-umap", action="store_true", help="skip UMAP")
-    p.add_argument("--no-apptest", action="store_true", help="skip the AppTest page renders")
+    p.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000],
+                   help="dashboard run sizes")  # fmt: skip
+    p.add_argument("--cli-rows", type=int, nargs="*", default=[10_000, 100_000],
+                   help="CLI run sizes (none: skip)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
-    p.add_argument(
-        "--no-cache-resource-variant",
-        dest="cache_resource_variant",
-        action="store_false",
-        help="skip the second AppTest pass with the run held by st.cache_resource",
-    )
+    p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
     return p
 
 
 def measure(args: Any) -> dict[str, Any]:
-    """The store, the projections and the AppTest renders, step by step."""
-    # the same folder scripts/test.sh uses, so numba compiles once per machine
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba"))
-    out: dict[str, Any] = {"bench": "dashboard_scale", "rows": args.rows}
-    steps: dict[str, Any] = {}
-    out["steps"] = steps
-
-    tmp = tempfile.TemporaryDirectory(prefix="bench-dash-")
-    store_file = Path(tmp.name) / "runs.sqlite3"
-    os.environ["RELEVANCY_STORE"] = str(store_file)
-    os.environ["RELEVANCY_CACHE_DIR"] = str(Path(tmp.name) / "cache")
-
-    built = step(steps, "build_results", lambda: synthetic_results(args.rows))
-    if built is None:
-        return out
-    inputs, results = built
-
-    # 1. run store ------------------------------------------------------------------------
-    data = None
-    run_id = None
-    try:
-        from relevancy.store import RunStore, import_demo
-    except ImportError as exc:
-        out["store_skipped"] = f"relevancy.store unavailable: {exc}"
-    else:
-        store = RunStore(store_file)
-        import_demo(store)  # as the dashboard does on first start; our run is then the newest
-
-        def write() -> int:
-            rid = store.create_run("bench 10k", {"backend": "embedded"}, inputs, source="bench")
-            for start in range(0, len(results), 250):
-                store.append_results(rid, enumerate(results[start : start + 250], start))
-            return rid
-
-        run_id = step(steps, "store_write", write)
-        if run_id is not None:
-            data = step(steps, "store_load_run", lambda: store.load_run(run_id))
-            out["store_file_mb"] = r(store_file.stat().st_size / 2**20, 1)
-        try:
-            from relevancy.store import _result_json
-        except ImportError:
-            pass
-        else:  # the JSON encoding share of store_write
-            step(steps, "store_json_encode", lambda: [_result_json(x) for x in results])
-        if data is not None:
-            import pickle
-
-            # what st.cache_data does on every hit: hand back an unpickled copy
-            step(steps, "cache_data_hit_copy", lambda: pickle.loads(pickle.dumps(data)))
-
-    # 2. projections ----------------------------------------------------------------------
-    import numpy as np
-
-    try:
-        from relevancy.projection import build_points, project
-    except ImportError as exc:
-        out["projection_module"] = f"unavailable ({exc}); numpy PCA on the raw matrix"
-        matrix = np.vstack(
-            [np.vstack([x.user_input_embedding, *x.question_embeddings]) for x in results]
-        )
-
-        def project(m: Any, method: str = "pca", dims: int = 2) -> Any:
-            c = m - m.mean(axis=0)
-            u, s, _ = np.linalg.svd(c, full_matrices=False)
-            return u[:, :dims] * s[:dims]
-
-    else:
-        frame = data.frame if data is not None else None
-        res = data.results if data is not None else results
-        if frame is None:
-            import pandas as pd
-
-            frame = pd.DataFrame({"row": range(len(results)), "variant": inputs["variant"]})
-        built_pts = step(steps, "build_points", lambda: build_points(frame, res))
-        matrix = built_pts[1] if built_pts is not None else None
-    if matrix is not None:
-        out["points"] = int(matrix.shape[0])
-        step(steps, "pca_2d", lambda: project(matrix, "pca", 2))
-
-        def pca_cov(m: Any = matrix, dims: int = 2) -> Any:
-            x = np.asarray(m, dtype=np.float64)
-            c = x - x.mean(axis=0)
-            _, vecs = np.linalg.eigh(c.T @ c)
-            return c @ vecs[:, ::-1][:, :dims]
-
-        step(steps, "pca_2d_covariance_eigh", pca_cov)
-        if not args.no_umap:
-            try:
-                t0 = time.perf_counter()
-                import umap  # noqa: F401
-
-                steps["umap_import"] = {"s": r(time.perf_counter() - t0)}
-            except ImportError as exc:
-                out["umap_skipped"] = f"umap-learn not installed: {exc}"
-            else:
-                # a tiny fit first: numba compiles here (cached in NUMBA_CACHE_DIR afterwards)
-                step(steps, "umap_warmup_fit_200", lambda: project(matrix[:200], "umap", 2))
-                step(steps, "umap_2d", lambda: project(matrix, "umap", 2))
-                if matrix.shape[0] > 5000:
-                    sample = np.random.default_rng(0).choice(matrix.shape[0], 5000, replace=False)
-                    step(steps, "umap_2d_5000_points", lambda: project(matrix[sample], "umap", 2))
-
-    # 3. pages under AppTest --------------------------------------------------------------
-    pages = [ROOT / "app.py"] + [
-        ROOT / "pages" / f"{name}.py" for name in ("1_Dataset", "2_Distributions", "3_Embeddings")
-    ]
-    if args.no_apptest:
-        out["apptest_skipped"] = "--no-apptest"
-    elif run_id is None or not pages[0].exists():
-        out["apptest_skipped"] = "no app.py or no run store"
-    else:
-        try:
-            from streamlit.testing.v1 import AppTest
-        except ImportError as exc:
-            out["apptest_skipped"] = f"streamlit unavailable: {exc}"
-        else:
-            at = AppTest.from_file(str(pages[0]), default_timeout=args.timeout)
-            at.session_state["active_run"] = run_id
-            renders: dict[str, Any] = {}
-            for page in pages:
-                if not page.exists():
-                    renders[page.name] = {"skipped": "missing"}
-                    continue
-                name = page.stem
-                start = time.perf_counter()
-                try:
-                    if page.name != "app.py":
-                        at.switch_page(f"pages/{page.name}")
-                    at.run()
-                    errors = [str(e.value)[:300] for e in at.exception]
-                except Exception as exc:
-                    errors = [f"{type(exc).__name__}: {str(exc)[:300]}"]
-                renders[name] = {
-                    "s": r(time.perf_counter() - start),
-                    "rss_mb": r(vm_rss_mb(), 1),
-                    "exceptions": errors,
-                }
-                log(f"  page {name}: {renders[name]['s']} s {errors or ''}")
-            out["apptest_first_render"] = renders
-            start = time.perf_counter()
-            at.switch_page("pages/1_Dataset.py")
-            at.run()
-            out["apptest_rerender_dataset_s"] = r(time.perf_counter() - start)
-            if args.cache_resource_variant:
-                out["apptest_cache_resource_variant"] = cache_resource_variant(
-                    pages, run_id, args.timeout
-                )
-    tmp.cleanup()
-    out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
+    out: dict[str, Any] = {"dashboard": [], "cli": []}
+    for n in args.sizes:
+        with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+            cmd = [sys.executable, __file__, "--one", str(n), "--json", tmp.name,
+                   "--timeout", str(args.timeout)]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode:
+                out["dashboard"].append({"rows": n, "error": done.stderr[-2000:]})
+                continue
+            out["dashboard"].append(json.loads(Path(tmp.name).read_text()))
+    if args.cli_rows:
+        with tempfile.TemporaryDirectory() as folder, toy_server() as base_url:
+            out["cli"] = [cli_run(n, base_url, Path(folder)) for n in args.cli_rows]
     return out
 
 
 def main() -> int:
     args = build_parser().parse_args()
-    out = measure(args)
-    emit(out, args.json)
-    return 1 if "error" in out["steps"]["build_results"] else 0
+    if args.one is not None:
+        emit(one_size(args.one, args.timeout), args.json)
+        return 0
+    emit(measure(args), args.json)
+    return 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -319,63 +192,103 @@ def main() -> int:
 # ------------------------------------------------------------------------------------------
 
 
+def _before() -> dict[str, Any]:
+    try:
+        return json.loads(BEFORE.read_text())["figures"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
 def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
     """The "Dashboard at scale" section of RESULTS.md."""
-    s = fig.get("steps", {})
-    rows = []
-    names = {
-        "build_results": "build synthetic results (bench only)",
-        "store_write": "run store: create_run + append_results (batches of 250)",
-        "store_load_run": "run store: load_run",
-        "store_json_encode": "JSON-encoding the results alone (`store._result_json`)",
-        "cache_data_hit_copy": "`st.cache_data` hit: an unpickled copy of the RunData",
-        "build_points": "projection.build_points",
-        "pca_2d": "PCA 2D (`projection.pca`, SVD of the n x 384 matrix)",
-        "pca_2d_covariance_eigh": "PCA 2D via eigh of the 384 x 384 covariance (alternative)",
-        "umap_import": "`import umap` (numba)",
-        "umap_warmup_fit_200": "UMAP warm-up fit, 200 points (numba compile)",
-        "umap_2d": "UMAP 2D, all points",
-        "umap_2d_5000_points": "UMAP 2D, a 5,000-point sample",
-    }
-    for key, label in names.items():
-        d = s.get(key)
-        if d:
-            rows.append([label, d.get("s", d.get("error")), d.get("rss_mb")])
-    for name, d in (fig.get("apptest_first_render") or {}).items():
-        exc = "; ".join(d.get("exceptions", []))[:120]
-        rows.append(
-            [
-                f"AppTest first render `{name}`" + (f" (exception: {exc})" if exc else ""),
-                d.get("s", d.get("skipped")),
-                d.get("rss_mb"),
-            ]
-        )
-    if fig.get("apptest_rerender_dataset_s") is not None:
-        rows.append(
-            ["AppTest re-render `1_Dataset` (cached run)", fig["apptest_rerender_dataset_s"], None]
-        )
-    for name, d in (fig.get("apptest_cache_resource_variant") or {}).items():
-        if isinstance(d, dict):
-            rows.append(
-                [
-                    f"AppTest `{name}` with the run in `st.cache_resource` (bench-side patch)",
-                    d.get("s"),
-                    d.get("rss_mb"),
-                ]
-            )
-    extra = [fig[k] for k in ("store_skipped", "umap_skipped", "apptest_skipped") if k in fig]
-    return "\n".join(
-        [
-            f"{fig['rows']:,} synthetic rows (3 questions each, 384-d vectors clustered by topic, "
-            f"two variants per question) = {fmt(fig.get('points'), 0)} points to project; store "
-            f"file {fmt(fig.get('store_file_mb'), 1)} MiB.",
-            "",
-            table(["step", "seconds", "RSS after, MiB"], rows),
-            "",
-            f"Peak RSS {fmt(fig.get('peak_rss_mb'), 0)} MiB (one process: store, projections and "
-            "AppTest)." + (" Skipped: " + "; ".join(extra) if extra else ""),
-        ]
+    before = _before()
+    old = {k: before.get("apptest_first_render", {}).get(k.removesuffix(".py"), {}).get("s")
+           for k in PAGES}  # fmt: skip
+    sizes = [d for d in fig.get("dashboard", []) if "error" not in d]
+    head = ["", "before: 10,000 rows (Dec 2)"] + [f"{d['rows']:,} rows" for d in sizes]
+    rows: list[list[Any]] = []
+
+    def line(label: str, old_value: Any, key: Any, digits: int = 2) -> None:
+        values = [key(d) if callable(key) else d.get(key) for d in sizes]
+        rows.append([label, fmt(old_value, digits)] + [fmt(v, digits) for v in values])
+
+    line(
+        "store write (inputs, then results in batches of 250), s",
+        (before.get("steps", {}).get("store_write") or {}).get("s"),
+        "store_write_s",
     )
+    line("store size, MiB", before.get("store_file_mb"), "store_mb", 1)
+    line(
+        "store per row, KiB (without the 6 KiB of float32 vectors)",
+        None,
+        "store_kib_per_row_without_vectors",
+    )
+    line(
+        "open the store and list its runs, s",
+        (before.get("steps", {}).get("store_load_run") or {}).get("s"),
+        "store_open_list_s",
+    )
+    for page in PAGES:
+        line(
+            f"first render `{page}`, s",
+            old.get(page),
+            lambda d, p=page: d["first_render"].get(p, {}).get("s"),
+        )
+    line("one drill-down (Dataset), s", None, "drilldown_s")
+    line(
+        "one filter change (Dataset), s",
+        before.get("apptest_rerender_dataset_s"),
+        "filter_change_s",
+    )
+    line("Embeddings with all points (WebGL), s", None, "embeddings_all_points_s")
+    line("peak RSS, MiB", before.get("peak_rss_mb"), "peak_rss_mb", 0)  # fmt: skip
+    verdicts = []
+    for d in sizes:
+        page_max = max((v.get("s") or 0) for v in d["first_render"].values())
+        target = TARGETS.get(d["rows"])
+        if target is None:
+            continue
+        bits = [f"slowest first render {page_max:.2f} s (target ≤ {target[0]:g} s)"]
+        if target[1] is not None:
+            bits.append(f"filter change {fmt(d.get('filter_change_s'))} s (≤ {target[1]:g} s)")
+        if target[2] is not None:
+            bits.append(f"peak RSS {fmt(d.get('peak_rss_mb'), 0)} MiB (≤ {target[2]:,.0f})")
+        bits.append(f"store {fmt(d.get('store_kib_per_row_without_vectors'))} KiB/row + vectors "
+                    "(≤ 3 KiB + vectors)")  # fmt: skip
+        verdicts.append(f"* {d['rows']:,} rows: " + "; ".join(bits) + ".")
+    errors = [f"* {d['rows']:,} rows failed: {d['error'][-300:]}" for d in fig.get("dashboard", [])
+              if "error" in d]  # fmt: skip
+    exceptions = [f"* {d['rows']:,} rows, {p}: {'; '.join(v['exceptions'])}" for d in sizes
+                  for p, v in d["first_render"].items() if v.get("exceptions")]  # fmt: skip
+    cli = fig.get("cli") or []
+    cli_rows = [
+        [f"{c['rows']:,}", c.get("exit"), fmt(c.get("wall_s"), 0), fmt(c.get("rows_per_s"), 1),
+         fmt(c.get("peak_rss_mb"), 0)]
+        for c in cli
+    ]  # fmt: skip
+    parts = [
+        "A synthetic run (3 generated questions per row, 384-d float32 vectors, two variants per "
+        "question), each size in a process of its own; AppTest first renders with "
+        "`st.cache_data` cleared before each page. Before: the JSON-per-row store and pages that "
+        "loaded the whole run (Dec 2, `bench/results/dashboard_scale_before.json`).",
+        "",
+        table(head, rows),
+        "",
+        *verdicts,
+        *errors,
+        *exceptions,
+    ]
+    if cli_rows:
+        before_cli = "495 MiB for 500 rows and 785 MiB for 3,000 before (about 116 KiB per row)"
+        parts += [
+            "",
+            "`relevancy score` from the toy OpenAI-compatible server (instant answers, hashed "
+            "embeddings), concurrency 16, a fresh cache, peak RSS of the process from `wait4` "
+            f"({before_cli}):",
+            "",
+            table(["rows", "exit", "wall s", "rows/s", "peak RSS MiB"], cli_rows),
+        ]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

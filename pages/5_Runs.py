@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
@@ -13,7 +14,7 @@ from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.report import build_report
 from relevancy.dashboard.state import get_store, list_runs, set_active_run
 from relevancy.dashboard.ui import esc, fmt, mode_text
-from relevancy.store import import_demo
+from relevancy.store import RunStore, import_demo
 
 settings = setup_page(
     "Runs",
@@ -152,46 +153,37 @@ if not info.n_scored:
 slug = re.sub(r"[^A-Za-z0-9._-]+", "-", info.name).strip("-")[:60] or f"run-{info.id}"
 
 
-@st.cache_data(show_spinner="Preparing the export…", max_entries=16)
-def _export(store_path: str, run_id: int, version: str, fmt_: str, threshold: float) -> bytes:
-    if fmt_ == "html":
-        return build_report(store, run_id, threshold=threshold).encode("utf-8")
-    return store.export_bytes(run_id, fmt_)
+def _export(fmt_: str, threshold: float) -> Callable[[], bytes]:
+    """The export, built when its button is clicked (a large run takes a while)."""
+    path, run_id = str(store.path), info.id
+
+    def build() -> bytes:
+        runs = RunStore(path)  # runs on a thread of its own: no Streamlit here
+        if fmt_ == "html":
+            return build_report(runs, run_id, threshold=threshold).encode("utf-8")
+        return runs.export_bytes(run_id, fmt_)
+
+    return build
 
 
-version = store.version(info.id)
-e = st.columns(4)
-mimes = {
+MIMES = {
     "csv": "text/csv",
     "json": "application/json",
     "parquet": "application/octet-stream",
+    "html": "text/html",
 }
-for col, fmt_ in zip(e, ("csv", "json", "parquet")):
+for col, fmt_ in zip(st.columns(4), ("csv", "json", "parquet", "html")):
     with col:
         st.download_button(
-            f"{fmt_.upper()}",
-            data=_export(str(store.path), info.id, version, fmt_, settings.threshold),
+            "HTML report" if fmt_ == "html" else fmt_.upper(),
+            data=_export(fmt_, settings.threshold),
             file_name=f"{slug}.{fmt_}",
-            mime=mimes[fmt_],
+            mime=MIMES[fmt_],
             icon="⬇️",
             key=f"runs_dl_{fmt_}",
+            type="primary" if fmt_ == "html" else "secondary",
             width="stretch",
         )
-with e[3]:
-    if st.session_state.get("runs_report_for") == (info.id, version, settings.threshold):
-        st.download_button(
-            "HTML report",
-            data=_export(str(store.path), info.id, version, "html", settings.threshold),
-            file_name=f"{slug}.html",
-            mime="text/html",
-            icon="⬇️",
-            key="runs_dl_html",
-            type="primary",
-            width="stretch",
-        )
-    elif st.button("Build HTML report", icon="📄", key="runs_build_report", width="stretch"):
-        st.session_state["runs_report_for"] = (info.id, version, settings.threshold)
-        st.rerun()
 st.caption(
     "CSV/JSON/Parquet hold one row per answer with its score, mode, Ragas value, generated "
     "questions and similarities, and in focus mode its sentences with theirs (spreadsheet "

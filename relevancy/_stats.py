@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -10,17 +12,30 @@ import numpy as np
 __all__ = ["bootstrap_ci", "summarize"]
 
 
+#: above this many values the interval is the normal one (the bootstrap's, to the third digit)
+NORMAL_ABOVE = 10_000
+
+
 def bootstrap_ci(
     values: Sequence[float], *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of the finite values (NaNs when fewer than 2)."""
+    """Percentile bootstrap interval of the mean of the finite values (NaNs when fewer than 2).
+
+    Above ``NORMAL_ABOVE`` values, where the bootstrap distribution of a mean is normal to
+    within its own noise, the interval is ``mean ± z * sd / sqrt(n)`` (no resampling: a
+    100,000-row run gets its interval in microseconds, not gigabytes).
+    """
     x = np.asarray(values, dtype=np.float64)
     x = x[np.isfinite(x)]
     if x.size < 2:
         return (float("nan"), float("nan"))
+    alpha = (1 - confidence) / 2
+    if x.size > NORMAL_ABOVE:
+        z = float(NormalDist().inv_cdf(1 - alpha))
+        half = z * float(x.std(ddof=1)) / math.sqrt(x.size)
+        return (float(x.mean() - half), float(x.mean() + half))
     rng = np.random.default_rng(seed)
     means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
-    alpha = (1 - confidence) / 2
     return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
 
 

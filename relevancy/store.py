@@ -161,6 +161,13 @@ SCALARS = (
     "completion_tokens",
 )
 SORTS = ("score ↑ (lowest first)", "score ↓", "row")
+#: the columns of ``results``, in order
+_RESULT_FIELDS = (
+    "run_id", "idx", "score", "mode", "ragas_value", "noncommittal", "noncommittal_method",
+    "noncommittal_detail", "answer_similarity", "similarity_std", "error", "notes", "llm",
+    "embeddings", "strictness", "seconds", "cached", "prompt_tokens", "completion_tokens",
+    "parts", "timings", "usage", "ui_vec",
+)  # fmt: skip
 
 
 def default_store_path() -> Path:
@@ -620,6 +627,18 @@ class RunStore:
                 frame[name] = pd.to_numeric(frame[name]).astype(float)
         return frame
 
+    def distinct(self, run_id: int, column: str) -> list[str]:
+        """The distinct values of one input column (``variant``, ``id`` or a user column)."""
+        if column in _TYPED:
+            sql, params = f"SELECT DISTINCT {_TYPED[column]} FROM inputs WHERE run_id = ?", []
+        else:
+            sql, params = (
+                "SELECT DISTINCT json_extract(extra, ?) FROM inputs WHERE run_id = ?",
+                [f'$."{column}"'],
+            )
+        values = self._run(sql, [*params, int(run_id)])
+        return sorted(str(v[0]) for v in values if v[0] is not None)
+
     def count(self, run_id: int, query: RowQuery | None = None) -> int:
         """How many scored rows pass ``query``."""
         where, params = (query or RowQuery()).where()
@@ -658,10 +677,14 @@ class RunStore:
             raise InputError(f"row {row} of run #{run_id} has no result")
         return found[0]
 
-    def results(self, run_id: int, rows: Sequence[int] | None = None) -> list[RelevancyResult]:
-        """Scored rows as results (all, or ``rows``), in row order."""
+    def results(
+        self, run_id: int, rows: Sequence[int] | None = None, *, vectors: bool = True
+    ) -> list[RelevancyResult]:
+        """Scored rows as results (all, or ``rows``), in row order; ``vectors=False`` leaves
+        the embeddings out (exports: much faster)."""
+        columns = "r.*" if vectors else ", ".join(f"r.{c}" for c in _RESULT_FIELDS if c != "ui_vec")
         sql = (
-            "SELECT r.*, i.user_input, i.response FROM results r JOIN inputs i ON "
+            f"SELECT {columns}, i.user_input, i.response FROM results r JOIN inputs i ON "
             "i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ?"
         )
         params: list[Any] = [int(run_id)]
@@ -675,7 +698,10 @@ class RunStore:
             found = [dict(zip(names, row)) for row in cur.fetchall()]
         finally:
             db.close()
-        questions = self._questions(run_id, [d["idx"] for d in found], vectors=True)
+        questions = self._questions(run_id, [d["idx"] for d in found], vectors=vectors)
+        if not vectors:
+            return [_result_from_row(d, [(q, None) for q in questions.get(d["idx"], [])])
+                    for d in found]  # fmt: skip
         return [_result_from_row(d, questions.get(d["idx"], [])) for d in found]
 
     def _questions(
@@ -770,7 +796,7 @@ class RunStore:
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
             yield _export_frame(self.inputs(run_id, part).reset_index(drop=True),
-                                self.results(run_id, part))  # fmt: skip
+                                self.results(run_id, part, vectors=False))  # fmt: skip
 
     def export_frame(self, run_id: int) -> pd.DataFrame:
         """Every scored row as one table (the export's columns)."""
@@ -932,7 +958,7 @@ def _result_from_row(
     d: dict[str, Any], questions: list[tuple[QuestionScore, Any]]
 ) -> RelevancyResult:
     vectors = [v.astype(float).tolist() for q, v in questions if v is not None]
-    ui = _vector(d["ui_vec"])
+    ui = _vector(d.get("ui_vec"))
     nan = float("nan")
     return RelevancyResult(
         user_input=d["user_input"],

@@ -38,6 +38,7 @@ __all__ = [
     "input_columns",
     "load_run",
     "run_columns",
+    "run_distinct",
     "run_page",
     "run_result",
     "run_points",
@@ -125,6 +126,17 @@ def run_columns(run_id: int, names: Sequence[str]) -> pd.DataFrame:
     """Just these columns of every scored row (and ``row``), cached until the run changes."""
     store = get_store()
     return _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _distinct(path: str, run_id: int, version: str, column: str) -> list[str]:
+    return RunStore(path).distinct(run_id, column)
+
+
+def run_distinct(run_id: int, column: str) -> list[str]:
+    """The distinct values of one of the run's input columns."""
+    store = get_store()
+    return _distinct(str(store.path), int(run_id), store.version(run_id), column)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.dashboard.datasets import results_table
-from relevancy.dashboard.state import input_columns, run_columns, run_page
+from relevancy.dashboard.state import input_columns, run_distinct, run_page
 from relevancy.store import SORTS, RowQuery, RunInfo
 
 __all__ = ["PAGE_ROWS", "filter_widgets", "results_grid"]
@@ -35,10 +35,7 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
             "Search text", placeholder="words in the question or answer", key="ds_search"
         )
         g1, g2, g3 = st.columns([2, 1, 1])
-        variants: list[str] = []
-        if "variant" in info.columns:
-            column = run_columns(info.id, ["variant"])["variant"]
-            variants = sorted(column.dropna().astype(str).unique())
+        variants = run_distinct(info.id, "variant") if "variant" in info.columns else []
         chosen = g1.multiselect(
             "Variants", variants, key="ds_variants", disabled=not variants, placeholder="all"
         )

@@ -9,7 +9,6 @@ screenshot under ``test-artifacts/``.
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from pathlib import Path
 
@@ -203,9 +202,7 @@ def test_runs_page(page: Page, app_url: str):
     assert re.match(r"#\d+ · (Browser upload|Demo \(embedded default\))", run), run
     expect(page.get_by_role("heading", level=4).first).to_be_visible()
     expect(page.get_by_role("button", name="CSV", exact=True)).to_be_visible()
-    page.get_by_role("button", name=re.compile("Build HTML report")).click()
-    settle(page)
-    with page.expect_download() as download:
+    with page.expect_download(timeout=120_000) as download:  # built when clicked
         page.get_by_role("button", name="HTML report", exact=True).click()
     report = ARTIFACTS / "report.html"
     download.value.save_as(report)
@@ -215,13 +212,9 @@ def test_runs_page(page: Page, app_url: str):
 
 
 def _scored_per_run(store: Path) -> dict[str, int]:
-    with sqlite3.connect(store) as db:
-        return dict(
-            db.execute(
-                "SELECT r.name, COUNT(x.result) FROM runs r JOIN rows x ON x.run_id = r.id "
-                "GROUP BY r.id"
-            ).fetchall()
-        )
+    from relevancy.store import RunStore
+
+    return {r.name: r.n_scored for r in RunStore(store).list_runs()}
 
 
 def test_cancel_keeps_what_was_scored_then_resume_is_offered(
@@ -261,3 +254,27 @@ def test_cancel_keeps_what_was_scored_then_resume_is_offered(
     assert last is not None
     assert sum(1 for name in last if name == "Cancelled demo") == 1
     assert scored <= last["Cancelled demo"] < 48
+
+
+def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_home: Path):
+    """A large run (written straight into the app's store) opens, pages and drills down."""
+    from relevancy.store import RunStore
+    from relevancy.testing.synthetic import write_synthetic_run
+
+    write_synthetic_run(RunStore(app_home / "runs.sqlite3"), 10_000, name="Ten thousand rows")
+    open_page(page, app_url, "Dataset")
+    pick(page, "Active run", "Ten thousand rows")
+    expect(page.get_by_role("heading", name="Results · Ten thousand rows")).to_be_visible()
+    expect(page.get_by_text("Page (of 20, 500 rows each)")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"10,000 of 10,000 rows \(page 1 of 20\)"))).to_be_visible()
+    inspect = page.get_by_role("combobox", name="Row to inspect")
+    before = inspect.input_value()
+    page.get_by_role("combobox", name="Row to inspect").click()
+    page.get_by_role("option").nth(3).click()
+    settle(page)
+    expect(inspect).not_to_have_value(before)
+    expect(page.get_by_text("Generated questions and their similarity").first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"kind: (ok|evasive)")).first).to_be_visible()
+    shot(page, "09-dataset-10000-rows")
+    open_page(page, app_url, "Embeddings")
+    expect(page.get_by_text(re.compile(r"A sample of 1,500 of 10,000 rows"))).to_be_visible()
