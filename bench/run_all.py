@@ -85,7 +85,13 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         ["--rows", "1000", "--embedded-rows", "12"],
         ["--rows", "40", "--embedded-rows", "2"],
     ),
-    "dashboard_scale": ("dashboard_scale.py", ["--rows", "10000"], ["--rows", "300"]),
+    "dashboard_scale": (
+        "dashboard_scale.py",
+        ["--sizes", "10000", "100000", "--cli-rows", "10000", "100000"],
+        ["--sizes", "300", "--cli-rows", "300"],
+    ),
+    # reason codes against the demo's and the judge check set's hand labels
+    "reasons": ("reasons.py", [], []),
     # the agreement harness (another engineer's): its cheap step, the baselines; its own
     # report goes in the "Agreement with people" section, which is kept as written
     "agreement": (
@@ -131,6 +137,7 @@ SECTIONS: dict[str, tuple[str, str, str]] = {
     "cache": ("5. Cache", "cache", "render"),
     "modes": ("Time per row of each scoring mode", "modes", "render"),
     "noncommittal": ("Noncommittal detection", "noncommittal", "render"),
+    "reasons": ("Reason codes against hand labels", "reasons", "render"),
     "speedups": ("Speed-ups tried", "throughput", "render_speedups"),
     "omp_wait": ("OpenMP waiting policy (measurement trap and proposal)", "omp_wait", "render"),
 }

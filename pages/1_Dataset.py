@@ -17,12 +17,15 @@ from relevancy.dashboard.state import (
     active_run,
     get_store,
     input_columns,
-    run_columns,
     run_result,
     set_active_run,
 )
-from relevancy.dashboard.tables import results_grid
-from relevancy.dashboard.ui import embedded_caveat, error_text, esc, fmt, mode_text, pct, row_label
+from relevancy.dashboard.tables import results_grid, results_summary
+from relevancy.dashboard.ui import (
+    error_text,
+    esc,
+    row_label,
+)
 from relevancy.dashboard.upload import choose_mapping, choose_source, show_preview_and_issues
 
 settings = setup_page(
@@ -139,34 +142,12 @@ if not info.complete:
 
 if not info.n_scored:
     st.stop()
-st.subheader(f"Results · {info.name}", anchor=False)
-run_mode = info.mode
-with_ragas = run_mode != "ragas"
-st.caption(
-    f"Run #{info.id} · {info.n_scored:,} of {info.n_rows:,} rows scored · created "
-    f"{info.created} · {esc(info.settings.get('llm_name') or info.settings.get('llm', ''))} + "
-    f"{esc(info.settings.get('embeddings_name') or info.settings.get('embeddings', ''))}  \n"
-    f"Scores: {mode_text(run_mode)}."
-    + (" The **Ragas value** column has each row's Ragas value." if with_ragas else "")
-)
-if info.settings.get("backend") == "embedded":
-    st.caption(embedded_caveat())
-values = run_columns(info.id, ["score", "ragas_value"])
-scores = values["score"]
-m = st.columns(6 if with_ragas else 5)
-m[0].metric("Rows scored", f"{int(scores.notna().sum()):,}", border=True)
-m[1].metric("Mean score", fmt(scores.mean()), border=True, help=f"In {run_mode} mode.")
-m[2].metric("Median", fmt(scores.median()), border=True)
-below = (scores < threshold).sum() / max(scores.notna().sum(), 1)
-m[3].metric(f"Below {threshold:.2f}", pct(below), border=True)
-m[4].metric("NaN / errors", f"{int(scores.isna().sum()):,}", border=True)
-if with_ragas:
-    m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
-
-shown = results_grid(info, threshold=threshold, with_ragas=with_ragas)
+with_ragas = info.mode != "ragas"
+results_summary(info, threshold=threshold, with_ragas=with_ragas)
+page = results_grid(info, threshold=threshold, with_ragas=with_ragas)
 
 st.subheader("Drill down", anchor=False)
-options = shown["row"].tolist()
+options = page["row"].tolist()
 if not options:
     st.info("No row matches the filters.", icon="🔎")
     st.stop()
@@ -178,11 +159,11 @@ row = st.selectbox(
     "Row to inspect",
     options,
     format_func=lambda r: row_label(
-        r, shown["score"].iloc[by_row[int(r)]], shown["question"].iloc[by_row[int(r)]]
+        r, page["score"].iloc[by_row[int(r)]], page["user_input"].iloc[by_row[int(r)]]
     ),
     key=INSPECT_KEY,
 )
-result, record = run_result(info.id, row), shown.iloc[by_row[int(row)]]
+result, record = run_result(info.id, row), page.iloc[by_row[int(row)]]
 render_row(
     result,
     row,

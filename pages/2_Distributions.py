@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.dashboard import charts
+from relevancy.dashboard.datasets import reason_table
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.state import get_store, list_runs, run_columns, scored_run
 from relevancy.dashboard.ui import embedded_caveat, fmt, mode_text, pct
@@ -21,8 +22,10 @@ info = scored_run()
 if info is None:
     st.stop()
 
-SPLITS = {"variant": "variant", "model": "model", "run": "run", "none": "nothing"}
-c1, c2 = st.columns([2, 3])
+SPLITS = {"variant": "variant", "reason": "main reason", "model": "model", "run": "run"}
+own = [c for c in info.columns if c not in ("user_input", "response", "id", "variant")]
+SPLITS |= {c: c for c in own} | {"none": "nothing"}  # the user's own columns split too
+c1, c2 = st.columns([3, 2])
 split = c1.segmented_control(
     "Split by",
     list(SPLITS),
@@ -47,14 +50,15 @@ if split == "run":
 frames = []
 for run_id in chosen:
     run = get_store().get_run(run_id)
-    names = ["score", "ragas_value", "mode", "llm", "embeddings"]
+    names = ["score", "ragas_value", "mode", "llm", "embeddings", "reason"]
     names += [c for c in ("variant", "user_input") if c in run.columns]  # hovers name the question
+    names += [split] if split in own and split in run.columns else []
     frames.append(run_columns(run_id, names).assign(run=f"#{run_id} {run.name}"))
 frame = pd.concat(frames, ignore_index=True)
 frame["model"] = frame["llm"].astype(str) + " + " + frame["embeddings"].astype(str)
 by = None if split == "none" else split
-if by == "variant" and "variant" not in frame.columns:
-    st.caption("This run has no variant column: showing all rows together.")
+if by is not None and by not in frame.columns:
+    st.caption(f"This run has no {SPLITS[by]} column: showing all rows together.")
     by = None
 
 modes = frame_modes(frame)
@@ -150,6 +154,11 @@ st.dataframe(
     },
 )
 st.caption(
-    "The 95% confidence interval of the mean is a percentile bootstrap (2,000 resamples): "
-    "with few rows it is wide, so differences inside it may be noise."
+    "The 95% confidence interval of the mean is a percentile bootstrap (2,000 resamples; the "
+    "normal interval above 10,000 rows): with few rows it is wide, so differences inside it "
+    "may be noise."
 )
+st.markdown("**Rows by main reason**")
+st.dataframe(reason_table(frame, by), key="dist_reasons")
+st.caption("Each row's one main reason (see the Dataset page's reason filter); percentages of "
+           "the group's rows.")  # fmt: skip

@@ -129,7 +129,9 @@ if selected_rows:
 if st.session_state.get(ROW_KEY) not in options:
     st.session_state[ROW_KEY] = options[0]
 texts = charts.row_questions(points)
-row = st.selectbox("Row", options, key=ROW_KEY, format_func=lambda r: f"row {r} · {texts[r][:80]}")
+row = st.selectbox(
+    "Row", options, key=ROW_KEY, format_func=lambda r: f"row {r + 1} · {texts[r][:80]}"
+)
 result = run_result(info.id, row)
 meta = store.inputs(info.id, [row]).iloc[0]
 render_row(

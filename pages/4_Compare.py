@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
-from relevancy.compare import pair_runs, pair_variants, summarize_pairs
+from relevancy.compare import pair_runs, summarize_pairs
 from relevancy.dashboard import charts
+from relevancy.dashboard.compare_sides import choose_sides
 from relevancy.dashboard.comparison import pairs_table, verdict
 from relevancy.dashboard.drilldown import render_result
 from relevancy.dashboard.models import embedder_for
 from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.state import list_runs, run_columns, run_result, scored_run
+from relevancy.dashboard.state import list_runs, run_distinct, run_result, scored_run
 from relevancy.dashboard.ui import esc, fmt
-from relevancy.store import RunInfo
 from relevancy.summary import comparable_value, frame_modes, mode_label
 
 settings = setup_page(
@@ -27,64 +26,25 @@ if info is None:
 threshold = settings.threshold
 
 
-def _frame(run: RunInfo) -> pd.DataFrame:
-    """What pairing needs of a run's scored rows (and no more)."""
-    roles = [c for c in ("id", "variant") if c in run.columns]
-    names = ["user_input", *roles, "score", "mode", "ragas_value", "noncommittal", "error"]
-    return run_columns(run.id, names)
-
-
-frame = _frame(info)
-has_variants = "variant" in frame.columns and frame["variant"].nunique() >= 2
 runs = [r for r in list_runs() if r.n_scored]
-
+has_variants = "variant" in info.columns and len(run_distinct(info.id, "variant")) >= 2
 what = st.segmented_control(
     "Compare",
     ["variants", "runs"],
-    format_func={"variants": "Two variants of this run", "runs": "Two saved runs"}.get,
-    default="variants" if has_variants else "runs",
+    format_func={"variants": "Two values of a column of this run", "runs": "Two saved runs"}.get,
+    default="variants" if has_variants or len(runs) < 2 else "runs",
     key="cmp_mode",
     required=True,
 )
-c1, c2, c3 = st.columns([2, 2, 1])
-tie_margin = c3.number_input(
+columns = st.columns([2, 2, 1])
+tie_margin = columns[2].number_input(
     "Tie margin", 0.0, 0.5, 0.02, step=0.01, key="cmp_margin",
     help="Differences within ± this count as ties.",
 )  # fmt: skip
-variant = None
-if what == "variants":
-    if not has_variants:
-        st.info(
-            "This run has fewer than two variants. Score a table with a variant column, or "
-            "compare two saved runs instead.",
-            icon="ℹ️",
-        )
-        st.stop()
-    variants = sorted(frame["variant"].astype(str).unique())
-    label_a = c1.selectbox("A (baseline)", variants, index=0, key="cmp_a")
-    label_b = c2.selectbox("B (candidate)", variants, index=1, key="cmp_b")
-    run_a = run_b = info.id
-    values = frame["variant"].astype(str)
-    frame_a, frame_b = frame[values == label_a], frame[values == label_b]
-else:
-    if len(runs) < 2:
-        st.info("Only one run has scored rows: score another dataset to compare runs.", icon="ℹ️")
-        st.stop()
-    labels = {r.id: r.label for r in runs}
-    ids = list(labels)
-    run_a = c1.selectbox("A (baseline run)", ids, index=1, format_func=labels.get, key="cmp_run_a")
-    run_b = c2.selectbox("B (candidate run)", ids, index=0, format_func=labels.get, key="cmp_run_b")
-    frame_a = _frame(next(r for r in runs if r.id == run_a))
-    frame_b = _frame(next(r for r in runs if r.id == run_b))
-    label_a, label_b = f"#{run_a}", f"#{run_b}"
-    if "variant" in frame_a.columns and "variant" in frame_b.columns:
-        common = sorted(set(frame_a["variant"].astype(str)) & set(frame_b["variant"].astype(str)))
-        if len(common) > 1:
-            pick = st.selectbox("Variant (in both runs)", ["(all)", *common], key="cmp_run_variant")
-            variant = None if pick == "(all)" else pick
-    if variant is not None:
-        frame_a = frame_a[frame_a["variant"].astype(str) == variant]
-        frame_b = frame_b[frame_b["variant"].astype(str) == variant]
+sides = choose_sides(info, runs, what, columns)
+if sides is None:
+    st.stop()
+frame_a, frame_b, label_a, label_b = sides.frame_a, sides.frame_b, sides.label_a, sides.label_b
 
 # --- what the numbers are: both sides' scoring modes ---------------------------------------
 mode_a, mode_b = mode_label(frame_modes(frame_a)), mode_label(frame_modes(frame_b))
@@ -112,10 +72,7 @@ on_ragas = value == "ragas_value"
 compared = "Ragas value" if on_ragas else f"{mode_a} score" if same_mode and mode_a else "score"
 modes_note = "" if same_mode else f" ({esc(label_a)}: {mode_a} mode, {esc(label_b)}: {mode_b})"
 st.caption(f"Comparing the **{compared}** of each pair{modes_note}.")
-if what == "variants":
-    paired = pair_variants(frame, label_a, label_b, tie_margin=tie_margin, value=value)
-else:
-    paired = pair_runs(frame_a, frame_b, tie_margin=tie_margin, value=value)
+paired = pair_runs(frame_a, frame_b, tie_margin=tie_margin, value=value)
 if paired.empty:
     st.warning(
         "No pairs: A and B share no question (pairs are matched on the question text, and on "
@@ -176,7 +133,7 @@ n_show = (
     if len(losses) > 1
     else 1
 )
-runs_of = {"a": run_a, "b": run_b}
+runs_of = {"a": sides.run_a, "b": sides.run_b}
 for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
     with st.expander(f"{rank}. {fmt(pair['diff'])} · {str(pair['user_input'])[:90]}", rank == 1):
         st.markdown("**Question**")

@@ -12,7 +12,7 @@ import streamlit as st
 from relevancy import RelevancyError
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.report import build_report
-from relevancy.dashboard.state import get_store, list_runs, set_active_run
+from relevancy.dashboard.state import active_run, get_store, list_runs, set_active_run
 from relevancy.dashboard.ui import esc, fmt, mode_text
 from relevancy.store import RunStore, import_demo
 
@@ -66,10 +66,20 @@ table = pd.DataFrame(
         for r in runs
     ]
 )
+
+
+def _pick() -> None:
+    picked = st.session_state["runs_table"].selection.rows
+    if picked:
+        set_active_run(runs[picked[0]].id)
+
+
 st.dataframe(
     table,
     hide_index=True,
     key="runs_table",
+    on_select=_pick,
+    selection_mode="single-row",
     column_config={
         "id": st.column_config.NumberColumn("#", width="small"),
         "mode": st.column_config.TextColumn(
@@ -86,28 +96,18 @@ st.dataframe(
     },
 )
 
-labels = {r.id: r.label for r in runs}
-default = st.session_state.get("active_run", runs[0].id)
-ids = list(labels)
-run_id = st.selectbox(
-    "Run",
-    ids,
-    index=ids.index(default) if default in ids else 0,
-    format_func=labels.get,
-    key="runs_pick",
-)
-info = next(r for r in runs if r.id == run_id)
+info = active_run(runs)  # the sidebar's active run: select a row above to change it
+st.caption("Select a run in the table (or in the sidebar's **Active run**) to act on it below.")
 
 with st.container(border=True):
-    st.markdown(f"#### {esc(info.name)}")
+    st.markdown(f"#### #{info.id} · {esc(info.name)} · {info.status}")
     run_mode = info.mode or info.resume_mode
-    c = st.columns(5 if run_mode not in ("", "ragas") else 4)
-    c[0].metric("Rows scored", f"{info.n_scored} / {info.n_rows}", border=True)
+    c = st.columns(4 if run_mode not in ("", "ragas") else 3)
+    c[0].metric("Rows scored", f"{info.n_scored:,} / {info.n_rows:,}", border=True)
     c[1].metric("Mean score", fmt(info.mean), border=True)
-    c[2].metric("Status", info.status, border=True)
-    c[3].metric("Strictness", str(info.settings.get("strictness", "?")), border=True)
+    c[2].metric("Strictness", str(info.settings.get("strictness", "?")), border=True)
     if run_mode not in ("", "ragas"):
-        c[4].metric("Mean Ragas value", fmt(info.ragas_mean), border=True)
+        c[3].metric("Mean Ragas value", fmt(info.ragas_mean), border=True)
     st.caption(
         f"Created {info.created} · source {esc(info.source or '?')} · {esc(_models(info.settings))}"
         f" · noncommittal {esc(info.settings.get('noncommittal', '?'))}"

@@ -466,6 +466,8 @@ def normalize_columns(frame: pd.DataFrame, *, name: str = "the table") -> pd.Dat
 #: the columns a result adds to its input row in exports, in order
 RESULT_COLUMNS = (
     "score",
+    "reason",
+    "flags",
     "mode",
     "ragas_value",
     "noncommittal",
@@ -493,6 +495,8 @@ def result_record(r: RelevancyResult) -> dict[str, Any]:
     usage = r.usage or {}
     return {
         "score": r.value,
+        "reason": r.reason,
+        "flags": ", ".join(r.flags),
         "mode": r.mode,
         "ragas_value": r.ragas_value,
         "noncommittal": r.noncommittal,

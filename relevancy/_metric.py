@@ -31,9 +31,10 @@ from relevancy._noncommittal import (
 from relevancy._redact import redact
 from relevancy._result import Generation, QuestionScore, RelevancyResult
 from relevancy._sync import run_sync
-from relevancy._text import split_sentences
+from relevancy._text import split_clauses, split_question_parts, split_sentences
 from relevancy.backends import Embedder, QuestionGenerator, make_embedder, make_generator
 from relevancy.backends._caching import CachedGenerator, EmbeddingService
+from relevancy.explain import triage
 
 __all__ = ["AnswerRelevancy", "ProgressCallback"]
 
@@ -176,6 +177,7 @@ class AnswerRelevancy:
             generated = await self._generator.agenerate(response, self.strictness)
         except Exception as exc:
             result.error = redact(f"generation failed: {exc}")
+            result.reason, result.flags = "error", ["error"]
             result.timings = {"total_s": time.perf_counter() - started}
             return result
         t_gen = time.perf_counter() - started
@@ -183,12 +185,13 @@ class AnswerRelevancy:
         result.cached = generated.cached
         usable = [g for g in generated.generations if g.usable]
         detector = self._detector([g.noncommittal for g in usable])
-        plan = _EmbeddingPlan.make(user_input, response, usable, detector, self.mode)
+        plan = _EmbeddingPlan.make(user_input, response, usable, detector)
         t0 = time.perf_counter()
         try:
             vectors = await self._embedder.embed(plan.texts)
         except Exception as exc:
             result.error = redact(f"embedding failed: {exc}")
+            result.reason, result.flags = "error", ["error"]
             result.questions = [
                 QuestionScore(g.question, None, g.noncommittal, g.error)
                 for g in generated.generations
@@ -208,13 +211,15 @@ class AnswerRelevancy:
         )
         result.ragas_value = relevancy_score(sims.tolist(), flags)
         result.value = result.ragas_value
+        sent_sims = cosine_similarities(v.sentences, v.user_input) if plan.sentences else []
+        result.parts = [
+            {"text": t, "similarity": float(c)} for t, c in zip(plan.sentences, sent_sims)
+        ]
+        result.question_parts = _coverage(plan, v)
         if self.mode == "focus":
-            sent_sims = cosine_similarities(v.sentences, v.user_input) if plan.sentences else []
             focus = focus_breakdown(sent_sims, result.ragas_value, noncommittal=verdict)
-            result.parts = [
-                {"text": t, "similarity": c, "context_similarity": r}
-                for t, c, r in zip(plan.sentences, focus.similarities, focus.in_context)
-            ]
+            for part, context in zip(result.parts, focus.in_context):
+                part["context_similarity"] = context
             result.value = focus.value
         if math.isnan(result.value) and not math.isnan(result.ragas_value):
             result.error = "focus mode: the response has no sentence with a word in it"
@@ -225,6 +230,8 @@ class AnswerRelevancy:
             )
         result.user_input_embedding = v.user_input.astype(float).tolist()
         result.question_embeddings = v.questions.astype(float).tolist()
+        triaged = triage(result)
+        result.reason, result.flags = triaged.reason, list(triaged.flags)
         result.timings = {
             "generation_s": t_gen,
             "embedding_s": t_emb,
@@ -348,27 +355,39 @@ class _Vectors:
         self.exemplars = parts["exemplars"]
         self.stripped = parts["stripped"]
         self.sentences = parts["sentences"]
+        self.clauses = parts["clauses"]
+        self.question_parts = parts["question_parts"]
 
 
 class _EmbeddingPlan:
     """Every text one row needs embedded, in one call: question, answer, generated questions,
     (for the exemplar detector) the evasive exemplars and the answer without the question's
-    words, and (in focus mode) the answer's sentences."""
+    words, the answer's sentences (the sentence view, and what a focus score is made of), and
+    for a multi-part question its parts and the answer's clauses (how well each part is
+    covered)."""
 
-    def __init__(self, texts: list[str], counts: dict[str, int], sentences: list[str]) -> None:
-        self.texts, self.counts, self.sentences = texts, counts, sentences
+    def __init__(
+        self, texts: list[str], counts: dict[str, int], groups: dict[str, list[str]]
+    ) -> None:
+        self.texts, self.counts = texts, counts
+        self.sentences, self.parts = groups["sentences"], groups["question_parts"]
 
     @classmethod
     def make(
-        cls, user_input: str, response: str, usable: list[Generation], detector: str, mode: str
+        cls, user_input: str, response: str, usable: list[Generation], detector: str
     ) -> _EmbeddingPlan:
+        sentences = split_sentences(response)
+        parts = split_question_parts(user_input)
+        parts = parts if len(parts) >= 2 else []
         groups: dict[str, list[str]] = {
             "user_input": [user_input],
             "response": [response],
             "questions": [g.question for g in usable],
             "exemplars": [],
             "stripped": [],
-            "sentences": split_sentences(response) if mode == "focus" else [],
+            "sentences": sentences,
+            "clauses": [c for s in sentences for c in split_clauses(s) if c != s] if parts else [],
+            "question_parts": parts,
         }
         if detector == "exemplars":
             groups["exemplars"] = list(EVASIVE_EXEMPLARS)
@@ -376,7 +395,7 @@ class _EmbeddingPlan:
             if stripped and stripped != response:
                 groups["stripped"] = [stripped]
         texts = [t for group in groups.values() for t in group]
-        return cls(texts, {k: len(v) for k, v in groups.items()}, groups["sentences"])
+        return cls(texts, {k: len(v) for k, v in groups.items()}, groups)
 
     def split(self, vectors: np.ndarray) -> _Vectors:
         parts: dict[str, np.ndarray | None] = {}
@@ -388,6 +407,18 @@ class _EmbeddingPlan:
         parts["response"] = parts["response"][0]  # type: ignore[index]
         parts["stripped"] = parts["stripped"][0] if self.counts["stripped"] else None  # type: ignore[index]
         return _Vectors(**parts)
+
+
+def _coverage(plan: _EmbeddingPlan, v: _Vectors) -> list[dict[str, Any]]:
+    """How well each part of a multi-part question is covered: its best cosine with any
+    sentence or clause of the answer."""
+    if not plan.parts or v.sentences is None or not len(v.sentences):
+        return []
+    pieces = np.vstack([v.sentences, v.clauses]) if len(v.clauses) else v.sentences
+    return [
+        {"part": part, "coverage": float(cosine_similarities(pieces, vec).max())}
+        for part, vec in zip(plan.parts, v.question_parts)
+    ]
 
 
 def _failed(user_input: Any, response: Any, error: str, metric: AnswerRelevancy) -> RelevancyResult:

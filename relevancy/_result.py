@@ -78,8 +78,14 @@ class RelevancyResult:
     the Answer Relevancy: the mean of ``questions[i].similarity`` over usable questions, 0 when
     the response was judged noncommittal, NaN (with ``error``) when no generation was usable.
     ``ragas_value`` is that Ragas value in every mode (the same generations), so it equals
-    ``value`` in ``"ragas"`` mode. ``parts`` is plain JSON that explains a non-Ragas score (in
-    ``"focus"`` mode: one ``{"text", "similarity", "context_similarity"}`` per sentence).
+    ``value`` in ``"ragas"`` mode. ``parts`` is plain JSON, one ``{"text", "similarity"}`` per
+    sentence of the answer (its similarity to the question; in ``"focus"`` mode also
+    ``"context_similarity"``, what the score averages). ``question_parts`` says how well each
+    part of a multi-part question is covered by the answer (``{"part", "coverage"}``).
+    ``reason`` is the one main reason a score is what it is (see :func:`relevancy.explain.triage`:
+    ``ok``, ``partial``, ``padded``, ``off_topic``, ``noncommittal``, ``generator_suspect`` or
+    ``error``) and ``flags`` every reason that applies, hygiene of the generated questions
+    (``duplicate_questions``, ``non_questions``) included.
     """
 
     user_input: str
@@ -97,6 +103,9 @@ class RelevancyResult:
     mode: str = "ragas"
     ragas_value: float = float("nan")
     parts: list[dict[str, Any]] = field(default_factory=list)
+    question_parts: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    flags: list[str] = field(default_factory=list)
     user_input_embedding: list[float] | None = None
     question_embeddings: list[list[float]] | None = None
     timings: dict[str, float] = field(default_factory=dict)
@@ -152,4 +161,6 @@ class RelevancyResult:
         ragas = data.pop("ragas_value")
         data["questions"] = [QuestionScore(**q) for q in data.get("questions", [])]
         data["parts"] = [dict(p) for p in data.get("parts") or []]
+        data["question_parts"] = [dict(p) for p in data.get("question_parts") or []]
+        data["flags"] = list(data.get("flags") or [])
         return cls(value=value, ragas_value=float("nan") if ragas is None else float(ragas), **data)

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_SENTENCES", "split_sentences", "split_question_parts", "split_clauses"]
+__all__ = [
+    "MAX_SENTENCES",
+    "QUESTION_WORDS",
+    "split_sentences",
+    "split_question_parts",
+    "split_clauses",
+    "looks_like_question",
+]
 
 #: Longer responses are cut to this many sentences.
 MAX_SENTENCES = 64
@@ -27,6 +34,32 @@ _PART_SPLIT = re.compile(
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:[,;:]|\s(?:and|but|which|et|mais|qui|que|y|pero|und|aber)\s)\s*", re.IGNORECASE
 )
+
+
+#: words that open a question (English, French, Spanish, German, Italian), lower case
+QUESTION_WORDS = frozenset(
+    "what where when who whom whose which why how is are was were am do does did can could "  # noqa: SIM905
+    "should shall will would has have had may might must "
+    "que quoi qu'est-ce quel quelle quels quelles où ou quand comment pourquoi combien qui "
+    "est-ce "
+    "qué que cuál cual cuáles cuándo cuando cómo como dónde donde quién quien quiénes cuánto "
+    "cuanto cuánta cuántos por "
+    "was wie wo wann warum welche welcher welches welchen wer wieso weshalb woher wohin "
+    "chi che cosa come dove quando perché quanto quanta quale quali".split()
+)
+_WORDS = re.compile(r"[\w'’-]+", re.UNICODE)
+
+
+def looks_like_question(text: str) -> bool:
+    """True for a question: ends in ``?``, at least three words, and a question word first (or
+    second or third: "In which year...").
+
+    >>> looks_like_question("In which year was it built?"), looks_like_question("Don't worry?")
+    (True, False)
+    """
+    t = str(text).strip().lstrip("¿¡")
+    words = [w.lower().replace("’", "'") for w in _WORDS.findall(t)]
+    return t.endswith("?") and len(words) >= 3 and any(w in QUESTION_WORDS for w in words[:3])
 
 
 def split_sentences(text: str) -> list[str]:

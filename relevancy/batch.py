@@ -52,6 +52,7 @@ class FileRun:
     out: Path
     values: np.ndarray  #: one score per row, NaN for a failed row
     errors: collections.Counter[str]
+    reasons: collections.Counter[str]  #: rows by main reason
     cached: int
     seconds: float
     run_id: int | None = None
@@ -111,6 +112,7 @@ def score_file(
         )  # fmt: skip
     values: list[float] = []
     errors: collections.Counter[str] = collections.Counter()
+    reasons: collections.Counter[str] = collections.Counter()
     cached = 0
     started = time.perf_counter()
     partial = out.with_name(out.name + ".partial.jsonl")
@@ -131,8 +133,9 @@ def score_file(
                 store.append_results(run_id, ((start + i, r) for i, r in enumerate(results)))
             values += [r.value for r in results]
             errors.update(r.error for r in results if r.error)
+            reasons.update(r.reason or "error" for r in results)
             cached += sum(r.cached for r in results)
     partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - started
     record_speed(metric, rows=len(values) - cached, seconds=seconds)  # cached rows cost ~0
-    return FileRun(out, np.asarray(values, dtype=float), errors, cached, seconds, run_id)
+    return FileRun(out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id)

@@ -142,6 +142,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
     print(f"median          {_fmt(stats['median'])}")
     print(f"below {args.threshold:<9} {_fmt(100 * stats['below_threshold'], 1)}%")
+    print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
     for error, count in run.errors.most_common(5):

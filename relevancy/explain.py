@@ -33,6 +33,7 @@ numbers the metric produced (or the same embedder the metric used, via :func:`aa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,9 +44,18 @@ import numpy as np
 from relevancy._formula import cosine_similarities
 from relevancy._modes import FocusBreakdown, focus_breakdown
 from relevancy._result import RelevancyResult
-from relevancy._text import split_clauses, split_question_parts, split_sentences
+from relevancy._text import (
+    looks_like_question,
+    split_clauses,
+    split_question_parts,
+    split_sentences,
+)
 
 __all__ = [
+    "REASONS",
+    "Triage",
+    "triage",
+    "question_hygiene",
     "Reason",
     "SentenceScore",
     "SentenceRow",
@@ -76,6 +86,86 @@ PART_GAP = 0.3  #: ... when the best-covered part is at least this much better c
 GENERATOR_ANSWER_SIM = 0.6
 #: a sentence whose removal would raise a focus score by more than this "lowers the score"
 PULLS_DOWN = 0.01
+
+
+#: each row's main reason, in order of precedence (the first that applies wins), with its label
+REASONS: dict[str, str] = {
+    "error": "not scored",
+    "noncommittal": "noncommittal: the answer dodges the question",
+    "off_topic": "off topic: nothing in the answer is about the question",
+    "partial": "partial: a part of the question is not answered",
+    "padded": "padded: some sentences have nothing to do with the question",
+    "generator_suspect": "the question generator may be at fault, not the answer",
+    "ok": "on topic and complete, as far as the embeddings can tell",
+}
+#: flags that describe the generated questions, not the answer
+HYGIENE = ("duplicate_questions", "non_questions")
+
+
+@dataclass(frozen=True)
+class Triage:
+    """A row's main reason (one of ``REASONS``) and every flag that applies."""
+
+    reason: str
+    flags: tuple[str, ...]
+
+
+def question_hygiene(questions: Sequence[str]) -> tuple[int, int]:
+    """``(duplicates, non-questions)`` among the usable generated questions: how many repeat an
+    earlier one (ignoring case and spaces), and how many are not questions at all (a statement
+    ending in ``?``, an echo of the answer)."""
+    seen: set[str] = set()
+    duplicates = non_questions = 0
+    for q in questions:
+        key = " ".join(q.lower().split())
+        duplicates += key in seen
+        seen.add(key)
+        non_questions += not looks_like_question(q)
+    return duplicates, non_questions
+
+
+def _sentence_sims(result: RelevancyResult) -> list[float]:
+    return [
+        s.similarity for s in sentences_from_parts(result.parts) if not math.isnan(s.similarity)
+    ]
+
+
+def triage(result: RelevancyResult) -> Triage:
+    """Why this row scores what it does: one main reason and all the flags, from the numbers
+    the metric produced (generated questions, sentences, question parts, noncommittal).
+
+    Precedence: what is wrong with the answer comes before what is wrong with the tool.
+    ``error``, ``noncommittal``, ``off_topic`` (no sentence and no rebuilt question is close to
+    the question), ``partial`` (a part of a multi-part question that no sentence covers),
+    ``padded`` (sentences far from the question beside sentences close to it),
+    ``generator_suspect`` (the answer is close to the question but the rebuilt questions are
+    not, or half of them are not questions: the score, not the answer, is off), else ``ok``.
+    """
+    if not result.ok:
+        return Triage("error", ("error",))
+    flags: list[str] = []
+    questions = [q.question for q in result.questions if q.similarity is not None]
+    duplicates, non_questions = question_hygiene(questions)
+    sims, sentences = result.similarities, _sentence_sims(result)
+    answer = result.answer_similarity
+    if result.noncommittal:
+        flags.append("noncommittal")
+    mean = sum(sims) / len(sims) if sims else math.nan
+    if (questions and 2 * non_questions >= len(questions)) or (
+        answer is not None and answer >= GENERATOR_ANSWER_SIM and mean < DRIFT_BELOW
+    ):
+        flags.append("generator_suspect")
+    closest = max(sentences) if sentences else (answer if answer is not None else math.nan)
+    if sims and max(sims) < DRIFT_BELOW and closest < SENTENCE_HIGH:
+        flags.append("off_topic")
+    coverage = [_float(p.get("coverage")) for p in result.question_parts]
+    if len(coverage) >= 2 and any(c < PART_LOW and max(coverage) - c >= PART_GAP for c in coverage):
+        flags.append("partial")
+    if len(sentences) > 1 and min(sentences) < SENTENCE_LOW and max(sentences) >= SENTENCE_HIGH:
+        flags.append("padded")
+    flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
+    reason = next((code for code in REASONS if code in flags), "ok")
+    return Triage(reason, tuple(flags))
 
 
 @dataclass(frozen=True)
@@ -145,8 +235,9 @@ class Explanation:
     threshold: float
     reasons: list[Reason]
     sentences: list[SentenceRow]
-    #: ``"score"`` (a focus score's own sentences), ``"analysis"`` (split and embedded for the
-    #: explanation) or ``""`` (no sentence view: no embedder at hand)
+    #: ``"score"`` (a focus score's own sentences), ``"result"`` (the sentences every result
+    #: carries: an explanation, not what the score is made of) or ``""`` (none: an old result
+    #: and no embedder at hand)
     sentence_source: str
     parts: list[PartCoverage]
     worked_ragas: str  #: e.g. ``(0.812 + 0.771 + 0.690) / 3 = 0.758``
@@ -155,6 +246,13 @@ class Explanation:
     @property
     def scored(self) -> bool:
         return self.result.ok
+
+    @property
+    def triage(self) -> Triage:
+        """The row's main reason and flags (as stored, or worked out for an older result)."""
+        if self.result.reason:
+            return Triage(self.result.reason, tuple(self.result.flags))
+        return triage(self.result)
 
     @property
     def low(self) -> bool:
@@ -250,7 +348,7 @@ def worked_mean(result: RelevancyResult) -> str:
     mean = sum(sims) / len(sims)
     text = f"({' + '.join(f'{s:.3f}' for s in sims)}) / {len(sims)} = {mean:.3f}"
     if result.noncommittal:
-        text += " × 0 (noncommittal) = 0.000"
+        return f"0 (noncommittal); without that rule {text}"
     return text
 
 
@@ -271,7 +369,7 @@ def focus_of(result: RelevancyResult) -> FocusBreakdown | None:
     return breakdown
 
 
-def _worked_focus(b: FocusBreakdown) -> str:
+def _worked_focus(b: FocusBreakdown, result: RelevancyResult) -> str:
     w = b.weight
     if len(b.similarities) == 1:
         view = f"{b.mean:.3f} (the sentence's similarity)"
@@ -279,12 +377,19 @@ def _worked_focus(b: FocusBreakdown) -> str:
         view = (
             f"({b.mean:.3f} mean − {b.spread:.3f} spread of the sentences' similarities in context)"
         )
-    text = (
-        f"{1 - w:.2g} × {view} + {w:.2g} × {b.ragas_value:.3f} Ragas value = {b.before_zeroing:.3f}"
+    if not b.noncommittal:
+        return (
+            f"{1 - w:.2g} × {view} + {w:.2g} × {b.ragas_value:.3f} Ragas value = "
+            f"{b.before_zeroing:.3f}"
+        )
+    # the Ragas value of a noncommittal answer is 0 too: show the rule, then what it replaced
+    sims = result.similarities
+    questions = sum(sims) / len(sims) if sims else math.nan
+    before = (1 - w) * (b.mean - b.spread) + w * questions
+    return (
+        f"0 (noncommittal); without that rule {1 - w:.2g} × {view} + {w:.2g} × {questions:.3f} "
+        f"questions' mean = {before:.3f}"
     )
-    if b.noncommittal:
-        text += " × 0 (noncommittal) = 0.000"
-    return text
 
 
 def _focus_rows(result: RelevancyResult, b: FocusBreakdown | None) -> list[SentenceRow]:
@@ -311,38 +416,53 @@ def _float(x: Any) -> float:
         return math.nan
 
 
+def _enriched(result: RelevancyResult, analysis: Analysis | None) -> RelevancyResult:
+    """``result`` with the sentence view and part coverage of ``analysis`` where it lacks them
+    (results scored before every row carried them)."""
+    if analysis is None or (result.parts and result.question_parts):
+        return result
+    return dataclasses.replace(
+        result,
+        parts=result.parts
+        or [{"text": s.text, "similarity": s.similarity} for s in analysis.sentences],
+        question_parts=result.question_parts
+        or [{"part": p.part, "coverage": p.coverage} for p in analysis.parts],
+    )
+
+
 def explain_result(
     result: RelevancyResult, *, threshold: float = 0.5, analysis: Analysis | None = None
 ) -> Explanation:
-    """The whole explanation of ``result``.
+    """The whole explanation of ``result``: its main reason and the others, the sentence view,
+    the coverage of a multi-part question, and the arithmetic.
 
-    ``analysis`` (from :func:`aanalyze` with the embedder that scored the row) adds the sentence
-    view of a non-focus score and the coverage of a multi-part question's parts; without it, a
-    focus score still shows its own sentences.
+    A result scored by this version carries its sentences and part coverage; ``analysis``
+    (from :func:`aanalyze` with the embedder that scored the row) fills them in for older ones.
     """
+    result = _enriched(result, analysis)
     breakdown = focus_of(result)
-    if result.mode == "focus" and sentences_from_parts(result.parts):
+    scored_sentences = sentences_from_parts(result.parts)
+    if result.mode == "focus" and scored_sentences:
         sentences, source = _focus_rows(result, breakdown), "score"
-        analysis = Analysis(
-            sentences=[SentenceScore(s.text, s.similarity) for s in sentences],
-            parts=analysis.parts if analysis else [],
-        )
-    elif analysis is not None and analysis.sentences:
+    elif scored_sentences:
         sentences = [
-            SentenceRow(j + 1, s.text, s.similarity) for j, s in enumerate(analysis.sentences)
+            SentenceRow(j + 1, x.text, x.similarity) for j, x in enumerate(scored_sentences)
         ]
-        source = "analysis"
+        source = "result"
     else:
         sentences, source = [], ""
     return Explanation(
         result=result,
         threshold=threshold,
-        reasons=explain(result, threshold=threshold, analysis=analysis),
+        reasons=explain(result, threshold=threshold),
         sentences=sentences,
         sentence_source=source,
-        parts=analysis.parts if analysis else [],
+        parts=[
+            PartCoverage(str(p.get("part", "")), _float(p.get("coverage")), math.nan)
+            for p in result.question_parts
+        ],
         worked_ragas=worked_mean(result),
-        worked_focus=_worked_focus(breakdown) if breakdown is not None else None,
+        worked_focus=_worked_focus(breakdown, result) if breakdown is not None else None,
     )
 
 
@@ -353,13 +473,16 @@ def _fmt(x: float) -> str:
 def explain(
     result: RelevancyResult, *, threshold: float = 0.5, analysis: Analysis | None = None
 ) -> list[Reason]:
-    """Reasons the score is low (most important first); empty when nothing stands out.
+    """Why the score is what it is: the main reason (:func:`triage`) first, then the others
+    that do not contradict it; empty when nothing stands out.
 
-    Pass ``analysis`` (from :func:`aanalyze`) to also check unanswered parts and padding.
+    ``analysis`` (from :func:`aanalyze`) supplies the sentences and part coverage of results
+    scored before every row carried them.
     """
-    reasons: list[Reason] = []
-    if result.error or not result.ok:
-        reasons.append(
+    result = _enriched(result, analysis)
+    t = triage(result)
+    if t.reason == "error":
+        return [
             Reason(
                 "error",
                 "Not scored",
@@ -371,9 +494,11 @@ def explain(
                 ),
                 "error",
             )
-        )
-        return reasons
-    if result.noncommittal:
+        ]
+    sims, sentences = result.similarities, _sentence_sims(result)
+    low = result.value < threshold
+    reasons: list[Reason] = []
+    if t.reason == "noncommittal":
         how = {
             "llm": "the LLM flagged every generated question as noncommittal",
             "exemplars": "the answer is very similar to a typical evasive reply",
@@ -388,71 +513,102 @@ def explain(
                 "error",
             )
         )
-    sims = result.similarities
-    low = result.value < threshold
-    if sims:
-        best, worst = max(sims), min(sims)
-        off = [s for s in sims if s < OFF_TOPIC_BELOW]
-        if best < DRIFT_BELOW:
+        if sentences and max(sentences) >= ON_TOPIC_ABOVE:
             reasons.append(
                 Reason(
-                    "drift",
-                    "Generated questions drift off topic",
-                    f"Even the closest question rebuilt from the answer is far from the user's "
-                    f"question (best similarity {_fmt(best)} < {DRIFT_BELOW}). The answer talks "
-                    "about something else, or answers a different question.",
+                    "noncommittal",
+                    "Its sentences still sit close to the question",
+                    f"The closest sentence is at {_fmt(max(sentences))}: an evasion that repeats "
+                    "the question's words does that. If the answer does answer, the detector is "
+                    "wrong here (its threshold is in the details above).",
+                    "info",
                 )
             )
-        elif off and (result.similarity_std > SPREAD_ABOVE or (best >= ON_TOPIC_ABOVE)):
+        return reasons
+    if t.reason == "generator_suspect":
+        questions = [q.question for q in result.questions if q.similarity is not None]
+        _, not_questions = question_hygiene(questions)
+        if not_questions * 2 >= len(questions) and questions:
+            why = (
+                f"{not_questions} of {len(questions)} generated 'questions' are not questions "
+                "(a statement, or the answer echoed), so their similarity says little."
+            )
+        else:
+            why = (
+                f"The answer itself is close to the question (plain cosine "
+                f"{_fmt(result.answer_similarity or math.nan)}) although the rebuilt questions "
+                f"are not (mean {_fmt(sum(sims) / len(sims))})."
+            )
+        reasons.append(
+            Reason(
+                "generator_suspect",
+                "The question generator may be at fault",
+                why + " Small generators misread answers: read the generated questions before "
+                "blaming the answer.",
+                "warning" if low else "info",
+            )
+        )
+    elif t.reason == "off_topic":
+        closest = max(sentences) if sentences else result.answer_similarity or math.nan
+        reasons.append(
+            Reason(
+                "off_topic",
+                "The answer is about something else",
+                f"Even the closest question rebuilt from the answer is far from the user's "
+                f"(best {_fmt(max(sims))} < {DRIFT_BELOW}), and so is the closest sentence "
+                f"({_fmt(closest)}). The answer talks about something else, or answers a "
+                "different question.",
+            )
+        )
+    if "partial" in t.flags and t.reason not in ("off_topic",):
+        coverage = [(str(p.get("part")), _float(p.get("coverage"))) for p in result.question_parts]
+        best = max(c for _, c in coverage)
+        for part, c in coverage:
+            if c < PART_LOW and best - c >= PART_GAP:
+                reasons.append(
+                    Reason(
+                        "partial",
+                        "Part of the question is not answered",
+                        f"The question has {len(coverage)} parts. “{part}” is barely covered by "
+                        f"any sentence of the answer (best {_fmt(c)}, versus {_fmt(best)} for "
+                        "the best-covered part).",
+                        "warning",
+                    )
+                )
+    if "padded" in t.flags and t.reason not in ("off_topic",):
+        weak = [x for x in sentences if x < SENTENCE_LOW]
+        reasons.append(
+            Reason(
+                "padded",
+                f"{len(weak)} of {len(sentences)} sentences have nothing to do with the question",
+                f"Their similarity to the question is below {SENTENCE_LOW} while other sentences "
+                "answer it: filler that dilutes the answer. They are flagged red in the sentence "
+                "table.",
+                "warning" if low else "info",
+            )
+        )
+    if sims and t.reason not in ("off_topic", "generator_suspect"):
+        off = [x for x in sims if x < OFF_TOPIC_BELOW]
+        if off and (result.similarity_std > SPREAD_ABOVE or max(sims) >= ON_TOPIC_ABOVE):
             reasons.append(
                 Reason(
                     "spread",
                     f"{len(off)} of {len(sims)} generated questions are about something else",
-                    f"Similarities range from {_fmt(worst)} to {_fmt(best)} (spread "
+                    f"Similarities range from {_fmt(min(sims))} to {_fmt(max(sims))} (spread "
                     f"{_fmt(result.similarity_std)}): part of the answer is on topic, part is "
-                    "not. Look for padding or off-topic detail in the answer.",
+                    "not.",
+                    "warning" if low else "info",
                 )
             )
-    if analysis is not None and analysis.parts:
-        best_part = max(p.coverage for p in analysis.parts)
-        for p in analysis.parts:
-            if p.coverage < PART_LOW and best_part - p.coverage >= PART_GAP:
-                reasons.append(
-                    Reason(
-                        "unanswered_part",
-                        "Part of the question may be unanswered",
-                        f"The question has {len(analysis.parts)} parts. “{p.part}” is barely "
-                        f"covered by any sentence of the answer (best {_fmt(p.coverage)}, versus "
-                        f"{_fmt(best_part)} for the best-covered part).",
-                    )
-                )
-    if analysis is not None and analysis.sentences and len(analysis.sentences) > 1:
-        weak = [s for s in analysis.sentences if s.similarity < SENTENCE_LOW]
-        if weak and max(s.similarity for s in analysis.sentences) >= SENTENCE_HIGH:
-            reasons.append(
-                Reason(
-                    "padding",
-                    f"{len(weak)} of {len(analysis.sentences)} sentences are unrelated padding",
-                    "These sentences have little to do with the question (similarity below "
-                    f"{SENTENCE_LOW}), while others answer it; they dilute the answer. They are "
-                    "the palest in the shaded answer.",
-                    "info" if not low else "warning",
-                )
-            )
-    if (
-        low
-        and not result.noncommittal
-        and result.answer_similarity is not None
-        and result.answer_similarity >= GENERATOR_ANSWER_SIM
-    ):
+    if "duplicate_questions" in t.flags:
+        questions = [q.question for q in result.questions if q.similarity is not None]
+        duplicates, _ = question_hygiene(questions)
         reasons.append(
             Reason(
-                "generator",
-                "The question generator may be at fault",
-                f"The answer itself is close to the question (plain cosine "
-                f"{_fmt(result.answer_similarity)}) although the rebuilt questions are not. "
-                "Small generators misread answers (echoes, off-topic questions): read the "
-                "generated questions before blaming the answer.",
+                "duplicate_questions",
+                "Some generated questions are the same question",
+                f"{duplicates} of {len(questions)} repeat an earlier one, so the score rests on "
+                "fewer questions than it seems.",
                 "info",
             )
         )

@@ -76,7 +76,10 @@ __all__ = [
 DEMO_RUN_NAME = "Demo (embedded default)"
 #: what :meth:`RunStore.export` writes (the dashboard adds an HTML report of its own)
 EXPORT_FORMATS = tuple(f.lstrip(".") for f in OUTPUT_FORMATS)
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+#: columns added to ``results`` after schema 2: added on open, empty for the rows before
+_ADDED = {"reason": "TEXT NOT NULL DEFAULT ''", "flags": "TEXT NOT NULL DEFAULT ''",
+          "question_parts": "TEXT NOT NULL DEFAULT ''"}  # fmt: skip
 _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|authorization)")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -123,6 +126,9 @@ CREATE TABLE IF NOT EXISTS results (
     timings TEXT NOT NULL,
     usage TEXT NOT NULL,
     ui_vec BLOB,
+    reason TEXT NOT NULL DEFAULT '',
+    flags TEXT NOT NULL DEFAULT '',
+    question_parts TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, idx)
 );
 CREATE INDEX IF NOT EXISTS results_by_score ON results (run_id, score);
@@ -144,6 +150,8 @@ _TYPED = {"user_input": "user_input", "response": "response", "variant": "varian
 #: result columns a page can ask for (besides the input columns and ``row``)
 SCALARS = (
     "score",
+    "reason",
+    "flags",
     "mode",
     "ragas_value",
     "noncommittal",
@@ -166,7 +174,7 @@ _RESULT_FIELDS = (
     "run_id", "idx", "score", "mode", "ragas_value", "noncommittal", "noncommittal_method",
     "noncommittal_detail", "answer_similarity", "similarity_std", "error", "notes", "llm",
     "embeddings", "strictness", "seconds", "cached", "prompt_tokens", "completion_tokens",
-    "parts", "timings", "usage", "ui_vec",
+    "parts", "timings", "usage", "ui_vec", "reason", "flags", "question_parts",
 )  # fmt: skip
 
 
@@ -339,6 +347,7 @@ class RowQuery:
     status: str = "all"  #: "all", "scored" or "NaN / errors"
     search: str = ""
     variants: tuple[str, ...] = ()  #: none chosen: all variants
+    reasons: tuple[str, ...] = ()  #: rows whose main reason is one of these (none: all)
     below: float | None = None  #: only rows scoring below this
     sort: str = SORTS[0]
     columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (input column, kept values)
@@ -357,6 +366,9 @@ class RowQuery:
         if self.variants:
             sql.append(f"i.variant IN ({','.join('?' * len(self.variants))})")
             params += list(self.variants)
+        if self.reasons:
+            sql.append(f"r.reason IN ({','.join('?' * len(self.reasons))})")
+            params += list(self.reasons)
         for column, values in self.columns:
             if values:
                 marks = ",".join("?" * len(values))
@@ -399,9 +411,13 @@ class RunStore:
                 self._migrate_v1(db)
             else:
                 db.executescript(_SCHEMA)
+                have = {r[1] for r in db.execute("PRAGMA table_info(results)")}
                 with db:
+                    for column, kind in _ADDED.items():
+                        if column not in have:  # a schema 2 store
+                            db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
                     db.execute(
-                        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)",
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                         (SCHEMA_VERSION,),
                     )
         finally:
@@ -482,7 +498,11 @@ class RunStore:
         db = self._connect()
         try:
             with db:
-                db.executemany(f"INSERT OR REPLACE INTO results VALUES ({_marks(23)})", results)
+                db.executemany(
+                    f"INSERT OR REPLACE INTO results ({', '.join(_RESULT_FIELDS)}) "
+                    f"VALUES ({_marks(len(_RESULT_FIELDS))})",
+                    results,
+                )
                 db.executemany(
                     "DELETE FROM questions WHERE run_id = ? AND idx = ?",
                     [(run_id, r[1]) for r in results],
@@ -638,6 +658,17 @@ class RunStore:
             )
         values = self._run(sql, [*params, int(run_id)])
         return sorted(str(v[0]) for v in values if v[0] is not None)
+
+    def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:
+        """How many scored rows have each value of a result column (``reason``, ``mode``...)."""
+        if column not in SCALARS:
+            raise InputError(f"cannot count by {column!r}: use one of {', '.join(SCALARS)}")
+        rows = self._run(
+            f"SELECT {column}, COUNT(*) FROM results WHERE run_id = ? GROUP BY {column} "
+            "ORDER BY COUNT(*) DESC",
+            (int(run_id),),
+        )
+        return {str(value if value is not None else ""): int(n) for value, n in rows}
 
     def count(self, run_id: int, query: RowQuery | None = None) -> int:
         """How many scored rows pass ``query``."""
@@ -858,7 +889,8 @@ class RunStore:
                     (idx, RelevancyResult.from_dict(json.loads(res))) for idx, _, res in old if res
                 ]
                 db.executemany(
-                    f"INSERT INTO results VALUES ({_marks(23)})",
+                    f"INSERT INTO results ({', '.join(_RESULT_FIELDS)}) "
+                    f"VALUES ({_marks(len(_RESULT_FIELDS))})",
                     [_result_row(run[0], idx, r) for idx, r in scored],
                 )
                 db.executemany(
@@ -940,6 +972,9 @@ def _result_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[Any, ...]:
         json.dumps(_jsonable(r.timings)),
         json.dumps(_jsonable(usage)),
         _blob(r.user_input_embedding),
+        r.reason,
+        ", ".join(r.flags),
+        json.dumps(_jsonable(r.question_parts), ensure_ascii=False) if r.question_parts else "",
     )
 
 
@@ -982,6 +1017,9 @@ def _result_from_row(
         usage=json.loads(d["usage"]),
         cached=bool(d["cached"]),
         notes=json.loads(d["notes"]),
+        reason=d.get("reason") or "",
+        flags=[f for f in (d.get("flags") or "").split(", ") if f],
+        question_parts=json.loads(d["question_parts"]) if d.get("question_parts") else [],
     )
 
 

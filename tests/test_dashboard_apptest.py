@@ -139,11 +139,23 @@ def test_dataset_results_filters_and_drilldown():
     _ok(at)
     bars = _charts(at)[-1]["data"][0]
     assert bars["type"] == "bar" and len(_values(bars["x"])) == 3
-    assert any("Part of the question may be unanswered" in i.value for i in at.info)
-    # a ragas score is explained sentence by sentence too (with the embedded MiniLM)
+    # the partial answer passes the threshold, and says first that it is partial
+    assert any("**Main reason:** partial" in m.value for m in at.markdown)
+    assert any("Above the threshold" in w.value and "partial" in w.value for w in at.warning)
+    assert any("Part of the question is not answered" in w.value for w in at.warning)
+    # a ragas score is explained sentence by sentence too (it is stored with every row)
     (sentences,) = _sentence_tables(at)
     assert ">similarity</th>" in sentences and ">without it</th>" not in sentences
     assert any("the score does not use these sentences" in c.value for c in at.caption)
+    # rows by main reason, and the reason filter
+    from relevancy.store import demo_results
+
+    partial = sum(r.reason == "partial" for r in demo_results())
+    assert any(f"{partial} partial" in c.value for c in at.caption)
+    at.multiselect(key="ds_reasons").set_value(["partial"]).run()
+    _ok(at)
+    kept = _table(at, f"ds_table_{DEMO}")
+    assert len(kept) == partial and set(kept["reason"]) == {"partial"}
 
 
 def test_dataset_validation_messages_for_a_bad_upload():
@@ -262,7 +274,7 @@ def test_embeddings_projection_and_row_selection():
     assert _charts(at)[0]["data"][1]["type"] == "scatter"
     at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
     _ok(at)
-    assert any("row 5" in c.value for c in at.caption)
+    assert any("row 6" in c.value for c in at.caption)  # the run's row 5, shown 1-based
     assert _charts(at)[-1]["data"][0]["type"] == "bar"
 
 
@@ -286,13 +298,23 @@ def test_compare_variants_and_regressions():
     pairs = _table(at, "cmp_table")
     assert len(pairs) == 24 and pairs["B − A"].is_monotonic_increasing
     assert len(at.expander) >= 5  # the biggest regressions, side by side
-    # a wider tie margin turns small differences into ties
-    at.number_input(key="cmp_margin").set_value(0.2).run()
-    assert int({m.label: m.value for m in at.metric}["Ties"]) > ties
-    # swapping A and B swaps wins and losses
+    # swapping A and B swaps wins and losses: B's wins become A's, the mean difference flips
+    before = [(m.label, m.value) for m in at.metric]
     at.selectbox(key="cmp_a").set_value("prompt-B")
     at.selectbox(key="cmp_b").set_value("prompt-A").run()
     _ok(at)
+    after = [(m.label, m.value) for m in at.metric]
+    assert after[1] == ("prompt-A better", str(losses)) and after[1] == before[3]
+    assert after[3] == ("prompt-B better", str(wins)) and after[3] == before[1]
+    assert after[2] == ("Ties", str(ties))
+    assert float(after[4][1]) == pytest.approx(-float(before[4][1]), abs=1e-3)
+    # a wider tie margin turns small differences into ties
+    at.number_input(key="cmp_margin").set_value(0.2).run()
+    assert int({m.label: m.value for m in at.metric}["Ties"]) > ties
+    # another column of the user's splits the run too (the demo's answer_type)
+    at.selectbox(key="cmp_column").set_value("answer_type").run()
+    _ok(at)
+    assert at.selectbox(key="cmp_a").options[:2] == ["evasive", "off-topic"]
     at.segmented_control(key="cmp_mode").set_value("runs").run()
     assert any("Only one run" in i.value for i in at.info)
 
@@ -464,7 +486,9 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     at.button(key="home_score").click().run()
     _ok(at)
     assert any("**Mode:** ragas" in m.value for m in at.markdown)
-    assert _sentence_tables(at) == []  # no sentence view: the fake embedder is not at hand
+    # the sentence view stays (every result carries it), without the focus score's columns
+    (sentences,) = _sentence_tables(at)
+    assert "I like bananas." in sentences and ">without it</th>" not in sentences
     # the mode survives a page switch
     _page(at, "5_Runs.py")
     assert at.sidebar.segmented_control(key="_w_sb_mode").value == "ragas"
@@ -476,7 +500,10 @@ def test_focus_run_table_and_drilldown_explain_the_sentences():
     at.session_state["active_run"] = run_id
     _page(at, "1_Dataset.py")
     table = _table(at, f"ds_table_{run_id}")
-    assert list(table.columns[:6]) == ["row", "id", "score", "Ragas value", "mode", "question"]
+    assert list(table.columns[:7]) == [
+        "row", "id", "score", "reason", "Ragas value", "mode", "question"
+    ]  # fmt: skip
+    assert sorted(table["row"]) == [1, 2, 3]  # shown 1-based (lowest score first)
     assert set(table["mode"]) == {"focus"}
     assert (table["Ragas value"] != table["score"]).any()
     assert any("**focus** mode" in c.value for c in at.caption)
@@ -527,7 +554,7 @@ def test_a_store_from_the_previous_version_opens_everywhere():
     runs = _table(at, "runs_table")
     assert list(runs["name"]) == ["v1 run, partial", "v1 run, complete"]
     assert list(runs["mode"]) == ["ragas", "ragas"] and "ragas_mean" not in runs.columns
-    at.selectbox(key="runs_pick").set_value(run).run()
+    at.sidebar.selectbox(key="_w_active_run").set_value(run).run()
     _ok(at)
     from relevancy.dashboard.report import build_report
 
@@ -547,7 +574,7 @@ def test_runs_distributions_and_compare_across_modes():
     runs = _table(at, "runs_table")
     assert list(runs["mode"]) == ["ragas", "focus", "ragas"]  # newest first, the demo last
     assert runs["ragas_mean"].notna().all()
-    at.selectbox(key="runs_pick").set_value(focus).run()
+    at.sidebar.selectbox(key="_w_active_run").set_value(focus).run()
     assert "Mean Ragas value" in {m.label for m in at.metric}
     # distributions of the focus run: mode and Ragas mean in the summary; switch to Ragas
     at.session_state["active_run"] = focus
@@ -580,3 +607,49 @@ def test_runs_distributions_and_compare_across_modes():
     at.segmented_control(key="cmp_value").set_value("Ragas value").run()
     _ok(at)
     assert f"#{focus} (Ragas value)" in _table(at, "cmp_table").columns
+
+
+# --- rough edges a new user hit -----------------------------------------------------------
+def test_compare_says_what_it_needs_and_offers_a_run_with_variants():
+    at = _app()
+    store = RunStore(default_store_path())
+    demo = store.load_run(DEMO)
+    one = store.create_run("one variant", {"backend": "embedded"}, demo.inputs.head(4).drop(
+        columns=["variant", "answer_type", "language"]))  # fmt: skip
+    store.append_results(one, enumerate(demo.results[:4]))
+    at.session_state["active_run"] = one
+    _page(at, "4_Compare.py")
+    # no variants in the active run: it is compared with the newest other run on shared
+    # questions (here the demo, 4 questions in common), not with nothing
+    assert at.segmented_control(key="cmp_mode").value == "runs"
+    assert {m.label: m.value for m in at.metric}["Pairs"] == "4"
+    # asked for two variants, Compare says what it needs and offers the demo's
+    at.segmented_control(key="cmp_mode").set_value("variants").run()
+    assert any("no column with two values to compare" in i.value for i in at.info)
+    at.button(key="cmp_switch").click().run()
+    _ok(at)
+    assert at.session_state["active_run"] == DEMO
+    assert {m.label: m.value for m in at.metric}["Pairs"] == "24"
+
+
+def test_home_example_picker_follows_the_question():
+    at = _app()
+    assert at.selectbox(key="home_example").value != "(your own question)"
+    at.text_area(key="home_question").input("What is my own question?").run()
+    _ok(at)
+    assert at.selectbox(key="home_example").value == "(your own question)"
+    at.selectbox(key="home_example").set_value("When was the first super bowl?").run()
+    assert at.text_area(key="home_question").value == "When was the first super bowl?"
+
+
+def test_runs_page_acts_on_the_active_run():
+    at = _app()
+    store = RunStore(default_store_path())
+    copy = store.create_run("a copy", {"backend": "embedded"}, store.inputs(DEMO).head(2))
+    at.session_state["active_run"] = DEMO
+    _page(at, "5_Runs.py")
+    headings = [m.value for m in at.markdown if m.value.startswith("####")]
+    assert len(headings) == 1 and f"#{DEMO} ·" in headings[0] and "complete" in headings[0]
+    at.sidebar.selectbox(key="_w_active_run").set_value(copy).run()
+    _ok(at)
+    assert any(f"#{copy}" in m.value and "empty" in m.value for m in at.markdown)

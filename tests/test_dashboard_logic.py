@@ -49,7 +49,7 @@ def _result(
     seed: int = 0,
 ) -> RelevancyResult:
     rng = np.random.default_rng(seed)
-    qs = [QuestionScore(f"Generated question {i}?", s, None) for i, s in enumerate(sims)]
+    qs = [QuestionScore(f"What is generated question {i}?", s, None) for i, s in enumerate(sims)]
     mean = float(np.mean(sims)) if sims else float("nan")
     return RelevancyResult(
         user_input=question,
@@ -356,24 +356,57 @@ def test_split_helpers():
     assert split_sentences("One. Two is here!\nThree?  ") == ["One.", "Two is here!", "Three?"]
 
 
-def test_explain_reasons():
-    codes = lambda r, **kw: [x.code for x in explain(r, **kw)]  # noqa: E731
-    assert codes(_result(sims=(0.9, 0.85, 0.8))) == []
-    assert "noncommittal" in codes(_result(noncommittal=True))
-    assert codes(_result(sims=(0.3, 0.2, 0.1), answer_similarity=0.2)) == ["drift"]
+def test_explain_reasons_follow_the_main_reason():
+    from relevancy.explain import triage
+
+    def codes(r, **kw):
+        return [x.code for x in explain(r, **kw)]
+
+    ok = _result(sims=(0.9, 0.85, 0.8))
+    assert codes(ok) == [] and triage(ok).reason == "ok"
+    evasive = _result(sims=(0.2, 0.1, 0.3), noncommittal=True, answer_similarity=0.1)
+    # the noncommittal verdict says it all: no "off topic" box beside it
+    assert codes(evasive) == ["noncommittal"] and triage(evasive).reason == "noncommittal"
+    assert "off_topic" in triage(evasive).flags
+    off = _result(sims=(0.3, 0.2, 0.1), answer_similarity=0.2)
+    assert codes(off) == ["off_topic"] and triage(off).reason == "off_topic"
     assert "spread" in codes(_result(sims=(0.9, 0.2, 0.85)))
-    assert "generator" in codes(_result(sims=(0.3, 0.2, 0.1), answer_similarity=0.75))
+    suspect = _result(sims=(0.3, 0.2, 0.1), answer_similarity=0.75)
+    assert codes(suspect) == ["generator_suspect"]  # not "off topic" as well
     nan = _result(sims=(), value=float("nan"))
     nan.error = "all 3 generations failed"
-    assert codes(nan) == ["error"]
+    assert codes(nan) == ["error"] and triage(nan).reason == "error"
     analysis = Analysis(
         sentences=[SentenceScore("On topic.", 0.8), SentenceScore("Filler.", 0.1)],
         parts=[PartCoverage("Where is France", 0.82, 0.8), PartCoverage("its capital", 0.08, 0.2)],
     )
     with_analysis = codes(_result(sims=(0.7, 0.75)), analysis=analysis)
-    assert "unanswered_part" in with_analysis and "padding" in with_analysis
+    assert with_analysis[:2] == ["partial", "padded"]
     assert worked_mean(_result(sims=(0.5, 0.7))) == "(0.500 + 0.700) / 2 = 0.600"
-    assert worked_mean(_result(sims=(0.5,), noncommittal=True)).endswith("= 0.000")
+    assert worked_mean(_result(sims=(0.5,), noncommittal=True)) == (
+        "0 (noncommittal); without that rule (0.500) / 1 = 0.500"
+    )
+
+
+def test_triage_flags_generated_questions_that_are_not_questions_or_repeat():
+    from relevancy.explain import question_hygiene, triage
+
+    r = _result(sims=(0.4, 0.45, 0.3))
+    r.questions[0].question = "Istanbul's Istanbul, Turkey, is the largest city of Turkey, the?"
+    r.questions[1].question = "Don't worry, I'm here to help?"
+    assert question_hygiene([q.question for q in r.questions]) == (0, 2)
+    t = triage(r)
+    assert t.reason == "generator_suspect" and "non_questions" in t.flags
+    same = _result(sims=(0.9, 0.9, 0.9))
+    for q in same.questions:
+        q.question = "What is the capital of Japan?"
+    t = triage(same)
+    assert t.reason == "ok" and t.flags == ("duplicate_questions",)
+    assert "duplicate_questions" in codes_of(same)
+
+
+def codes_of(r):
+    return [x.code for x in explain(r)]
 
 
 def test_aanalyze_with_a_fake_embedder():
@@ -598,7 +631,7 @@ def test_results_frame_has_mode_ragas_value_and_parts():
 
     focus, ragas = _focus_result(), _result()
     frame = results_to_frame([focus, ragas])
-    assert list(frame.columns[2:5]) == ["score", "mode", "ragas_value"]
+    assert list(frame.columns[2:7]) == ["score", "reason", "flags", "mode", "ragas_value"]
     assert list(frame["mode"]) == ["focus", "ragas"]
     assert frame["ragas_value"].tolist() == pytest.approx([0.75, ragas.value])
     assert frame["score"][0] == pytest.approx(focus.value) and focus.value != 0.75
@@ -625,7 +658,9 @@ def test_focus_worked_formula_and_sentence_effects():
     plain = explain_result(_result())
     assert plain.worked_focus is None and plain.sentences == [] and plain.sentence_source == ""
     silent = _focus_result(noncommittal=True)
-    assert explain_result(silent).worked_focus.endswith("× 0 (noncommittal) = 0.000")
+    # the rule first, then what it replaced (not "... 0.000 Ragas value = 0.115 × 0")
+    assert explain_result(silent).worked_focus.startswith("0 (noncommittal); without that rule")
+    assert "0.750 questions' mean" in explain_result(silent).worked_focus
     assert all(np.isnan(effects(silent)))
     one = _focus_result((0.6,), 0.5)
     assert (
@@ -665,7 +700,7 @@ def test_the_sentence_view_explains_a_ragas_score_too():
         sentences=[SentenceScore("France is in Europe.", 0.8), SentenceScore("Cats purr.", 0.1)]
     )
     e = explain_result(r, analysis=analysis)
-    assert e.sentence_source == "analysis" and e.worked_focus is None
+    assert e.sentence_source == "result" and e.worked_focus is None
     assert [s.note for s in e.sentences] == ["", "off topic"]
     table = sentence_table(e)
     assert list(table.columns) == ["#", "similarity", "note", "sentence"]  # no focus columns
@@ -837,9 +872,12 @@ def test_store_filters_sorts_and_pages_in_sql(store):
     assert store.count(run_id, RowQuery(status="scored")) == 3
     page = store.query(run_id, RowQuery(sort="row"), limit=2, offset=1)
     assert page["row"].tolist() == [1, 2] and page["kind"].tolist() == ["evasive", "good"]
-    assert page["generated_questions"][0] == "Generated question 0?"
+    assert page["generated_questions"][0] == "What is generated question 0?"
     table = results_table(page, inputs=["variant", "kind"], with_ragas=True)
-    assert list(table.columns[:6]) == ["row", "variant", "kind", "score", "Ragas value", "mode"]
+    assert list(table.columns[:7]) == [
+        "row", "variant", "kind", "score", "reason", "Ragas value", "mode"
+    ]  # fmt: skip
+    assert table["row"].tolist() == [2, 3]  # shown 1-based
     assert "Ragas value" not in results_table(page, inputs=[], with_ragas=False)
     assert store.result(run_id, 2).response == "Norway, by a FJORD."
     with pytest.raises(InputError, match="no column 'nope'"):
@@ -860,3 +898,13 @@ def test_comparable_value_and_mode_label():
     assert comparable_value(ragas.drop(columns=["ragas_value"]), focus) == "score"
     assert mode_label([]) == "" and mode_label(["focus"]) == "focus"
     assert mode_label(["ragas", "focus", "ragas"]) == "mixed"
+
+
+def test_histogram_counts_whole_rows():
+    from relevancy.dashboard import charts
+
+    frame = pd.DataFrame({"score": [0.1, 0.5, 0.52, 0.9], "user_input": list("abcd")})
+    fig = charts.score_histogram(frame)
+    assert fig.layout.yaxis.dtick == 1  # few rows: a tick per row, never 0.5
+    big = pd.DataFrame({"score": np.linspace(0, 1, 500), "user_input": ["q"] * 500})
+    assert charts.score_histogram(big).layout.yaxis.dtick is None

@@ -62,7 +62,11 @@ def test_focus_score_formula():
 def test_ragas_mode_value_equals_ragas_value():
     r = metric("ragas").score(user_input=Q, response=f"{ON} {OFF}")
     assert r.mode == "ragas" and r.value == pytest.approx(0.8) and r.ragas_value == r.value
-    assert r.parts == []
+    # every mode keeps the sentence view (an explanation), without the focus columns
+    assert [p["text"] for p in r.parts] == [ON, OFF]
+    assert [p["similarity"] for p in r.parts] == pytest.approx([0.8, 0.0])
+    assert all("context_similarity" not in p for p in r.parts)
+    assert r.reason == "padded" and "padded" in r.flags
 
 
 def test_focus_mode_scores_sentences_and_keeps_the_ragas_value():

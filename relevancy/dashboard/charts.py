@@ -154,7 +154,15 @@ def score_histogram(
         )
     fig.update_layout(barmode="overlay", bargap=0.02, showlegend=len(groups) > 1)
     fig.update_xaxes(title_text="Answer Relevancy", range=[min(0, _lowest(frame)) - 0.02, 1.02])
-    fig.update_yaxes(title_text="rows")
+    # counts are whole rows: with few rows, a tick per row (plotly would draw 0.5 steps)
+    tallest = max(
+        (np.histogram(_binned(_scores(part)), bins=np.arange(start, 1.0 + 1e-9, 1.0 / bins))[0]
+         .max(initial=0) for _, part in groups),
+        default=0,
+    )  # fmt: skip
+    fig.update_yaxes(
+        title_text="rows", rangemode="tozero", **({"dtick": 1} if tallest <= 8 else {})
+    )
     _threshold_vline(fig, threshold)
     return _layout(fig, title=title)
 
@@ -397,7 +405,10 @@ def projection_scatter(
             name="links",
             hoverinfo="skip",
             showlegend=False,
-            line=dict(color="rgba(100,116,139,0.35)", width=1),
+            # WebGL (3D) draws no see-through lines: solid and thicker there
+            line=dict(color="#94a3b8", width=2)
+            if three
+            else dict(color="rgba(100,116,139,0.35)", width=1),  # fmt: skip
         )
     )
 
@@ -412,7 +423,7 @@ def projection_scatter(
                 else f"<br>similarity {r['similarity']:.3f} · row score {r['score']:.3f}"
                 f"<br>variant {html.escape(str(r['variant']))} · noncommittal {r['noncommittal']}"
             )
-            out.append(f"<b>{head}</b> (row {int(r['row'])})<br>{hover_text(r['text'])}{extra}")
+            out.append(f"<b>{head}</b> (row {int(r['row']) + 1})<br>{hover_text(r['text'])}{extra}")
         return out
 
     size = 4 if three else 8
@@ -634,12 +645,16 @@ def _shade(sim: float) -> str:
     return f"rgba({r},{g},{b},{0.10 + 0.55 * min(1.0, max(0.0, sim)):.2f})"
 
 
-def sentence_table_html(table: pd.DataFrame, *, help: dict[str, str] | None = None) -> str:
+def sentence_table_html(
+    table: pd.DataFrame, *, help: dict[str, str] | None = None, neutral: bool = False
+) -> str:
     """A sentence table as escaped HTML: each sentence shaded, flagged, beside its numbers.
 
     ``table`` has ``#``, ``similarity``, ``note`` and ``sentence`` columns and any number of
     other columns (shown after ``similarity``; ``without it`` as a signed number). A note with
-    "off topic" marks the row red, any other note amber. ``help`` gives column tooltips.
+    "off topic" marks the row red, any other note amber. ``help`` gives column tooltips;
+    ``neutral`` draws the sentences unshaded (a noncommittal answer: closeness is not
+    relevance there).
     """
     help = help or {}
     others = [c for c in table.columns if c not in ("#", "sentence", "similarity", "note")]
@@ -659,7 +674,8 @@ def sentence_table_html(table: pd.DataFrame, *, help: dict[str, str] | None = No
         sim = float(row["similarity"])
         cells = [
             f'<td class="num">{int(row["#"])}</td>',
-            f'<td><span class="rel-sent-text" style="background: {_shade(sim)}">'
+            f'<td><span class="rel-sent-text" style="background: '
+            f'{"#f3f4f6" if neutral else _shade(sim)}">'
             f"{html.escape(str(row['sentence']))}</span>{flag}</td>",
             f'<td class="num"><b>{"–" if math.isnan(sim) else f"{sim:.2f}"}</b></td>',
         ]

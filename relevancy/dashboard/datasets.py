@@ -17,6 +17,7 @@ from relevancy._errors import InputError
 from relevancy._io import FORMATS, ROLES, apply_mapping, inspect_rows, read_table_bytes
 
 __all__ = [
+    "reason_table",
     "UPLOAD_TYPES",
     "ROLES",
     "Issue",
@@ -131,11 +132,12 @@ def _rows(rows: list[int], limit: int = 5) -> str:
 def results_table(page: pd.DataFrame, *, inputs: list[str], with_ragas: bool) -> pd.DataFrame:
     """The grid the page shows, from a page of :meth:`relevancy.store.RunStore.query`: row,
     the user's own columns (id, variant, ...), score (and Ragas value), mode, the texts..."""
-    columns: dict[str, object] = {"row": page["row"].astype(int)}
+    columns: dict[str, object] = {"row": page["row"].astype(int) + 1}  # 1-based, as in the CLI
     for name in inputs:
         if name in page.columns:
             columns[name] = page[name].map(lambda v: "" if v is None else str(v))
     columns["score"] = pd.to_numeric(page["score"], errors="coerce")
+    columns["reason"] = page["reason"].astype(str) if "reason" in page else ""
     if with_ragas:
         columns["Ragas value"] = pd.to_numeric(page["ragas_value"], errors="coerce")
     columns["mode"] = page["mode"].astype(str)
@@ -144,5 +146,18 @@ def results_table(page: pd.DataFrame, *, inputs: list[str], with_ragas: bool) ->
     columns["noncommittal"] = page["noncommittal"].astype(bool)
     columns["answer ~ question"] = pd.to_numeric(page["answer_similarity"], errors="coerce")
     columns["generated questions"] = page["generated_questions"].astype(str)
+    columns["flags"] = page["flags"].astype(str) if "flags" in page else ""
     columns["error"] = page["error"].astype(str)
     return pd.DataFrame(columns).reset_index(drop=True)
+
+
+def reason_table(frame: pd.DataFrame, by: str | None) -> pd.DataFrame:
+    """Rows by main reason (rows) and group (columns), as ``"12 (25%)"`` text."""
+    reasons = frame["reason"].fillna("").replace("", "not triaged")
+    if by and by in frame.columns:
+        groups = frame[by].astype(str)
+    else:
+        groups = pd.Series("all rows", index=frame.index)
+    counts = pd.crosstab(reasons, groups)
+    shares = (100 * counts / counts.sum()).round().astype(int)
+    return counts.astype(str) + " (" + shares.astype(str) + "%)"

@@ -19,7 +19,14 @@ from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
 from relevancy.dashboard import charts
 from relevancy.dashboard.ui import MODE_SHORT, esc, fmt, score_badge
-from relevancy.explain import SENTENCE_LOW, Analysis, Explanation, aanalyze, explain_result
+from relevancy.explain import (
+    REASONS,
+    SENTENCE_LOW,
+    Analysis,
+    Explanation,
+    aanalyze,
+    explain_result,
+)
 
 __all__ = ["render_result", "render_row", "analysis_for", "sentence_table"]
 
@@ -126,7 +133,7 @@ def render_row(
     explanation (wide)."""
     with st.container(border=True):
         shown = [f"{name}: {esc(value)}" for name, value in meta.items() if str(value)]
-        st.caption(" · ".join([f"row {int(row)}", *shown]))
+        st.caption(" · ".join([f"row {int(row) + 1}", *shown]))  # 1-based, as in the CLI
         st.markdown("**Question**")
         st.text(result.user_input)
         render_result(result, key=key, threshold=threshold, embedder=embedder, wide=True)
@@ -155,6 +162,12 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
                 help="The Ragas Answer Relevancy from the same generated questions: comparable "
                 "with runs scored in ragas mode.",
             )
+        main = e.triage.reason
+        st.markdown(
+            f"**Main reason:** {main} · {REASONS.get(main, '')}",
+            help="The one main reason per row (the grid's reason column); the others that "
+            "apply are listed below.",
+        )
         nc = "yes: score forced to 0" if result.noncommittal else "no"
         st.markdown(f"**Noncommittal:** {nc} · _{esc(result.noncommittal_method or 'n/a')}_")
         if result.noncommittal_detail:
@@ -180,12 +193,23 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         if result.mode == "focus"
         else "the rebuilt questions stay close to the user's question"
     )
-    st.success(
-        f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}).", icon="✅"
-    )
+    if e.triage.reason == "ok":
+        st.success(
+            f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}).",
+            icon="✅",
+        )
+    else:  # above the threshold, but not clean: say why first (a partial answer can pass)
+        st.warning(
+            f"Above the threshold ({fmt(result.value)} ≥ {e.threshold:.2f}), but "
+            f"{REASONS[e.triage.reason].split(':')[0]}: read the reasons below.",
+            icon="⚠️",
+        )
     for r in e.reasons:
-        if r.severity == "info" or r.code == "unanswered_part":
-            st.info(f"**{esc(r.title)}**  \n{esc(r.detail)}", icon="💡")
+        box = st.warning if r.severity != "info" else st.info
+        box(
+            f"**{esc(r.title)}**  \n{esc(r.detail)}",
+            icon=_ICONS[r.severity] if r.severity != "error" else "⚠️",
+        )
 
 
 def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: int) -> None:
@@ -228,7 +252,11 @@ def _sentences(e: Explanation, title: str) -> None:
     st.markdown(title)
     if "without it" in table and table["without it"].isna().all():
         table = table.drop(columns=["without it"])
-    st.markdown(charts.sentence_table_html(table, help=_COLUMN_HELP), unsafe_allow_html=True)
+    evasive = e.result.noncommittal  # its sentences' closeness is not relevance: no green
+    st.markdown(
+        charts.sentence_table_html(table, help=_COLUMN_HELP, neutral=evasive),
+        unsafe_allow_html=True,
+    )
     low = len(e.off_topic_sentences)
     lowers = sum(s.lowers_score for s in e.sentences)
     found = ([f"{low} off topic (similarity below {SENTENCE_LOW})"] if low else []) + (
@@ -250,8 +278,13 @@ def _sentences(e: Explanation, title: str) -> None:
         verdict = f"Of {len(table)} sentences: {'; '.join(found)}. "
     else:
         verdict = f"None of the {len(table)} sentences is off topic or lowers the score. "
-    if e.sentence_source == "analysis":
+    if e.sentence_source == "result":
         legend += " An explanation only: the score does not use these sentences."
+    if evasive:
+        legend += (
+            " Not shaded: the answer was judged noncommittal, and an evasion that repeats the "
+            "question sits close to it without answering."
+        )
     st.caption(verdict + legend)
     if e.worked_focus:
         st.caption(f"Score = {e.worked_focus}")  # numbers only: no user text

@@ -14,7 +14,7 @@ from typing import Any
 from relevancy.compare import pair_variants, summarize_pairs
 from relevancy.dashboard import charts
 from relevancy.dashboard.ui import MODE_SHORT
-from relevancy.explain import SENTENCE_LOW, sentences_from_parts
+from relevancy.explain import SENTENCE_LOW, sentences_from_parts, triage
 from relevancy.store import RowQuery, RunStore
 from relevancy.summary import frame_modes, mode_label, summary_table
 
@@ -165,10 +165,14 @@ def build_report(store: RunStore, run_id: int, *, threshold: float = 0.5, lowest
                 " Every row also keeps its Ragas value (mean cosine similarity between the "
                 "user's question and questions an LLM rebuilt from the answer)."
             )
+        by_reason = " · ".join(
+            f"{n:,} {e(reason or 'not triaged')}" for reason, n in store.counts(run_id).items()
+        )
         parts.append(
             f"<p class='muted'>{meaning} Scores near 1 mean the answer addresses the question; "
             f"below {threshold:.2f} is counted as low.</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"<p>Rows by main reason: {by_reason}.</p></section>"
         )
 
     figures = []
@@ -214,15 +218,18 @@ def build_report(store: RunStore, run_id: int, *, threshold: float = 0.5, lowest
             ragas = f"<td class='num'>{_f(r.ragas_value)}</td>" if with_ragas else ""
             sentences = f"<td>{_sentences_html(r.parts)}</td>" if with_sentences else ""
             error = f"<span class=muted>{e(r.error)}</span>" if r.error else ""
+            reason = r.reason or triage(r).reason
             rows_html.append(
                 f"<tr><td class='num'><span class='score' style='background:{color}'>"
                 f"{_f(r.value)}</span>{row_mode}{variant}</td>{ragas}"
+                f"<td><b>{e(reason)}</b><br><span class='muted'>{e(', '.join(r.flags))}</span></td>"
                 f"<td>{e(r.user_input)}</td><td>{e(r.response)}</td>{sentences}"
                 f"<td><ul class='q'>{qs}</ul>{error}</td></tr>"
             )
         head = (
             "<th>score</th>"
             + ("<th>Ragas value</th>" if with_ragas else "")
+            + "<th>reason</th>"
             + "<th>question</th><th>answer</th>"
             + ("<th>sentences (similarity to the question)</th>" if with_sentences else "")
             + "<th>generated questions (similarity)</th>"

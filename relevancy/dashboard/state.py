@@ -39,6 +39,7 @@ __all__ = [
     "load_run",
     "run_columns",
     "run_distinct",
+    "run_counts",
     "run_page",
     "run_result",
     "run_points",
@@ -126,6 +127,17 @@ def run_columns(run_id: int, names: Sequence[str]) -> pd.DataFrame:
     """Just these columns of every scored row (and ``row``), cached until the run changes."""
     store = get_store()
     return _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _counts(path: str, run_id: int, version: str, column: str) -> dict[str, int]:
+    return RunStore(path).counts(run_id, column)
+
+
+def run_counts(run_id: int, column: str = "reason") -> dict[str, int]:
+    """How many scored rows have each main reason (or value of another result column)."""
+    store = get_store()
+    return _counts(str(store.path), int(run_id), store.version(run_id), column)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -7,13 +7,47 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.dashboard.datasets import results_table
-from relevancy.dashboard.state import input_columns, run_distinct, run_page
+from relevancy.dashboard.state import (
+    input_columns,
+    run_columns,
+    run_counts,
+    run_distinct,
+    run_page,
+)
+from relevancy.dashboard.ui import embedded_caveat, esc, fmt, mode_text, pct, reason_counts
+from relevancy.explain import REASONS
 from relevancy.store import SORTS, RowQuery, RunInfo
 
-__all__ = ["PAGE_ROWS", "filter_widgets", "results_grid"]
+__all__ = ["PAGE_ROWS", "results_summary", "filter_widgets", "results_grid"]
 
 #: rows per page of the grid
 PAGE_ROWS = 500
+
+
+def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> None:
+    """The run's heading, what its scores are, its figures and its rows by main reason."""
+    st.subheader(f"Results · {info.name}", anchor=False)
+    llm = info.settings.get("llm_name") or info.settings.get("llm", "")
+    emb = info.settings.get("embeddings_name") or info.settings.get("embeddings", "")
+    st.caption(
+        f"Run #{info.id} · {info.n_scored:,} of {info.n_rows:,} rows scored · created "
+        f"{info.created} · {esc(llm)} + {esc(emb)}  \nScores: {mode_text(info.mode)}."
+        + (" The **Ragas value** column has each row's Ragas value." if with_ragas else "")
+    )
+    if info.settings.get("backend") == "embedded":
+        st.caption(embedded_caveat())
+    values = run_columns(info.id, ["score", "ragas_value"])
+    scores = values["score"]
+    m = st.columns(6 if with_ragas else 5)
+    m[0].metric("Rows scored", f"{int(scores.notna().sum()):,}", border=True)
+    m[1].metric("Mean score", fmt(scores.mean()), border=True, help=f"In {info.mode} mode.")
+    m[2].metric("Median", fmt(scores.median()), border=True)
+    below = (scores < threshold).sum() / max(scores.notna().sum(), 1)
+    m[3].metric(f"Below {threshold:.2f}", pct(below), border=True)
+    m[4].metric("NaN / errors", f"{int(scores.isna().sum()):,}", border=True)
+    if with_ragas:
+        m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
+    st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
 
 
 def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
@@ -34,7 +68,14 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
         search = f4.text_input(
             "Search text", placeholder="words in the question or answer", key="ds_search"
         )
-        g1, g2, g3 = st.columns([2, 1, 1])
+        g0, g1, g2, g3 = st.columns([2, 2, 1, 1])
+        reasons = g0.multiselect(
+            "Reason",
+            list(REASONS),
+            key="ds_reasons",
+            placeholder="all reasons",
+            help="Each row's main reason: " + "; ".join(f"{k}: {v}" for k, v in REASONS.items()),
+        )
         variants = run_distinct(info.id, "variant") if "variant" in info.columns else []
         chosen = g1.multiselect(
             "Variants", variants, key="ds_variants", disabled=not variants, placeholder="all"
@@ -47,6 +88,7 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
         status=status,
         search=search,
         variants=tuple(chosen),
+        reasons=tuple(reasons),
         below=threshold if only_low else None,
         sort=sort,
     )
@@ -55,7 +97,8 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
 def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.DataFrame:
     """Filters, then one page of the filtered grid; a selected row becomes the drill-down's.
 
-    Returns the page shown (its ``row`` column lists the rows that can be drilled into).
+    Returns the page shown, with its columns (its ``row`` column is the run's 0-based row,
+    the grid shows it 1-based).
     """
     query = filter_widgets(info, threshold)
     # widget keys carry the run id: a page, a selection or a picked row means nothing elsewhere
@@ -69,7 +112,7 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
     if pages > 1:
         st.number_input(f"Page (of {pages}, {PAGE_ROWS} rows each)", 1, pages, key=page_key)
     shown = results_table(page, inputs=input_columns(info), with_ragas=with_ragas)
-    rows = shown["row"].tolist()
+    rows = page["row"].tolist()  # the run's 0-based rows (the grid shows them 1-based)
 
     def on_select() -> None:
         picked = st.session_state[table_key].selection.rows
@@ -111,6 +154,10 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
             "mode": st.column_config.TextColumn(
                 "mode", help="What the score is: ragas or focus (see the sidebar)", width="small"
             ),
+            "reason": st.column_config.TextColumn(
+                "reason", help="The row's main reason (see the Reason filter)", width="small"
+            ),
+            "flags": st.column_config.TextColumn("flags", help="Every reason that applies"),
             "question": st.column_config.TextColumn("question", width="medium"),
             "answer": st.column_config.TextColumn("answer", width="large"),
             "answer ~ question": st.column_config.NumberColumn(
@@ -121,4 +168,4 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
             ),
         },
     )
-    return shown
+    return page

@@ -25,6 +25,7 @@ __all__ = [
     "embedded_caveat",
     "row_label",
     "error_text",
+    "reason_counts",
 ]
 
 #: what a result's ``value`` is, in a few plain words per scoring mode
@@ -87,10 +88,18 @@ def embedded_caveat() -> str:
 
 
 def row_label(row: int, score: Any, question: Any, width: int = 70) -> str:
-    """``"row 3 · 0.712 · When was…"`` for row pickers."""
-    return f"row {int(row)} · {fmt(score)} · {str(question)[:width]}"
+    """``"row 3 · 0.712 · When was…"`` for row pickers: ``row`` is the run's 0-based index,
+    shown 1-based (as spreadsheets, the CLI's notes and the grid number rows)."""
+    return f"row {int(row) + 1} · {fmt(score)} · {str(question)[:width]}"
 
 
 def error_text(exc: BaseException) -> str:
     """An error for ``st.error``: any key redacted, markdown made inert."""
     return esc(redact(exc))
+
+
+def reason_counts(counts: dict[str, int]) -> str:
+    """``"By main reason: 12 ok · 9 partial · 3 noncommittal"`` (rows scored before reasons
+    existed are counted as "not triaged")."""
+    parts = [f"{n:,} {reason or 'not triaged'}" for reason, n in counts.items()]
+    return "By main reason: " + " · ".join(parts) if parts else ""

@@ -181,26 +181,22 @@ def test_embeddings_map(page: Page, app_url: str):
 
 
 def test_compare_two_variants(page: Page, app_url: str):
+    """Stands alone: the demo run (in every fresh store) has two prompt variants."""
     open_page(page, app_url, "Compare")
-    # the uploaded run (newest) is active: baseline vs candidate
+    pick(page, "Active run", "Demo (embedded default)")
     expect(page.get_by_text("Pairs", exact=True)).to_be_visible()
     metrics = page.locator('[data-testid="stMetricValue"]')
-    expect(metrics.first).to_have_text("2")
+    expect(metrics.first).to_have_text("24")  # 24 questions, prompt-A vs prompt-B
     expect(page.get_by_text("Biggest regressions")).to_be_visible()
-    shot(page, "05-compare-upload")
-    # the demo run: 24 pairs of prompt-A vs prompt-B
-    pick(page, "Active run", "Demo (embedded default)")
-    expect(metrics.first).to_have_text("24")
     expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
     shot(page, "06-compare-demo")
 
 
 def test_runs_page(page: Page, app_url: str):
     open_page(page, app_url, "Runs")
-    # the newest run is selected: the upload when the whole module runs, else the demo
-    run = page.get_by_role("combobox", name="Run", exact=True).input_value()
-    assert re.match(r"#\d+ · (Browser upload|Demo \(embedded default\))", run), run
-    expect(page.get_by_role("heading", level=4).first).to_be_visible()
+    # the page acts on the active run (the sidebar's): its heading names it
+    heading = page.get_by_role("heading", level=4).first
+    expect(heading).to_have_text(re.compile(r"#\d+ · .+ · (complete|partial|empty)"))
     expect(page.get_by_role("button", name="CSV", exact=True)).to_be_visible()
     with page.expect_download(timeout=120_000) as download:  # built when clicked
         page.get_by_role("button", name="HTML report", exact=True).click()
@@ -220,7 +216,7 @@ def _scored_per_run(store: Path) -> dict[str, int]:
 def test_cancel_keeps_what_was_scored_then_resume_is_offered(
     page: Page, app_url: str, app_home: Path
 ):
-    """Runs last: it leaves a partial run behind."""
+    """Cancel keeps the rows scored so far, then Resume scores the rest."""
     open_page(page, app_url, "Dataset")
     page.get_by_text("Score a new dataset").click()
     page.locator('[data-testid="stButtonGroup"] button').filter(has_text="Bundled demo").click()
@@ -254,6 +250,16 @@ def test_cancel_keeps_what_was_scored_then_resume_is_offered(
     assert last is not None
     assert sum(1 for name in last if name == "Cancelled demo") == 1
     assert scored <= last["Cancelled demo"] < 48
+    # Resume scores the rest, and only the rest
+    open_page(page, app_url, "Dataset")
+    page.get_by_role("button", name=re.compile(r"Resume \(\d+ rows left\)")).click()
+    expect(page.get_by_text(re.compile(r"Resumed: scored \d+ more rows"))).to_be_visible(
+        timeout=240_000
+    )
+    settle(page)
+    done = _scored_per_run(store)
+    assert done["Cancelled demo"] == 48 and sum(1 for n in done if n == "Cancelled demo") == 1
+    expect(page.get_by_text("48 of 48 rows", exact=True)).to_be_visible()
 
 
 def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_home: Path):
@@ -278,3 +284,70 @@ def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_hom
     shot(page, "09-dataset-10000-rows")
     open_page(page, app_url, "Embeddings")
     expect(page.get_by_text(re.compile(r"A sample of 1,500 of 10,000 rows"))).to_be_visible()
+
+
+KINDS = (
+    "question,answer,kind\n"
+    "What is the capital of Japan?,Tokyo is the capital of Japan.,good\n"
+    "Where is France and what is its capital?,France is in western Europe.,partial\n"
+    '"How long should I boil an egg for a soft yolk?","Boil it for six minutes, then cool it in '
+    "cold water. My grandmother kept chickens. She loved gardening in the spring and painting "
+    'watercolours.",padded\n'
+    "What is the capital of Japan?,Bananas are rich in potassium and grow in warm climates.,"
+    "off topic\n"
+    "How do vaccines work?,I don't know.,evasive\n"
+)
+#: the main reason each kind of answer gets with the embedded models
+EXPECTED_REASONS = {
+    "good": "ok",
+    "partial": "partial",
+    "padded": "padded",
+    "off topic": "off_topic",
+    "evasive": "noncommittal",
+}
+
+
+def test_each_kind_of_answer_gets_its_reason_in_the_grid_and_the_report(
+    page: Page, app_url: str, tmp_path: Path
+):
+    open_page(page, app_url, "Dataset")
+    page.get_by_text("Score a new dataset").click()
+    csv = tmp_path / "kinds.csv"
+    csv.write_text(KINDS, encoding="utf-8")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
+    settle(page)
+    name = page.get_by_label("Run name")
+    name.fill("Kinds of answers")
+    name.press("Enter")
+    settle(page)
+    page.get_by_role("button", name=re.compile("Score 5 rows")).click()
+    expect(page.get_by_text(re.compile(r"Scored 5 rows in"))).to_be_visible(timeout=180_000)
+    settle(page)
+    expect(page.get_by_text("5 of 5 rows", exact=True)).to_be_visible()
+    # the reason filter: each reason keeps exactly the row of its kind (the grid is a canvas,
+    # so the rows kept are read from the count and from the drill-down, which follows them)
+    reasons = page.get_by_role("combobox", name="Reason")
+    for kind, reason in EXPECTED_REASONS.items():
+        reasons.click()
+        page.get_by_role("option", name=reason, exact=True).click()
+        page.keyboard.press("Escape")
+        settle(page)
+        expect(page.get_by_text("1 of 5 rows", exact=True)).to_be_visible()
+        expect(page.get_by_text(f"kind: {kind}", exact=True)).to_be_visible()
+        expect(page.get_by_text(re.compile(f"Main reason: {reason}")).first).to_be_visible()
+        reasons.click()
+        page.keyboard.press("Backspace")  # removes the chosen reason again
+        page.keyboard.press("Escape")
+        settle(page)
+    shot(page, "10-dataset-reasons")
+    # the HTML report's lowest rows carry the reason beside each answer
+    open_page(page, app_url, "Runs")
+    with page.expect_download(timeout=120_000) as download:
+        page.get_by_role("button", name="HTML report", exact=True).click()
+    report = download.value.path().read_text(encoding="utf-8")
+    for answer, reason in (
+        ("I don&#x27;t know.", "noncommittal"),
+        ("Bananas are rich", "off_topic"),
+    ):
+        row = report[report.index(answer) - 600 : report.index(answer)]
+        assert f"<b>{reason}</b>" in row, (answer, row)
