@@ -1,4 +1,4 @@
-"""Command line: ``relevancy score``, ``score-one``, ``check-judge`` and ``cache``."""
+"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare`` and ``cache``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
-from relevancy._io import OUTPUT_FORMATS, check_text
+from relevancy._io import OUTPUT_FORMATS, check_text, read_table
 from relevancy._metric import is_embedded
 from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
@@ -20,6 +22,7 @@ from relevancy._redact import redact
 from relevancy._stats import summarize
 from relevancy.backends import BACKEND_SPECS
 from relevancy.batch import CHUNK_ROWS, score_file, survey
+from relevancy.compare import regression_check
 from relevancy.estimate import estimate
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
@@ -265,6 +268,56 @@ def cmd_check_judge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scored_table(spec: str, store_path: str | None) -> tuple[Any, str]:
+    """A results file (an export of ``relevancy score``), or ``run:ID`` from the run store."""
+    if spec.startswith("run:"):
+        store = RunStore(store_path) if store_path else RunStore()
+        try:
+            run_id = int(spec[4:].lstrip("#"))
+        except ValueError:
+            raise InputError(f"{spec!r} is not a run: write run:ID, e.g. run:12") from None
+        info = store.get_run(run_id)
+        names = [c for c in ("id", "variant") if c in info.columns]
+        return store.columns(run_id, ["user_input", *names, "score", "mode", "ragas_value"]), (
+            f"run #{run_id} {info.name}"
+        )
+    frame = read_table(spec)
+    if "score" not in frame.columns:
+        raise InputError(
+            f"{spec!r} has no score column: give a file written by `relevancy score` or run:ID"
+        )
+    frame["score"] = pd.to_numeric(frame["score"], errors="coerce")
+    if "ragas_value" in frame.columns:
+        frame["ragas_value"] = pd.to_numeric(frame["ragas_value"], errors="coerce")
+    return frame, Path(spec).name
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    base, base_name = _scored_table(args.base, args.store)
+    new, new_name = _scored_table(args.new, args.store)
+    check = regression_check(base, new, margin=args.fail_on_regression, tie_margin=args.tie_margin)
+    s = check.summary
+    print(f"base            {base_name} ({len(base):,} rows)")
+    print(f"new             {new_name} ({len(new):,} rows)")
+    print(f"pairs           {s['pairs']:,}  (better {s['wins']:,}, ties {s['ties']:,}, worse "
+          f"{s['losses']:,}; NaN {s['nan_pairs']:,})")  # fmt: skip
+    print(f"means           base {_fmt(s['mean_a'])}  new {_fmt(s['mean_b'])}")
+    print(f"verdict         {check.verdict()}")
+    for _, row in check.worst.iterrows():
+        print(f"regression      {row['diff']:+.3f}  {str(row['user_input'])[:100]}")
+    if args.markdown:
+        text = check.markdown(base_name, new_name)
+        if args.markdown == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.markdown, "a", encoding="utf-8") as fh:  # a CI step summary appends
+                fh.write(text)
+    if check.failed:
+        print(f"FAIL: {check.verdict()}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     cache = Cache(args.cache_dir) if args.cache_dir else Cache()
     if args.action == "clear":
@@ -338,6 +391,28 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _add_backend_options(p)
     p.set_defaults(func=cmd_check_judge)
+
+    p = sub.add_parser(
+        "compare",
+        help="pair two scored result files (or run:ID) and judge NEW against BASE",
+    )
+    p.add_argument("base", help="the baseline: a results file of `relevancy score`, or run:ID")
+    p.add_argument("new", help="the candidate, the same way")
+    p.add_argument(
+        "--fail-on-regression",
+        type=float,
+        default=None,
+        metavar="MARGIN",
+        help="exit with code 1 when the 95%% CI of the mean difference lies below -MARGIN",
+    )
+    p.add_argument(
+        "--tie-margin", type=float, default=0.02, help="differences within count as ties"
+    )
+    p.add_argument(
+        "--markdown", default=None, metavar="FILE", help="append a markdown summary (- for stdout)"
+    )
+    p.add_argument("--store", default=None, help="run store for run:ID (default: $RELEVANCY_STORE)")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("cache", help="show or clear the persistent cache")
     p.add_argument("action", choices=("info", "clear"), nargs="?", default="info")

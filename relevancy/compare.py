@@ -1,14 +1,17 @@
-"""Paired comparison of two answer variants (or two runs) on the same questions.
+"""Paired comparison of two answer variants (or two runs) on the same questions, and the
+regression gate built on it (``relevancy compare BASE NEW``).
 
-Rows are paired on ``user_input`` (and ``id`` when both sides have one); when a key repeats
-within one side, its k-th occurrence pairs with the k-th occurrence on the other side. The
-difference is always ``B - A``: positive means B is more relevant. A pair is a tie when the
-difference is within ``tie_margin``.
+Rows are paired on ``user_input`` and ``id`` when both sides have one (two runs without ids are
+paired on ``user_input`` and ``variant`` when both have variants); when a key repeats within
+one side, its k-th occurrence pairs with the k-th occurrence on the other side. The difference
+is always ``B - A``: positive means B is more relevant. A pair is a tie when the difference is
+within ``tie_margin``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,8 +19,17 @@ import pandas as pd
 
 from relevancy._errors import InputError
 from relevancy._stats import bootstrap_ci
+from relevancy.summary import comparable_value
 
-__all__ = ["pair_rows", "pair_variants", "pair_runs", "summarize_pairs", "outcome"]
+__all__ = [
+    "pair_rows",
+    "pair_variants",
+    "pair_runs",
+    "summarize_pairs",
+    "outcome",
+    "Regression",
+    "regression_check",
+]
 
 _CARRY = (
     "row",
@@ -43,21 +55,26 @@ def outcome(diff: float, tie_margin: float = 0.02) -> str:
     return "tie"
 
 
-def _keyed(frame: pd.DataFrame, use_id: bool, value: str) -> pd.DataFrame:
+def _keyed(frame: pd.DataFrame, keys: tuple[str, ...], value: str) -> pd.DataFrame:
     if "user_input" not in frame.columns or value not in frame.columns:
         raise InputError(f"comparison needs scored rows with user_input and {value} columns")
     out = frame.copy()
     if value != "score":  # compare on another column: it becomes the pair's score
         out["score"] = out[value]
     out["_key"] = out["user_input"].astype(str)
-    if use_id:
-        out["_key"] = out["id"].astype(str) + "\x1f" + out["_key"]
+    for key in keys:
+        out["_key"] = out[key].astype(str) + "\x1f" + out["_key"]
     out["_occ"] = out.groupby("_key").cumcount()
     return out
 
 
 def pair_rows(
-    a: pd.DataFrame, b: pd.DataFrame, *, tie_margin: float = 0.02, value: str = "score"
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    tie_margin: float = 0.02,
+    value: str = "score",
+    keys: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """Pair the rows of two scored tables; one output row per pair.
 
@@ -67,11 +84,13 @@ def pair_rows(
     Columns: ``user_input``, ``id`` (if any), ``score_a``, ``score_b``, ``diff`` (B - A),
     ``outcome``, and ``row``/``response``/``mode``/``ragas_value``/``noncommittal``/
     ``generated_questions``/``similarities``/``error`` with ``_a`` and ``_b`` suffixes (those
-    the tables have).
+    the tables have). ``keys`` are the columns paired on besides ``user_input`` (default:
+    ``id`` when both sides have it).
     """
-    use_id = "id" in a.columns and "id" in b.columns
-    ka, kb = _keyed(a, use_id, value), _keyed(b, use_id, value)
-    keep = ["_key", "_occ", "user_input"] + (["id"] if use_id else [])
+    if keys is None:
+        keys = ("id",) if "id" in a.columns and "id" in b.columns else ()
+    ka, kb = _keyed(a, keys, value), _keyed(b, keys, value)
+    keep = ["_key", "_occ", "user_input", *keys]
     left = ka[keep + [c for c in _CARRY if c in ka.columns]]
     right = kb[["_key", "_occ"] + [c for c in _CARRY if c in kb.columns]]
     paired = left.merge(right, on=["_key", "_occ"], suffixes=("_a", "_b"), how="inner")
@@ -114,7 +133,12 @@ def pair_runs(
     if variant is not None and column in frame_a.columns and column in frame_b.columns:
         frame_a = frame_a[frame_a[column].astype(str) == str(variant)]
         frame_b = frame_b[frame_b[column].astype(str) == str(variant)]
-    return pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value)
+    keys: tuple[str, ...] = ()
+    if "id" in frame_a.columns and "id" in frame_b.columns:
+        keys = ("id",)
+    elif variant is None and column in frame_a.columns and column in frame_b.columns:
+        keys = (column,)  # two runs of several variants: each variant against itself
+    return pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value, keys=keys)
 
 
 def summarize_pairs(
@@ -141,3 +165,85 @@ def summarize_pairs(
         "ci_high": hi,
         "tie_margin": tie_margin,
     }
+
+
+@dataclass(frozen=True)
+class Regression:
+    """The regression gate's verdict on NEW against BASE (differences are NEW - BASE)."""
+
+    summary: dict[str, Any]  #: :func:`summarize_pairs`
+    worst: pd.DataFrame  #: the largest regressions, worst first
+    margin: float | None  #: the allowed drop, or None (no gate)
+    base_rows: int
+    new_rows: int
+
+    @property
+    def failed(self) -> bool:
+        """True when NEW is worse than BASE beyond ``margin``: the CI's upper end < -margin."""
+        hi = self.summary["ci_high"]
+        return self.margin is not None and not math.isnan(hi) and hi < -self.margin
+
+    def verdict(self) -> str:
+        s = self.summary
+        ci = f"[{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]"
+        if self.margin is None:
+            return f"mean difference {s['mean_diff']:+.3f}, 95% CI {ci}"
+        if self.failed:
+            return (
+                f"REGRESSION: mean difference {s['mean_diff']:+.3f}, 95% CI {ci} is entirely "
+                f"below -{self.margin:g}"
+            )
+        return (
+            f"no regression beyond -{self.margin:g}: mean difference {s['mean_diff']:+.3f}, "
+            f"95% CI {ci}"
+        )
+
+    def markdown(self, base: str, new: str) -> str:
+        """A summary fit for a pull-request comment or a CI step summary."""
+        s = self.summary
+        icon = "❌" if self.failed else "✅"
+        lines = [
+            f"### {icon} Answer Relevancy: `{new}` against `{base}`",
+            "",
+            f"{self.verdict()}.",
+            "",
+            "| pairs | better | ties | worse | mean BASE | mean NEW |",
+            "| --- | --- | --- | --- | --- | --- |",
+            f"| {s['pairs']} | {s['wins']} | {s['ties']} | {s['losses']} | "
+            f"{s['mean_a']:.3f} | {s['mean_b']:.3f} |",
+        ]
+        if len(self.worst):
+            lines += ["", "Largest regressions:", "", "| question | BASE | NEW | difference |",
+                      "| --- | --- | --- | --- |"]  # fmt: skip
+            for _, row in self.worst.iterrows():
+                question = str(row["user_input"]).replace("|", "\\|").replace("\n", " ")[:90]
+                lines.append(
+                    f"| {question} | {row['score_a']:.3f} | {row['score_b']:.3f} | "
+                    f"{row['diff']:+.3f} |"
+                )
+        return "\n".join(lines) + "\n"
+
+
+def regression_check(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    *,
+    margin: float | None = None,
+    tie_margin: float = 0.02,
+    worst: int = 5,
+) -> Regression:
+    """Pair two scored tables (exports or runs) and judge NEW against BASE.
+
+    Rows of different scoring modes are compared on their Ragas value. Raises
+    :class:`InputError` when the two share no question.
+    """
+    value = comparable_value(base, new)
+    paired = pair_runs(base, new, tie_margin=tie_margin, value=value)
+    if paired.empty:
+        raise InputError(
+            "BASE and NEW share no question: pair them on the same questions (and ids)"
+        )
+    losses = paired[paired["outcome"] == "loss"].sort_values("diff", kind="stable").head(worst)
+    return Regression(
+        summarize_pairs(paired, tie_margin=tie_margin), losses, margin, len(base), len(new)
+    )

@@ -1,0 +1,187 @@
+"""The regression gate: ``relevancy compare BASE NEW`` on files scored by ``relevancy score``
+against the toy OpenAI-compatible server, on runs in the store, and the GitHub Actions recipe
+from the README run as written."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from relevancy._errors import InputError
+from relevancy.cli import main
+from relevancy.compare import regression_check
+from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPICS = ("tallest mountain", "longest river", "largest desert", "deepest lake", "oldest city")
+
+
+def eval_set(path: Path, *, evasive_every: int = 0) -> Path:
+    """A small eval set; with ``evasive_every`` some answers dodge the question."""
+    rows = []
+    for i in range(24):
+        topic = TOPICS[i % len(TOPICS)]
+        answer = f"The {topic} of region {i} is famous for its {topic} records and maps."
+        if evasive_every and i % evasive_every == 0:
+            answer = "I don't know, it depends on many things I cannot help with."
+        rows.append({"id": f"q{i}", "question": f"What is the {topic} of region {i}?",
+                     "answer": answer})  # fmt: skip
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def backends(srv: OpenAICompatServer) -> list[str]:
+    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
+            "--base-url", srv.base_url, "-q"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """Base answers and a candidate where every second answer is evasive, both scored."""
+    d = tmp_path_factory.mktemp("gate")
+    with OpenAICompatServer() as srv:
+        base, new = d / "base.csv", d / "new.csv"
+        assert main(["score", str(eval_set(d / "a.csv")), "-o", str(base), *backends(srv)]) == 0
+        src = eval_set(d / "b.csv", evasive_every=2)
+        assert main(["score", str(src), "-o", str(new), *backends(srv)]) == 0
+    return base, new
+
+
+def test_worse_candidate_fails_the_gate_and_names_its_worst_rows(scored, tmp_path, capsys):
+    base, new = scored
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    code = main(["compare", str(base), str(new), "--fail-on-regression", "0.02",
+                 "--markdown", str(summary)])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 1
+    assert "pairs           24  (better 0, ties 12, worse 12; NaN 0)" in out.out
+    assert "REGRESSION" in out.out and out.err.startswith("FAIL: REGRESSION")
+    worst = [line for line in out.out.splitlines() if line.startswith("regression ")]
+    assert len(worst) == 5 and all("region" in line for line in worst)
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### ❌ Answer Relevancy: `new.csv` against `base.csv`")
+    assert "| 24 | 0 | 12 | 12 |" in text and "Largest regressions:" in text
+
+
+def test_same_answers_pass_and_the_better_side_passes(scored, capsys):
+    base, new = scored
+    assert main(["compare", str(base), str(base), "--fail-on-regression", "0.02"]) == 0
+    assert "no regression beyond -0.02" in capsys.readouterr().out
+    # the reverse direction is an improvement, which never fails the gate
+    assert main(["compare", str(new), str(base), "--fail-on-regression", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "better 12, ties 12, worse 0" in out and "regression      " not in out
+
+
+def test_without_a_margin_it_reports_and_never_fails(scored, capsys):
+    base, new = scored
+    assert main(["compare", str(base), str(new), "--markdown", "-"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"verdict         mean difference -0\.\d{3}, 95% CI \[-", out)
+    assert "### ✅ Answer Relevancy" in out  # no gate asked for: nothing failed
+
+
+def test_runs_from_the_store_pair_by_id(scored, tmp_path, capsys):
+    d = tmp_path
+    with OpenAICompatServer() as srv:
+        for name, src in (("base", eval_set(d / "a.csv")),
+                          ("new", eval_set(d / "b.csv", evasive_every=3))):  # fmt: skip
+            args = ["score", str(src), "-o", str(d / f"{name}.jsonl"), "--save-run", name]
+            assert main([*args, *backends(srv)]) == 0
+    saved = re.findall(r"saved           run #(\d+)", capsys.readouterr().out)
+    assert len(saved) == 2
+    code = main(["compare", f"run:{saved[0]}", f"run:#{saved[1]}", "--fail-on-regression", "0"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"base            run #{saved[0]} base (24 rows)" in out
+    assert "worse 8" in out
+    # a run against a file works too: the same rows, paired by id
+    assert main(["compare", f"run:{saved[0]}", str(scored[0]), "--fail-on-regression", "0"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run:x", "{base}"], "'run:x' is not a run: write run:ID, e.g. run:12"),
+        (["run:999", "{base}"], "999"),
+        (["{src}", "{base}"], "has no score column"),
+        (["{base}", "{other}"], "BASE and NEW share no question"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(scored, tmp_path, capsys, args, message):
+    src = eval_set(tmp_path / "unscored.csv")
+    other = tmp_path / "other.csv"
+    pd.DataFrame({"user_input": ["Why?"], "response": ["Because."], "score": [0.5]}).to_csv(
+        other, index=False
+    )
+    paths = {"base": str(scored[0]), "src": str(src), "other": str(other)}
+    assert main(["compare", *(a.format(**paths) for a in args)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0]
+
+
+def test_regression_check_logic():
+    base = pd.DataFrame({"user_input": list("abcdef"), "score": [0.8] * 6})
+    same = regression_check(base, base, margin=0.0)
+    assert not same.failed and same.worst.empty and same.summary["ties"] == 6
+    worse = base.assign(score=[0.5] * 6)
+    assert regression_check(base, worse, margin=0.1).failed  # -0.3 is below -0.1
+    assert not regression_check(base, worse, margin=0.5).failed  # within the allowed drop
+    assert not regression_check(base, worse).failed  # no margin: no gate
+    # an all-NaN side has no interval: the gate cannot say it regressed
+    nan = regression_check(base, base.assign(score=math.nan), margin=0.0)
+    assert not nan.failed and nan.summary["nan_pairs"] == 6
+    # two runs of several variants without ids: each variant meets itself
+    two = pd.DataFrame({"user_input": ["q", "q"], "variant": ["x", "y"], "score": [0.9, 0.1]})
+    flipped = two.assign(score=[0.9, 0.0])
+    check = regression_check(two, flipped, tie_margin=0.05)
+    assert check.summary["pairs"] == 2 and check.summary["losses"] == 1
+    assert check.worst["variant"].tolist() == ["y"]
+    with pytest.raises(InputError, match="share no question"):
+        regression_check(base, pd.DataFrame({"user_input": ["zz"], "score": [1.0]}))
+
+
+def test_the_readme_github_actions_recipe_runs_as_written(tmp_path):
+    """The README's CI step, run through a shell with the console script, as Actions would."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", readme.split("### Regression gate in CI")[1], re.S)
+    assert block, "README has a GitHub Actions example under 'Regression gate in CI'"
+    run_lines = re.findall(r"^\s+run: (relevancy .+)$", block.group(1), re.M)
+    assert [line.split()[1] for line in run_lines] == ["score", "compare"]
+    (tmp_path / "eval").mkdir()
+    eval_set(tmp_path / "eval" / "answers.csv", evasive_every=2)
+    (tmp_path / "baseline").mkdir()
+    with OpenAICompatServer() as srv:
+        assert (
+            main(
+                [
+                    "score",
+                    str(eval_set(tmp_path / "base_src.csv")),
+                    "-q",
+                    "-o",
+                    str(tmp_path / "baseline" / "scores.csv"),
+                    *backends(srv)[:-1],
+                ]
+            )
+            == 0
+        )
+        env = {**os.environ, "OPENAI_BASE_URL": srv.base_url, "OPENAI_API_KEY": "sk-test",
+               "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}  # fmt: skip
+        bindir = str(Path(sys.executable).parent)
+        env["PATH"] = bindir + os.pathsep + env["PATH"]
+        codes = []
+        for line in run_lines:
+            done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=300)  # fmt: skip
+            codes.append(done.returncode)
+            assert "Traceback" not in done.stderr
+    assert codes == [0, 1]  # the candidate's evasive answers fail the gate
+    assert "### ❌ Answer Relevancy" in (tmp_path / "summary.md").read_text()
