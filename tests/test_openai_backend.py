@@ -2,6 +2,7 @@
 
 import asyncio
 import math
+import time
 
 import numpy as np
 import pytest
@@ -79,13 +80,19 @@ def test_noncommittal_flag_from_the_llm_zeroes():
 
 
 def test_retries_honour_retry_after_then_succeed():
-    with OpenAICompatServer(retry_after=0.3) as srv:
+    # A 429 announcing 1.5 s, then a 503 (no header: the SDK's own backoff for a second retry,
+    # 0.75-1.0 s), then success: at least 2.25 s. Had the header been ignored, the two waits
+    # would be the SDK's 0.375-0.5 s and 0.75-1.0 s: at most 1.5 s.
+    with OpenAICompatServer(retry_after=1.5) as srv:
         m = build(srv, max_retries=3)
         srv.script(["429", "503"])
+        started = time.perf_counter()
         r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        elapsed = time.perf_counter() - started
         faults = [req["fault"] for req in chat_requests(srv)]
     assert r.ok
     assert faults[:3] == ["429", "503", None]
+    assert 2.2 <= elapsed < 1.5 + 1.0 + 2.0, elapsed
 
 
 def test_persistent_failure_is_a_nan_row_with_a_specific_reason():
@@ -97,12 +104,55 @@ def test_persistent_failure_is_a_nan_row_with_a_specific_reason():
     assert "HTTP 500" in r.error and KEY not in r.error
 
 
-def test_empty_content_and_fewer_choices_are_reported_per_question():
+def test_empty_content_is_reported_per_question():
     with OpenAICompatServer() as srv:
         m = build(srv, max_retries=0)
         srv.script(["empty_content"] * 10)
         r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
     assert math.isnan(r.value) and "empty content" in r.error
+    assert len(r.questions) == 3
+    assert all(q.similarity is None and "empty content" in q.error for q in r.questions)
+    assert len(reqs) == 7  # bounded: 2 * N + 1 requests, then the row gives up
+
+
+def test_fewer_choices_than_n_are_topped_up():
+    with OpenAICompatServer() as srv:
+        m = build(srv, max_retries=0)
+        srv.script(["fewer_choices"])  # the n=3 request gets 2 choices back
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
+    assert r.ok and len(r.questions) == 3 and all(q.question for q in r.questions)
+    assert [req["fault"] for req in reqs] == ["fewer_choices", None]
+    assert reqs[0]["body"]["n"] == 3 and reqs[1]["body"].get("n", 1) == 1  # only the missing one
+    assert reqs[1]["body"]["seed"] != reqs[0]["body"]["seed"]
+
+
+def test_server_capping_n_is_topped_up_on_every_row():
+    with OpenAICompatServer(max_n=2) as srv:
+        m = build(srv)
+        results = [
+            m.score(user_input="Where is Paris?", response="Paris is in France."),
+            m.score(user_input="Where is Rome?", response="Rome is in Italy."),
+        ]
+        reqs = chat_requests(srv)
+    assert all(r.ok and len(r.questions) == 3 for r in results)
+    assert [req["body"].get("n", 1) for req in reqs] == [3, 1, 3, 1]
+
+
+def test_fewer_choices_every_time_leaves_a_reason_on_the_missing_question():
+    with OpenAICompatServer() as srv:
+        m = build(srv, max_retries=0)
+        srv.script(["fewer_choices"] * 10)  # n=3 gives 2 choices, each n=1 top-up gives none
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
+    assert r.ok and len(r.questions) == 3
+    usable = [q for q in r.questions if q.similarity is not None]
+    assert len(usable) == 2
+    missing = [q for q in r.questions if q.similarity is None]
+    assert len(missing) == 1 and "returned no choices" in missing[0].error
+    assert r.value == pytest.approx(sum(q.similarity for q in usable) / 2)
+    assert len(reqs) == 7  # the top-ups are bounded (2 * N + 1 requests)
 
 
 def test_wrong_embedding_count_is_an_error_not_a_crash():
