@@ -288,3 +288,90 @@ def test_hint_that_n_is_ignored_clears_itself_on_a_server_that_honours_n():
     assert [q.question for q in again.questions] == [q.question for q in expected.questions]
     assert not m.llm._ignores_n
     assert len(reqs) == 1 + 3 + 1 and after.ok
+
+
+# ----------------------------------------------------------------------------- Azure and Ollama
+
+AZURE_KEY = "5c0e9b1f7a3d48e2b6f1c9a07d2e4b38"  # Azure's shape: 32 hex characters, no prefix
+
+
+@pytest.fixture
+def no_azure_env(monkeypatch):
+    for var in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_azure_spec_without_key_or_endpoint_is_one_line(no_azure_env, capsys):
+    from relevancy.cli import main
+
+    for make in (make_generator, make_embedder):
+        with pytest.raises(ConfigError, match="AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT"):
+            make("azure:my-deployment")
+    no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)  # the endpoint is still missing
+    with pytest.raises(ConfigError, match="AZURE_OPENAI_ENDPOINT") as info:
+        make_generator("azure:my-deployment")
+    assert "\n" not in str(info.value) and AZURE_KEY not in str(info.value)
+    no_azure_env.delenv("AZURE_OPENAI_API_KEY")
+    code = main(["score-one", "q?", "a", "--llm", "azure:chat", "--embeddings", "azure:embed"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "AZURE_OPENAI_ENDPOINT" in err[0]
+
+
+def test_azure_and_ollama_specs_need_a_model_name(no_azure_env):
+    no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+    no_azure_env.setenv("AZURE_OPENAI_ENDPOINT", "https://example.openai.azure.com")
+    for spec in ("azure:", "azure", "ollama:", "ollama"):
+        with pytest.raises(ConfigError, match="needs a model name"):
+            make_generator(spec)
+        with pytest.raises(ConfigError, match="needs an embedding model name"):
+            make_embedder(spec)
+
+
+def test_azure_spec_builds_an_azure_client_that_calls_the_deployment(no_azure_env):
+    import openai
+
+    # The toy server has no Azure routes: it answers 404, but logs where the requests went.
+    with OpenAICompatServer() as srv:
+        endpoint = srv.base_url.removesuffix("/v1")
+        no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+        no_azure_env.setenv("AZURE_OPENAI_ENDPOINT", endpoint)
+        gen = make_generator("azure:my-chat", max_retries=0)
+        emb = make_embedder("azure:my-embed", max_retries=0)
+        assert isinstance(gen._client, openai.AsyncAzureOpenAI)
+        assert gen._client.api_key == AZURE_KEY and gen._client._api_version == "2024-10-21"
+        assert gen.name == "azure:my-chat" and emb.name == "azure:my-embed"
+        assert gen.base_url == f"{endpoint}/openai"
+        r = AnswerRelevancy(llm=gen, embeddings=emb, cache=False).score(
+            user_input="Where is Paris?", response="Paris is in France."
+        )
+        with pytest.raises(EmbeddingError, match="HTTP 404"):
+            embed(emb, ["Paris"])
+        paths = [req["path"] for req in srv.requests]
+    assert paths == [
+        "/openai/deployments/my-chat/chat/completions",
+        "/openai/deployments/my-embed/embeddings",
+    ]
+    assert math.isnan(r.value) and "HTTP 404" in r.error and AZURE_KEY not in r.error
+
+
+def test_ollama_spec_defaults_to_the_local_ollama_server_without_a_key():
+    gen = make_generator("ollama:llama3.2")
+    emb = make_embedder("ollama:nomic-embed-text")
+    assert gen.base_url == emb.base_url == "http://localhost:11434/v1"
+    assert gen.model == "llama3.2" and emb.model == "nomic-embed-text"
+    assert gen._client.api_key == "no-key-needed"  # Ollama accepts any key; none is asked for
+
+
+def test_ollama_spec_with_a_base_url_scores_through_that_server():
+    with OpenAICompatServer() as srv:
+        m = AnswerRelevancy(
+            llm=make_generator("ollama:toy-chat", base_url=srv.base_url),
+            embeddings=make_embedder("ollama:toy-embed", base_url=srv.base_url),
+            cache=False,
+        )
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        bodies = [(req["path"], req["body"]["model"]) for req in srv.requests]
+    assert r.ok and len(r.questions) == 3
+    assert ("/v1/chat/completions", "toy-chat") in bodies
+    assert ("/v1/embeddings", "toy-embed") in bodies
