@@ -590,7 +590,12 @@ class TableWriter:
                     self._fh.write("[")
         frame = frame.reindex(columns=self._columns)
         if self.suffix == ".csv":
-            _defuse_formulas(frame).to_csv(self._fh, index=False, header=self.rows == 0)
+            # CRLF rows (RFC 4180): the csv writer then quotes every cell holding a \r or \n.
+            # With \n alone a bare \r went out unquoted and readers split the row there,
+            # starting a new row with what followed (for "\r=1+2": a live formula).
+            _defuse_formulas(frame).to_csv(
+                self._fh, index=False, header=self.rows == 0, lineterminator="\r\n"
+            )
         elif self.suffix == ".jsonl":
             if len(frame):
                 frame.to_json(self._fh, orient="records", lines=True, force_ascii=False)

@@ -2,9 +2,33 @@
 # Create .venv and install relevancy with the embedded offline models.
 #   bash scripts/setup.sh            # library + dashboard
 #   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff) and Chromium
+#   bash scripts/setup.sh ragas      # only .venv-ragas: pinned Ragas for tests/test_ragas_parity.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+
+if [ "${1:-}" = "ragas" ]; then
+  # Ragas is never installed into .venv: the parity tests run its scoring code in a venv of its
+  # own. langchain-community 0.4.2 breaks `import ragas`, hence its pin.
+  RAGAS="ragas==0.4.3"
+  LANGCHAIN_COMMUNITY="langchain-community==0.4.1"
+  if RAGAS_DO_NOT_TRACK=true .venv-ragas/bin/python -c \
+      "import ragas, sys; sys.exit(ragas.__version__ != '${RAGAS#ragas==}')" 2>/dev/null; then
+    echo "==> .venv-ragas has $RAGAS"
+    exit 0
+  fi
+  echo "==> creating .venv-ragas with $RAGAS (about 1-2 minutes)"
+  rm -rf .venv-ragas
+  "$PYTHON" -m venv .venv-ragas
+  if ! .venv-ragas/bin/python -m pip --disable-pip-version-check install -q \
+      "$RAGAS" "$LANGCHAIN_COMMUNITY"; then
+    rm -rf .venv-ragas
+    echo "error: could not install $RAGAS into .venv-ragas" >&2
+    exit 1
+  fi
+  RAGAS_DO_NOT_TRACK=true .venv-ragas/bin/python -c "import ragas; print('==> ragas', ragas.__version__)"
+  exit 0
+fi
 extras="dashboard,umap"
 [ "${1:-}" = "dev" ] && extras="dashboard,umap,dev"
 

@@ -3,6 +3,7 @@
 import multiprocessing as mp
 
 import numpy as np
+import pytest
 
 from relevancy import AnswerRelevancy, Cache
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
@@ -86,3 +87,111 @@ def test_two_processes_can_write_at_once(tmp_path):
         assert p.exitcode == 0
     found = Cache(tmp_path).get_embeddings([f"w{w}-{i}" for w in range(2) for i in range(200)])
     assert len(found) == 400 and found["w1-7"][0] == 7
+
+
+# ------------------------------------------------------------------ the real generators' keys
+# Each test scores one row twice with the same settings (the second is served from the cache,
+# which shows the test can see a hit), then once with one setting changed, which must miss.
+
+
+CALLS: list[str] = []  # responses the stubbed embedded generator was asked about
+
+
+def _stubbed_smollm(**options):
+    """The embedded generator with its fingerprint as shipped; the model itself is not run."""
+    from relevancy._result import Generation, GenerationSet
+    from relevancy.backends._local_generator import SmolLMGenerator
+
+    class Stubbed(SmolLMGenerator):
+        def generate(self, response, n):
+            CALLS.append(response)
+            return GenerationSet([Generation(f"What is {response}?")] * n, model="stub")
+
+    return Stubbed(**options)
+
+
+def _generated(llm, cache) -> bool:
+    """Score one row; True when the generator ran (the cache missed)."""
+    before = len(CALLS)
+    AnswerRelevancy(llm=llm, embeddings=FakeEmbedder(), cache=cache).score(
+        user_input="q?", response="r"
+    )
+    return len(CALLS) > before
+
+
+@pytest.mark.parametrize(
+    "change", [{"seed": 1}, {"temperature": 0.2}, {"max_response_chars": 100}], ids=str
+)
+def test_embedded_generator_settings_are_in_the_key(tmp_path, change):
+    cache = Cache(tmp_path)
+    assert _generated(_stubbed_smollm(), cache)
+    assert not _generated(_stubbed_smollm(), cache)
+    assert _generated(_stubbed_smollm(**change), cache)
+
+
+@pytest.mark.parametrize("name", ["INSTRUCTION", "EXAMPLES", "QUESTION_GRAMMAR"])
+def test_embedded_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name):
+    from relevancy.backends import _local_generator
+
+    cache = Cache(tmp_path)
+    assert _generated(_stubbed_smollm(), cache)
+    assert not _generated(_stubbed_smollm(), cache)
+    value = getattr(_local_generator, name)
+    edited = (
+        value + (("An answer.", "A question?"),) if name == "EXAMPLES" else value + " Be brief."
+    )
+    monkeypatch.setattr(_local_generator, name, edited)
+    assert _generated(_stubbed_smollm(), cache)
+
+
+def _openai_chats(srv, cache, **options) -> int:
+    """Score one row with the OpenAI-compatible generator; the chat requests it sent."""
+    from relevancy import make_generator
+
+    before = sum(r["path"].endswith("/chat/completions") for r in srv.requests)
+    llm = make_generator("openai:toy-chat", base_url=srv.base_url, **options)
+    r = AnswerRelevancy(llm=llm, embeddings=FakeEmbedder(), cache=cache).score(
+        user_input="Where is Paris?", response="Paris is in France."
+    )
+    assert r.ok, r.error
+    return sum(r["path"].endswith("/chat/completions") for r in srv.requests) - before
+
+
+@pytest.mark.parametrize("change", [{"seed": 7}, {"temperature": 0.2}], ids=str)
+def test_openai_generator_settings_are_in_the_key(tmp_path, change):
+    from relevancy.testing.openai_server import OpenAICompatServer
+
+    cache = Cache(tmp_path)
+    with OpenAICompatServer() as srv:
+        assert _openai_chats(srv, cache) == 1
+        assert _openai_chats(srv, cache) == 0
+        assert _openai_chats(srv, cache, **change) == 1
+        assert {k: srv.requests[-1]["body"][k] for k in change} == change
+
+
+@pytest.mark.parametrize("name", ["INSTRUCTION", "EXAMPLES"])
+def test_openai_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name):
+    from relevancy import _prompt
+    from relevancy.backends import _openai
+    from relevancy.testing.openai_server import OpenAICompatServer
+
+    cache = Cache(tmp_path)
+    with OpenAICompatServer() as srv:
+        assert _openai_chats(srv, cache) == 1
+        assert _openai_chats(srv, cache) == 0
+        value = getattr(_prompt, name)
+        if name == "EXAMPLES":
+            edited = value[:-1]
+            # chat_messages took the examples as a default argument when it was defined
+            monkeypatch.setattr(_prompt.chat_messages, "__kwdefaults__", {"examples": edited})
+        else:
+            edited = value + " Be brief."
+        # as an edit of relevancy/_prompt.py would: the prompt sent and the fingerprint's input
+        monkeypatch.setattr(_prompt, name, edited)
+        monkeypatch.setattr(_openai, name, edited)
+        assert _openai_chats(srv, cache) == 1
+        sent = srv.requests[-1]["body"]["messages"]
+    if name == "INSTRUCTION":
+        assert sent[0]["content"].endswith("Be brief.")
+    else:
+        assert len(sent) == 1 + 2 * len(edited) + 1

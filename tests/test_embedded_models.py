@@ -1,6 +1,9 @@
 """The embedded default with the real models: SmolLM2-135M (llama.cpp) and MiniLM int8 (ONNX)."""
 
 import asyncio
+import json
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +11,8 @@ import pytest
 from relevancy import AnswerRelevancy, make_embedder, make_generator
 
 pytestmark = pytest.mark.models
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FRANCE = "Where is France and what is it's capital?"
 
@@ -33,40 +38,38 @@ def test_evasive_answer_scores_zero(metric):
     assert r.noncommittal and r.noncommittal_method == "exemplars"
 
 
-@pytest.mark.parametrize(
-    ("question", "response", "evasive"),
-    [
-        ("When was the Eiffel Tower built?", "I'm not sure when the Eiffel Tower was built.", True),
-        ("How many moons does Mars have?", "I don't know how many moons Mars has.", True),
-        ("Is coffee bad for you?", "Everyone is different, so it's hard to say.", True),
-        ("When was the Eiffel Tower built?", "It was built between 1887 and 1889.", False),
-        ("How many moons does Mars have?", "I might be wrong, but I think it has two.", False),
-        (
-            "Which is healthier, rice or pasta?",
-            "It depends on the kind: brown rice and whole-wheat pasta beat white versions.",
-            False,
-        ),
-    ],
-)
-def test_exemplar_detector_with_minilm_sees_evasions_that_repeat_the_question(
-    question, response, evasive
-):
-    from relevancy._noncommittal import (
-        DEFAULT_EXEMPLAR_THRESHOLD,
-        EVASIVE_EXEMPLARS,
-        exemplar_verdict,
-        without_question_words,
-    )
+def _held_out_noncommittal_items() -> list[dict]:
+    """The half of bench/noncommittal_set.jsonl that did not choose the threshold (odd ids;
+    bench/noncommittal.py chose DEFAULT_EXEMPLAR_THRESHOLD on the even ones)."""
+    lines = (ROOT / "bench" / "noncommittal_set.jsonl").read_text(encoding="utf-8").splitlines()
+    items = [json.loads(line) for line in lines if line.strip()]
+    return [it for it in items if it["id"] % 2 == 1]
 
-    emb = make_embedder("local")
-    vectors = emb.embed([response, without_question_words(question, response)])
-    verdict, detail = exemplar_verdict(
-        vectors[0],
-        emb.embed(list(EVASIVE_EXEMPLARS)),
-        DEFAULT_EXEMPLAR_THRESHOLD,
-        stripped_vector=vectors[1],
+
+def test_exemplar_detector_on_the_held_out_half_of_the_labelled_set():
+    from relevancy.testing.fakes import FakeGenerator
+
+    items = _held_out_noncommittal_items()
+    assert len(items) == 44 and sum(it["noncommittal"] for it in items) == 22
+    # the shipped path: the metric's exemplar detector on MiniLM, questions from a stand-in
+    m = AnswerRelevancy(
+        llm=FakeGenerator(flags=False),
+        embeddings=make_embedder("local"),
+        noncommittal="exemplars",
+        cache=False,
     )
-    assert verdict is evasive, detail
+    results = m.score_many([(it["question"], it["response"]) for it in items])
+    said = [r.noncommittal for r in results]
+    wrong = [
+        (it["id"], it["kind"], it["response"][:60])
+        for it, s in zip(items, said)
+        if s != bool(it["noncommittal"])
+    ]
+    zeroed_real = [it["id"] for it, s in zip(items, said) if s and not it["noncommittal"]]
+    # README / bench/RESULTS.md: 84% right on this half (95% CI 73-93%), no real answer zeroed
+    assert zeroed_real == [], zeroed_real
+    assert len(items) - len(wrong) >= 0.8 * len(items), wrong
+    assert all(r.value == 0.0 for r, s in zip(results, said) if s)
 
 
 def test_off_topic_scores_well_below_on_topic(metric):
@@ -99,12 +102,23 @@ def test_same_seed_gives_same_questions_and_samples_differ(metric):
     assert len({g.question for g in many.generations}) > 1  # temperature > 0: not collapsed
 
 
-def test_model_is_loaded_once_per_process():
+def test_model_is_loaded_once_per_process(monkeypatch):
+    import llama_cpp
+
     from relevancy.backends import _local_generator
 
-    make_generator("local").generate("Paris is in France.", 1)
-    make_generator("local").generate("Paris is in France.", 1)
-    assert len(_local_generator._MODELS) == 1
+    first = make_generator("local")
+    first.generate("Paris is in France.", 1)
+    key = (str(first._path), first.n_ctx, first.threads)
+    model = _local_generator._MODELS[key][0]
+
+    def no_second_load(*args, **kwargs):
+        raise AssertionError("the embedded generator model was loaded again")
+
+    monkeypatch.setattr(llama_cpp, "Llama", no_second_load)
+    second = make_generator("local")
+    assert second.generate("Paris is in France.", 1).generations[0].question
+    assert _local_generator._MODELS[key][0] is model  # the same object, not a reload
 
 
 def test_embedder_vectors_are_unit_length_and_meaningful():
@@ -153,3 +167,30 @@ def test_questions_do_not_depend_on_earlier_rows():
     gen.generate("The Loire is the longest river in France, flowing into the Atlantic.", 3)
     gen.generate("Water boils at a lower temperature on a high mountain.", 3)
     assert [g.question for g in gen.generate(x, 3).generations] == first
+
+
+# Rows of relevancy/data/demo.csv: short and on topic, a refusal the detector lets through, an
+# evasion it zeroes, and a French pair.
+DEMO_ROWS = (2, 10, 15, 36)
+
+
+@pytest.mark.slow
+def test_shipped_demo_results_match_a_fresh_scoring():
+    from relevancy.store import demo_results
+
+    shipped = demo_results()
+    fresh = AnswerRelevancy(cache=False).score_many(
+        [(shipped[i].user_input, shipped[i].response) for i in DEMO_ROWS]
+    )
+    for i, new in zip(DEMO_ROWS, fresh):
+        old = shipped[i]
+        assert new.mode == old.mode == "ragas"
+        assert new.llm == old.llm and new.embeddings == old.embeddings
+        assert new.noncommittal == old.noncommittal, i
+        # Generation is repeatable on one machine (fixed seeds, rows independent of each
+        # other), but llama.cpp's sampling can tip differently on another CPU or thread count,
+        # and the shipped file rounds to 5 decimals: 0.02 allows for a changed word, not for
+        # a different way of scoring.
+        assert not math.isnan(new.value)
+        assert abs(new.value - old.value) < 0.02, (i, new.value, old.value)
+        assert len(new.questions) == len(old.questions)

@@ -1,5 +1,6 @@
 """Reading tables in every format, column aliases, clear errors, writing results."""
 
+import csv
 import json
 
 import pandas as pd
@@ -113,3 +114,74 @@ def test_csv_export_neutralises_formulas(tmp_path):
     text = path.read_text()
     assert "'=HYPERLINK" in text
     assert ",=HYPERLINK" not in text and '"=HYPERLINK' not in text
+
+
+# Every start a spreadsheet would run as a formula (or, for tab and carriage return, that some
+# use to smuggle one past a check); the export prefixes each with a quote.
+FORMULAS = ["=1+2", "+1+2", "-1+2", "@SUM(A1:A2)", "\t=1+2", "\r=1+2"]
+
+
+def _read_csv_cells(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize("formula", FORMULAS, ids=["equals", "plus", "minus", "at", "tab", "cr"])
+def test_csv_export_neutralises_every_formula_start(tmp_path, formula):
+    results = [
+        RelevancyResult(
+            user_input=formula,
+            response=formula,
+            value=-0.25,
+            questions=[QuestionScore(formula, -0.25, False)],
+            llm="fake",
+            embeddings="fake",
+        )
+    ]
+    source = pd.DataFrame(
+        {"user_input": [formula], "response": [formula], "note": [formula], "offset": [-3]}
+    )
+    path = write_results(results_to_frame(results, source), tmp_path / "out.csv")
+    (row,) = _read_csv_cells(path)
+    for column in ("user_input", "response", "note"):
+        assert row[column] == "'" + formula, column
+    # numbers stay numbers, negative ones included
+    assert row["score"] == "-0.25" and row["offset"] == "-3"
+    assert json.loads(row["similarities"]) == [-0.25]
+    # text that only contains the characters later on is left alone
+    assert json.loads(row["generated_questions"]) == [formula]
+
+
+def test_csv_export_leaves_ordinary_text_and_numbers_alone(tmp_path):
+    source = pd.DataFrame(
+        {
+            "user_input": ["What is 1+1?", "a=b?"],
+            "response": ["2 (not -2).", "Yes @home."],
+            "count": [-7, 12],
+            "ratio": [-0.5, 1e-9],
+        }
+    )
+    results = [
+        RelevancyResult(user_input=u, response=r, value=v, llm="fake", embeddings="fake")
+        for u, r, v in zip(source["user_input"], source["response"], [-0.125, float("nan")])
+    ]
+    path = write_results(results_to_frame(results, source), tmp_path / "out.csv")
+    rows = _read_csv_cells(path)
+    assert [r["user_input"] for r in rows] == ["What is 1+1?", "a=b?"]
+    assert [r["response"] for r in rows] == ["2 (not -2).", "Yes @home."]
+    assert [r["count"] for r in rows] == ["-7", "12"]
+    back = pd.read_csv(path)
+    assert back["ratio"].tolist() == [-0.5, 1e-9]
+    assert back["score"].iloc[0] == -0.125 and pd.isna(back["score"].iloc[1])
+
+
+def test_csv_written_in_chunks_is_neutralised_in_every_chunk(tmp_path):
+    from relevancy._io import TableWriter
+
+    frames = [pd.DataFrame({"text": [f], "n": [-i]}) for i, f in enumerate(FORMULAS)]
+    with TableWriter(tmp_path / "chunks.csv") as writer:
+        for frame in frames:
+            writer.write(frame)
+    rows = _read_csv_cells(tmp_path / "chunks.csv")
+    assert [r["text"] for r in rows] == ["'" + f for f in FORMULAS]
+    assert [r["n"] for r in rows] == ["0", "-1", "-2", "-3", "-4", "-5"]

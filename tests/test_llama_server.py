@@ -1,5 +1,7 @@
 """Our OpenAI-compatible backend against llama-cpp-python's own server on 127.0.0.1."""
 
+import importlib
+import os
 import sys
 
 import pytest
@@ -11,9 +13,27 @@ from relevancy.testing.processes import ServerProcess, free_port
 pytestmark = pytest.mark.models
 
 
+def in_ci() -> bool:
+    """CI sets CI (scripts/test.sh exports CI=1): there, a missing dependency is an error."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require_llama_cpp_server() -> None:
+    try:
+        importlib.import_module("llama_cpp.server")
+    except ImportError as exc:
+        reason = (
+            f"llama-cpp-python's server cannot be imported ({exc}): install the dev extra, "
+            "`pip install -e '.[dev]'` (llama-cpp-python[server])"
+        )
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def llama_server():
-    pytest.importorskip("llama_cpp.server")
+    require_llama_cpp_server()
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     server = ServerProcess(
@@ -83,3 +103,14 @@ def test_rows_scored_at_once_fall_back_from_json_schema_once(llama_server):
     )
     assert all(r.ok for r in results), [r.error for r in results]
     assert _MODES[gen._mode_index] == "json_object"  # the schema still constrains decoding
+
+
+@pytest.mark.parametrize(
+    ("ci", "outcome"),
+    [("1", pytest.fail.Exception), ("true", pytest.fail.Exception), ("", pytest.skip.Exception)],
+)
+def test_a_missing_server_extra_fails_in_ci_and_skips_elsewhere(monkeypatch, ci, outcome):
+    monkeypatch.setitem(sys.modules, "llama_cpp.server", None)  # as if it were not installed
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="llama-cpp-python's server cannot be imported"):
+        require_llama_cpp_server()

@@ -50,9 +50,25 @@ def test_zero_when_all_generations_noncommittal():
     assert "2 of 2" in r.noncommittal_detail
 
 
-def test_one_noncommittal_flag_does_not_zero():
-    m = metric(gens(("Where is France located?", True), ("What is France?", False)), strictness=2)
-    assert m.score(user_input=Q, response="x").value == pytest.approx(0.7)
+@pytest.mark.parametrize(
+    "flags", [(True, False, False), (False, True, False), (True, True, False)], ids=str
+)
+def test_a_stray_noncommittal_flag_does_not_zero(flags):
+    questions = ("Where is France located?", "What is France?", "Where is France located?")
+    m = metric(gens(*zip(questions, flags)), strictness=3)
+    r = m.score(user_input=Q, response="x")
+    assert r.value == pytest.approx((0.8 + 0.6 + 0.8) / 3)
+    assert r.noncommittal is False
+    assert f"{sum(flags)} of 3 generations flagged" in r.noncommittal_detail
+
+
+def test_all_three_flagged_zeroes_and_says_so():
+    questions = ("Where is France located?", "What is France?", "What is the opposite?")
+    m = metric(gens(*((q, True) for q in questions)), strictness=3)
+    r = m.score(user_input=Q, response="x")
+    assert r.value == 0.0 and r.ragas_value == 0.0
+    assert r.noncommittal is True and "3 of 3" in r.noncommittal_detail
+    assert [q.similarity for q in r.questions] == pytest.approx([0.8, 0.6, -1.0])  # still shown
 
 
 def test_negative_similarity_is_kept():
@@ -205,3 +221,44 @@ def test_overlong_response_is_truncated_for_the_generator_with_a_note():
         "response truncated to its first 2,000 of 140,000 characters for the question generator"
     ]
     assert m.score(user_input=Q, response="France is in Europe.").notes == []
+
+
+@pytest.mark.models
+def test_embedded_generator_reads_only_the_first_max_response_chars(monkeypatch):
+    from relevancy import make_generator
+    from relevancy.backends import _local_generator
+
+    limit = 60
+    head = "Water boils at 100 degrees Celsius at sea level, not lower.".ljust(limit)
+    tail = " Zanzibar is an archipelago off the coast of Tanzania." * 20
+    response = head + tail
+    assert len(head) == limit
+    gen = make_generator("local", max_response_chars=limit)
+
+    prefix, row = gen.prefix_and_row(response)
+    assert row == f"Answer: {head}<|im_end|>\n<|im_start|>assistant\n"
+    assert "Zanzibar" not in prefix + row
+
+    # what the model is really given
+    llm, _lock = _local_generator._load(gen._path, gen.n_ctx, gen.threads)
+    seen: list[str] = []
+    original = llm.create_completion
+
+    def spy(prompt, *args, **kwargs):
+        seen.append(llm.detokenize(prompt).decode("utf-8", "replace"))
+        return original(prompt, *args, **kwargs)
+
+    monkeypatch.setattr(llm, "create_completion", spy)
+    m = AnswerRelevancy(llm=gen, embeddings=FakeEmbedder(), cache=False, strictness=2)
+    r = m.score(user_input="At what temperature does water boil?", response=response)
+    assert len(seen) == 2
+    assert all(head.strip() in text and "Zanzibar" not in text for text in seen)
+    assert r.notes == [
+        f"response truncated to its first {limit} of {len(response):,} characters for the "
+        "question generator"
+    ]
+    # the questions are those of the first `limit` characters alone (fixed seeds)
+    alone = gen.generate(head, 2)
+    assert [q.question for q in r.questions] == [g.question for g in alone.generations]
+    short = m.score(user_input="At what temperature does water boil?", response=head.strip())
+    assert short.notes == []

@@ -2,6 +2,7 @@
 
 import asyncio
 import math
+import time
 
 import numpy as np
 import pytest
@@ -79,13 +80,19 @@ def test_noncommittal_flag_from_the_llm_zeroes():
 
 
 def test_retries_honour_retry_after_then_succeed():
-    with OpenAICompatServer(retry_after=0.3) as srv:
+    # A 429 announcing 1.5 s, then a 503 (no header: the SDK's own backoff for a second retry,
+    # 0.75-1.0 s), then success: at least 2.25 s. Had the header been ignored, the two waits
+    # would be the SDK's 0.375-0.5 s and 0.75-1.0 s: at most 1.5 s.
+    with OpenAICompatServer(retry_after=1.5) as srv:
         m = build(srv, max_retries=3)
         srv.script(["429", "503"])
+        started = time.perf_counter()
         r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        elapsed = time.perf_counter() - started
         faults = [req["fault"] for req in chat_requests(srv)]
     assert r.ok
     assert faults[:3] == ["429", "503", None]
+    assert 2.2 <= elapsed < 1.5 + 1.0 + 2.0, elapsed
 
 
 def test_persistent_failure_is_a_nan_row_with_a_specific_reason():
@@ -97,12 +104,55 @@ def test_persistent_failure_is_a_nan_row_with_a_specific_reason():
     assert "HTTP 500" in r.error and KEY not in r.error
 
 
-def test_empty_content_and_fewer_choices_are_reported_per_question():
+def test_empty_content_is_reported_per_question():
     with OpenAICompatServer() as srv:
         m = build(srv, max_retries=0)
         srv.script(["empty_content"] * 10)
         r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
     assert math.isnan(r.value) and "empty content" in r.error
+    assert len(r.questions) == 3
+    assert all(q.similarity is None and "empty content" in q.error for q in r.questions)
+    assert len(reqs) == 7  # bounded: 2 * N + 1 requests, then the row gives up
+
+
+def test_fewer_choices_than_n_are_topped_up():
+    with OpenAICompatServer() as srv:
+        m = build(srv, max_retries=0)
+        srv.script(["fewer_choices"])  # the n=3 request gets 2 choices back
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
+    assert r.ok and len(r.questions) == 3 and all(q.question for q in r.questions)
+    assert [req["fault"] for req in reqs] == ["fewer_choices", None]
+    assert reqs[0]["body"]["n"] == 3 and reqs[1]["body"].get("n", 1) == 1  # only the missing one
+    assert reqs[1]["body"]["seed"] != reqs[0]["body"]["seed"]
+
+
+def test_server_capping_n_is_topped_up_on_every_row():
+    with OpenAICompatServer(max_n=2) as srv:
+        m = build(srv)
+        results = [
+            m.score(user_input="Where is Paris?", response="Paris is in France."),
+            m.score(user_input="Where is Rome?", response="Rome is in Italy."),
+        ]
+        reqs = chat_requests(srv)
+    assert all(r.ok and len(r.questions) == 3 for r in results)
+    assert [req["body"].get("n", 1) for req in reqs] == [3, 1, 3, 1]
+
+
+def test_fewer_choices_every_time_leaves_a_reason_on_the_missing_question():
+    with OpenAICompatServer() as srv:
+        m = build(srv, max_retries=0)
+        srv.script(["fewer_choices"] * 10)  # n=3 gives 2 choices, each n=1 top-up gives none
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        reqs = chat_requests(srv)
+    assert r.ok and len(r.questions) == 3
+    usable = [q for q in r.questions if q.similarity is not None]
+    assert len(usable) == 2
+    missing = [q for q in r.questions if q.similarity is None]
+    assert len(missing) == 1 and "returned no choices" in missing[0].error
+    assert r.value == pytest.approx(sum(q.similarity for q in usable) / 2)
+    assert len(reqs) == 7  # the top-ups are bounded (2 * N + 1 requests)
 
 
 def test_wrong_embedding_count_is_an_error_not_a_crash():
@@ -238,3 +288,90 @@ def test_hint_that_n_is_ignored_clears_itself_on_a_server_that_honours_n():
     assert [q.question for q in again.questions] == [q.question for q in expected.questions]
     assert not m.llm._ignores_n
     assert len(reqs) == 1 + 3 + 1 and after.ok
+
+
+# ----------------------------------------------------------------------------- Azure and Ollama
+
+AZURE_KEY = "5c0e9b1f7a3d48e2b6f1c9a07d2e4b38"  # Azure's shape: 32 hex characters, no prefix
+
+
+@pytest.fixture
+def no_azure_env(monkeypatch):
+    for var in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_azure_spec_without_key_or_endpoint_is_one_line(no_azure_env, capsys):
+    from relevancy.cli import main
+
+    for make in (make_generator, make_embedder):
+        with pytest.raises(ConfigError, match="AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT"):
+            make("azure:my-deployment")
+    no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)  # the endpoint is still missing
+    with pytest.raises(ConfigError, match="AZURE_OPENAI_ENDPOINT") as info:
+        make_generator("azure:my-deployment")
+    assert "\n" not in str(info.value) and AZURE_KEY not in str(info.value)
+    no_azure_env.delenv("AZURE_OPENAI_API_KEY")
+    code = main(["score-one", "q?", "a", "--llm", "azure:chat", "--embeddings", "azure:embed"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "AZURE_OPENAI_ENDPOINT" in err[0]
+
+
+def test_azure_and_ollama_specs_need_a_model_name(no_azure_env):
+    no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+    no_azure_env.setenv("AZURE_OPENAI_ENDPOINT", "https://example.openai.azure.com")
+    for spec in ("azure:", "azure", "ollama:", "ollama"):
+        with pytest.raises(ConfigError, match="needs a model name"):
+            make_generator(spec)
+        with pytest.raises(ConfigError, match="needs an embedding model name"):
+            make_embedder(spec)
+
+
+def test_azure_spec_builds_an_azure_client_that_calls_the_deployment(no_azure_env):
+    import openai
+
+    # The toy server has no Azure routes: it answers 404, but logs where the requests went.
+    with OpenAICompatServer() as srv:
+        endpoint = srv.base_url.removesuffix("/v1")
+        no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+        no_azure_env.setenv("AZURE_OPENAI_ENDPOINT", endpoint)
+        gen = make_generator("azure:my-chat", max_retries=0)
+        emb = make_embedder("azure:my-embed", max_retries=0)
+        assert isinstance(gen._client, openai.AsyncAzureOpenAI)
+        assert gen._client.api_key == AZURE_KEY and gen._client._api_version == "2024-10-21"
+        assert gen.name == "azure:my-chat" and emb.name == "azure:my-embed"
+        assert gen.base_url == f"{endpoint}/openai"
+        r = AnswerRelevancy(llm=gen, embeddings=emb, cache=False).score(
+            user_input="Where is Paris?", response="Paris is in France."
+        )
+        with pytest.raises(EmbeddingError, match="HTTP 404"):
+            embed(emb, ["Paris"])
+        paths = [req["path"] for req in srv.requests]
+    assert paths == [
+        "/openai/deployments/my-chat/chat/completions",
+        "/openai/deployments/my-embed/embeddings",
+    ]
+    assert math.isnan(r.value) and "HTTP 404" in r.error and AZURE_KEY not in r.error
+
+
+def test_ollama_spec_defaults_to_the_local_ollama_server_without_a_key():
+    gen = make_generator("ollama:llama3.2")
+    emb = make_embedder("ollama:nomic-embed-text")
+    assert gen.base_url == emb.base_url == "http://localhost:11434/v1"
+    assert gen.model == "llama3.2" and emb.model == "nomic-embed-text"
+    assert gen._client.api_key == "no-key-needed"  # Ollama accepts any key; none is asked for
+
+
+def test_ollama_spec_with_a_base_url_scores_through_that_server():
+    with OpenAICompatServer() as srv:
+        m = AnswerRelevancy(
+            llm=make_generator("ollama:toy-chat", base_url=srv.base_url),
+            embeddings=make_embedder("ollama:toy-embed", base_url=srv.base_url),
+            cache=False,
+        )
+        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+        bodies = [(req["path"], req["body"]["model"]) for req in srv.requests]
+    assert r.ok and len(r.questions) == 3
+    assert ("/v1/chat/completions", "toy-chat") in bodies
+    assert ("/v1/embeddings", "toy-embed") in bodies

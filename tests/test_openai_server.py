@@ -272,18 +272,21 @@ def test_wrong_api_key_is_401_without_echoing_the_key() -> None:
 
 
 def test_fault_429_has_retry_after_and_the_sdk_honours_it() -> None:
-    with OpenAICompatServer(retry_after=0.25) as srv:
+    # Without the header the SDK's first retry waits 0.375-0.5 s (0.5 s less up to 25% jitter);
+    # the server announces 1.2 s, so a client that ignored it would be done well before 1.15 s.
+    with OpenAICompatServer(retry_after=1.2) as srv:
         srv.script(["429"])
         with pytest.raises(openai.RateLimitError) as info:
             chat(make_client(srv))
         headers = info.value.response.headers
-        assert headers["retry-after"] == "0.25" and headers["retry-after-ms"] == "250"
+        assert headers["retry-after"] == "1.2" and headers["retry-after-ms"] == "1200"
         assert info.value.code == "rate_limit_exceeded"
 
         srv.script(["429", None])
         start = time.perf_counter()
         assert chat(make_client(srv, retries=1)).choices  # the SDK retries 429 by itself
-        assert time.perf_counter() - start >= 0.25
+        elapsed = time.perf_counter() - start
+        assert 1.15 <= elapsed < 1.2 + 1.5, elapsed
         assert [r["fault"] for r in srv.requests] == ["429", "429", None]
 
 

@@ -1,5 +1,6 @@
 """Interruptions (SIGKILL mid-run, then resume) and secrets (an API key never leaks)."""
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -173,3 +174,94 @@ def test_prompt_injection_in_the_answer_does_not_break_parsing_or_the_score():
         )
         r2 = m.score(user_input="What is the capital of France?", response=injection)
     assert r2.ok and len(r2.questions) == 3
+
+
+# Keys that no generic pattern recognises, so only registering the key given can hide them.
+UNPREFIXED_KEYS = {
+    "azure-style": "5c0e9b1f7a3d48e2b6f1c9a07d2e4b38",  # 32 hex characters
+    "arbitrary": "hunter2.correct-horse_battery.4417",
+}
+
+
+def _run_watching_checkpoint(args, env, checkpoint: Path) -> tuple[str, str, int, str]:
+    """Run the CLI; also return the checkpoint's text as last seen before it was removed."""
+    proc = cli(args, env)
+    seen = ""
+    while proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError):
+            seen = checkpoint.read_text() or seen
+        time.sleep(0.02)
+    stdout, stderr = proc.communicate(timeout=60)
+    return stdout, stderr, proc.returncode, seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "via"), [("azure-style", "env"), ("arbitrary", "--api-key")], ids=str
+)
+def test_an_unprefixed_key_never_leaks_through_the_cli(tmp_path, kind, via):
+    key = UNPREFIXED_KEYS[kind]
+    src = write_pairs(tmp_path / "pairs.csv", 16)
+    env = {
+        **os.environ,
+        "RELEVANCY_CACHE_DIR": str(tmp_path / "cache"),
+        "RELEVANCY_STORE": str(tmp_path / "runs.sqlite3"),
+    }
+    env.pop("OPENAI_API_KEY", None)
+    key_args: list[str] = []
+    if via == "env":
+        env["OPENAI_API_KEY"] = key
+    else:
+        key_args = ["--api-key", key]
+    texts: list[str] = []  # everything the commands printed, and the checkpoints
+
+    def backends(url: str) -> list[str]:
+        return [
+            "--llm",
+            "openai:toy-chat",
+            "--embeddings",
+            "openai:toy-embed",
+            "--base-url",
+            url,
+            "--timeout",
+            "1",
+            *key_args,
+        ]
+
+    with OpenAICompatServer(api_key=key, retry_after=0.05, latency=0.05) as srv:
+        srv.set_faults(FaultPlan(rate=0.7, kinds=("429",), seed=5))  # rows fail, errors print
+        for out, cache in (("o.csv", []), ("o.jsonl", ["--no-cache"])):
+            path = tmp_path / out
+            stdout, stderr, code, checkpoint = _run_watching_checkpoint(
+                ["score", str(src), "-o", str(path), "-q", "--save-run", out, *cache]
+                + backends(srv.base_url),
+                env,
+                path.with_name(path.name + ".partial.jsonl"),
+            )
+            assert code == 0, stderr
+            assert "failed (" in stdout and "HTTP 429" in checkpoint
+            texts += [stdout, stderr, checkpoint]
+        one = cli(["score-one", "Where is Paris?", "Paris is in France."] + backends(srv.base_url),
+                  env)  # fmt: skip
+        texts += one.communicate(timeout=60)
+        assert all(r["authorization_ok"] for r in srv.requests)  # the key was sent
+    with OpenAICompatServer(api_key="a-different-key-0000") as srv:  # the key is refused
+        refused = cli(["score", str(src), "-o", str(tmp_path / "x.csv")] + backends(srv.base_url),
+                      env)  # fmt: skip
+        texts += refused.communicate(timeout=60)
+        assert refused.returncode == 2 and "refused the API key" in texts[-1]
+    if kind == "azure-style":
+        # the Azure backend's error path (the toy server has no Azure routes: HTTP 404)
+        with OpenAICompatServer() as srv:
+            endpoint = srv.base_url.removesuffix("/v1")
+            run = cli(["score", str(src), "-o", str(tmp_path / "az.csv"), "-q", "--llm",
+                       "azure:chat", "--embeddings", "azure:embed", "--base-url", endpoint,
+                       "--api-key", key], env)  # fmt: skip
+            texts += run.communicate(timeout=60)
+            assert run.returncode == 1 and "HTTP 404" in texts[-2]
+    for text in texts:
+        assert key not in text and key[6:-6] not in text
+    # the outputs, the cache and the run store (plain text and SQLite files)
+    assert _grep_tree(tmp_path, key.encode()) == []
+    assert _grep_tree(tmp_path, key[6:-6].encode()) == []
+    assert (tmp_path / "runs.sqlite3").exists() and (tmp_path / "cache" / "cache.sqlite3").exists()
