@@ -170,6 +170,8 @@ def _convert(
     mapping: dict[str, str | None] | None = None
     for raw in chunks:
         chunk = importer(raw)
+        if not len(chunk) and importer.report.format != "table":
+            continue  # every record skipped: the next chunk sets the columns
         if mapping is None and normalize:
             mapping = _mapping_of(chunk, name)
         yield _finish(chunk, name, mapping)

@@ -143,6 +143,8 @@ def _plain(value: Any) -> Any:
         return list(value)
     if isinstance(value, str):
         s = value.strip()
+        if s == "null":  # JSON's null, as a CSV export writes it
+            return None
         if s[:1] in "[{" or (len(s) > 1 and s[0] == s[-1] == '"'):
             try:
                 return json.loads(s)
@@ -326,7 +328,12 @@ def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     for row in rows:
         columns.update(dict.fromkeys(row))
     frame = pd.DataFrame(rows, columns=list(columns))
-    return frame.astype(object).where(frame.notna(), None)
+    frame = frame.astype(object).where(frame.notna(), None)
+    for column in frame.columns[2:]:
+        kinds = {type(v) for v in frame[column] if v is not None}
+        if len(kinds) > 1 and not kinds <= {int, float}:  # 3 and "v3": text, as Parquet needs
+            frame[column] = frame[column].map(lambda v: None if v is None else str(v))
+    return frame
 
 
 def _row(question: str, answer: str, extras: dict[str, Any]) -> dict[str, Any]:
@@ -622,13 +629,15 @@ class Importer:
 
     def __call__(self, chunk: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
         report = self.report
+        records = None
         if self._options is None:
-            self._start(_records(chunk))
+            records = _records(chunk)
+            self._start(records)
         if report.format == "table":
             frame = chunk if isinstance(chunk, pd.DataFrame) else pd.DataFrame(chunk)
             report.found += len(frame)
             return frame
-        records = _records(chunk)
+        records = records if records is not None else _records(chunk)
         options = self._options or {}
         if report.format == "langfuse":
             return langfuse(records, report, **options)
@@ -649,10 +658,12 @@ class Importer:
         report.label = _LABELS.get(report.format, "")
         sample = records[:_SAMPLE]
         self._options = {}
+        # how records are picked is decided on the whole first chunk (CHUNK_ROWS records in the
+        # CLI), so that a long first trace of child runs does not hide the roots
         if report.format == "langfuse":
             observations = sum(bool(_get(r, "traceId", "trace_id")) for r in sample)
             observations_mode = bool(sample) and observations * 2 >= len(sample)
-            generations = any(str(r.get("type") or "").upper() == "GENERATION" for r in sample)
+            generations = any(str(r.get("type") or "").upper() == "GENERATION" for r in records)
             self._options = {
                 "observations": observations_mode,
                 "generations_only": observations_mode and generations,
@@ -662,7 +673,7 @@ class Importer:
                 report.note = "generations only"
         elif report.format in ("langsmith", "phoenix"):
             is_root = _langsmith_root if report.format == "langsmith" else _phoenix_root
-            roots = [is_root(_flatten(r) if report.format == "phoenix" else r) for r in sample]
+            roots = [is_root(_flatten(r) if report.format == "phoenix" else r) for r in records]
             self._options = {"roots_only": any(roots)}
             if any(roots) and not all(roots):
                 unit = "run" if report.format == "langsmith" else "span"

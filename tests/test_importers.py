@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy import InputError, apply_mapping, read_table, read_table_bytes
+from relevancy import InputError, apply_mapping, read_table, read_table_bytes, write_results
 from relevancy._io import iter_table
 from relevancy.cli import main
 from relevancy.dashboard.datasets import read_upload, validate
@@ -193,6 +193,38 @@ def test_chunks_are_converted_like_the_whole_file():
             whole["user_input" if once.format != "table" else "question"].tolist()
         )
         assert report.describe() == once.describe()
+
+
+def test_a_first_chunk_with_nothing_to_keep_does_not_set_the_columns(tmp_path):
+    lines = (DATA / "langsmith_runs.jsonl").read_text().splitlines()
+    failed_first = tmp_path / "runs.jsonl"  # the failed trace (root and child) comes first
+    failed_first.write_text("\n".join(lines[5:7] + lines[:5] + lines[7:]) + "\n")
+    chunks = list(iter_table(failed_first, chunk_rows=2))
+    assert sum(map(len, chunks)) == 3
+    assert len(chunks[0]) == 1 and {"run_id", "trace_id"} <= set(chunks[0].columns)
+
+
+def test_a_csv_export_reads_like_the_json_one(tmp_path):
+    traces = pd.DataFrame(json.loads((DATA / "langfuse_traces.json").read_text())["data"])
+    for column in ("input", "output", "metadata", "tags", "observations", "scores"):
+        traces[column] = traces[column].map(json.dumps)  # JSON text, null as "null"
+    traces.to_csv(tmp_path / "traces.csv", index=False)
+    report = ImportReport()
+    frame = read_table(tmp_path / "traces.csv", report=report)
+    assert report.describe() == SAMPLES[0][2]
+    assert frame["user_input"].tolist() == read_table(DATA / SAMPLES[0][0])["user_input"].tolist()
+
+
+def test_columns_of_mixed_types_are_written_as_text(tmp_path):
+    chats = [{"messages": [{"role": "user", "content": f"Q{i}?"},
+                           {"role": "assistant", "content": f"A{i}."}],
+              "metadata": {"prompt": version}} for i, version in enumerate([3, "v4"])]  # fmt: skip
+    path = tmp_path / "chats.jsonl"
+    path.write_text("\n".join(json.dumps(c) for c in chats))
+    frame = read_table(path)
+    assert frame["metadata.prompt"].tolist() == ["3", "v4"]
+    write_results(frame, tmp_path / "out.parquet")  # Parquet takes one type per column
+    assert pd.read_parquet(tmp_path / "out.parquet")["metadata.prompt"].tolist() == ["3", "v4"]
 
 
 def test_a_phoenix_dataframe_written_as_jsonl_is_read_too(tmp_path):
