@@ -182,7 +182,7 @@ def _check_hf(source_format: str, name: str, suffix: str) -> None:
     if source_format == "hf" and suffix not in (".arrow", ".parquet"):
         raise InputError(
             f"{name!r} is not a Hugging Face dataset: the hf format reads a save_to_disk folder "
-            "or its .arrow/.parquet files (use --format auto for other files)"
+            "or its .arrow/.parquet files (set the format to auto for other files)"
         )
 
 

@@ -499,7 +499,11 @@ def phoenix(
             "session_id": r.get("attributes.session.id"),
             "user_id": r.get("attributes.user.id"),
             **_metadata(r.get("attributes.metadata")),
-            **{k: v for k, v in r.items() if k.startswith("attributes.metadata.")},
+            **{
+                k[len("attributes.") :]: v
+                for k, v in r.items()
+                if k.startswith("attributes.metadata.")
+            },
         }
         rows.append(_row(question, answer, extras))
     return _table(rows)
