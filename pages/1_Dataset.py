@@ -100,7 +100,7 @@ def _new_run() -> None:
 
 
 with st.expander(
-    "➕ **Score a new dataset**: upload CSV/JSON/JSONL/Parquet or use the bundled demo",
+    "➕ **Score a new dataset**: upload a table or a tool's export, or use the bundled demo",
     expanded=st.session_state.get("ds_upload") is not None,
 ):
     _new_run()

@@ -26,6 +26,7 @@ from relevancy._errors import InputError
 from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
 from relevancy._metric import AnswerRelevancy
 from relevancy.estimate import cached_rows, record_speed
+from relevancy.importers import ImportReport
 from relevancy.store import RunStore
 
 __all__ = ["Survey", "FileRun", "survey", "score_file", "CHUNK_ROWS"]
@@ -43,6 +44,7 @@ class Survey:
     cached: int = 0  #: rows whose generations are in the cache already
     problems: list[RowProblem] = field(default_factory=list)  #: the first ``keep`` problems
     n_problems: int = 0
+    source: ImportReport = field(default_factory=ImportReport)  #: the format read, in words
 
 
 @dataclass
@@ -59,16 +61,25 @@ class FileRun:
 
 
 def survey(
-    path: str | Path, metric: AnswerRelevancy, *, keep: int = 10, chunk_rows: int = CHUNK_ROWS
+    path: str | Path,
+    metric: AnswerRelevancy,
+    *,
+    keep: int = 10,
+    chunk_rows: int = CHUNK_ROWS,
+    source_format: str = "auto",
 ) -> Survey:
     """Count the rows, list the first ``keep`` problems and the rows already in the cache.
 
-    Raises :class:`InputError` (one line) when the file has no row, or no row with both a
-    question and an answer.
+    ``source_format`` is ``"auto"`` or one of :data:`relevancy.importers.SOURCE_FORMATS`;
+    ``Survey.source`` says what was read. Raises :class:`InputError` (one line) when the file
+    has no row, or no row with both a question and an answer.
     """
     found = Survey()
     inspector = RowInspector(long_text=getattr(metric.llm, "max_response_chars", None))
-    for chunk in iter_table(path, chunk_rows=chunk_rows):
+    chunks = iter_table(
+        path, chunk_rows=chunk_rows, source_format=source_format, report=found.source
+    )
+    for chunk in chunks:
         problems = inspector.inspect(chunk)
         found.n_problems += len(problems)
         found.problems += problems[: max(0, keep - len(found.problems))]
@@ -97,19 +108,21 @@ def score_file(
     store: RunStore | None = None,
     run_name: str = "",
     settings: Mapping[str, Any] | None = None,
+    source_format: str = "auto",
 ) -> FileRun:
     """Score every row of ``path`` and write ``out`` (.csv, .json, .jsonl or .parquet).
 
     ``progress(n)`` is called as each row finishes. With ``store``, the run is also saved
     there as ``run_name`` (its inputs first, then each chunk's results as they finish).
+    ``source_format`` is as for :func:`survey`.
     """
     path, out = Path(path), Path(out)
     run_id = None
     if store is not None:
+        inputs = iter_table(path, chunk_rows=chunk_rows, source_format=source_format)
         run_id = store.create_run(
-            run_name or path.name, dict(settings or {}), iter_table(path, chunk_rows=chunk_rows),
-            source=path.name,
-        )  # fmt: skip
+            run_name or path.name, dict(settings or {}), inputs, source=path.name
+        )
     values: list[float] = []
     errors: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
@@ -117,7 +130,7 @@ def score_file(
     started = time.perf_counter()
     partial = out.with_name(out.name + ".partial.jsonl")
     with TableWriter(out) as writer, partial.open("w", encoding="utf-8") as checkpoint:
-        for chunk in iter_table(path, chunk_rows=chunk_rows):
+        for chunk in iter_table(path, chunk_rows=chunk_rows, source_format=source_format):
             start = len(values)
 
             def on_result(i: int, result: Any, start: int = start) -> None:

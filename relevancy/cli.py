@@ -25,6 +25,7 @@ from relevancy.batch import CHUNK_ROWS, score_file, survey
 from relevancy.compare import regression_check
 from relevancy.estimate import estimate
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
+from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
 from relevancy.store import RunStore
 
@@ -109,7 +110,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
     metric = _metric(args, concurrency=args.concurrency, check=False)
-    found = survey(args.input, metric)
+    found = survey(args.input, metric, source_format=args.source_format)
+    print(f"input           {found.source.describe()}", file=sys.stderr)
     for problem in found.problems:
         print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
     if found.n_problems > len(found.problems):
@@ -132,6 +134,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             store=store,
             run_name=args.save_run or "",
             settings=_run_settings(args, metric),
+            source_format=found.source.format,  # detected once, by the survey
         )
     stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
@@ -342,8 +345,24 @@ def make_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("score", help="score a CSV/JSON/JSONL/Parquet file of question/answer pairs")
-    p.add_argument("input", help="table with user_input/question and response/answer columns")
+    p = sub.add_parser(
+        "score",
+        help="score a file of question/answer pairs: a table (CSV/JSON/JSONL/Parquet) or an export "
+        "of Langfuse, LangSmith, Phoenix, OpenAI chat logs or a Hugging Face dataset",
+    )
+    p.add_argument(
+        "input",
+        help="table with user_input/question and response/answer columns, a tool's export, or a "
+        "Hugging Face save_to_disk folder",
+    )
+    p.add_argument(
+        "--format",
+        dest="source_format",
+        choices=SOURCE_FORMATS,
+        default="auto",
+        help="what the input is (default: detected from its content): "
+        + "; ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()),
+    )
     p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
     p.add_argument("--concurrency", type=int, default=4, help="rows scored at once")
     p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")

@@ -15,6 +15,7 @@ import pandas as pd
 
 from relevancy._errors import InputError
 from relevancy._io import FORMATS, ROLES, apply_mapping, inspect_rows, read_table_bytes
+from relevancy.importers import ImportReport
 
 __all__ = [
     "reason_table",
@@ -35,15 +36,21 @@ class Issue:
     message: str
 
 
-def read_upload(name: str, data: bytes) -> pd.DataFrame:
-    """An uploaded file's table with its own column names (one-line :class:`InputError`)."""
+def read_upload(
+    name: str, data: bytes, *, source_format: str = "auto", report: ImportReport | None = None
+) -> pd.DataFrame:
+    """An uploaded file's table with its own column names (one-line :class:`InputError`).
+
+    A tool's export (Langfuse, LangSmith, Phoenix, OpenAI chat messages) is detected and
+    converted unless ``source_format`` says otherwise; ``report`` is filled with what was found.
+    """
     suffix = Path(name).suffix.lower().lstrip(".")
     if suffix not in UPLOAD_TYPES:
         raise InputError(
             f"unsupported file type {suffix or '(none)'!r} for {name!r}: upload "
             + ", ".join(UPLOAD_TYPES)
         )
-    return read_table_bytes(data, name, normalize=False)
+    return read_table_bytes(data, name, normalize=False, source_format=source_format, report=report)
 
 
 def validate(

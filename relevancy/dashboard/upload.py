@@ -10,6 +10,7 @@ from relevancy._io import guess_mapping
 from relevancy.dashboard import datasets
 from relevancy.dashboard.state import bind
 from relevancy.dashboard.ui import esc
+from relevancy.importers import SOURCE_FORMATS, ImportReport
 from relevancy.store import demo_inputs
 
 __all__ = ["choose_source", "choose_mapping", "show_preview_and_issues", "DEMO_SOURCE"]
@@ -18,9 +19,38 @@ DEMO_SOURCE = "demo.csv (bundled)"
 _ICONS = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
 
 
+_FORMAT_LABELS = {
+    "table": "Table (columns by name)",
+    "langfuse": "Langfuse traces/observations",
+    "langsmith": "LangSmith runs",
+    "phoenix": "Arize Phoenix spans",
+    "openai-chat": "OpenAI chat messages",
+    "hf": "Hugging Face dataset",
+}
+
+
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
-def _read(name: str, data: bytes) -> pd.DataFrame:
-    return datasets.read_upload(name, data)
+def _read(name: str, data: bytes, source_format: str) -> tuple[pd.DataFrame, ImportReport]:
+    report = ImportReport()
+    frame = datasets.read_upload(name, data, source_format=source_format, report=report)
+    return frame, report
+
+
+def _choose_format(report: ImportReport | None) -> None:
+    """The format selectbox (key ``ds_format``): "auto-detected: Langfuse traces" or one given."""
+
+    def label(f: str) -> str:
+        if f != "auto":
+            return _FORMAT_LABELS[f]
+        return f"auto-detected: {report.title}" if report and report.detected else "auto-detect"
+
+    st.selectbox(
+        "Format",
+        SOURCE_FORMATS,
+        format_func=label,
+        key="ds_format",
+        help="Detected from the file's content; choose another to read it differently.",
+    )
 
 
 def choose_source() -> tuple[pd.DataFrame | None, str]:
@@ -28,7 +58,8 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
     source = st.segmented_control(
         "Data",
         ["Upload a file", "Bundled demo"],
-        help="CSV, TSV, JSON (records), JSONL or Parquet with a question and an answer column.",
+        help="CSV, TSV, JSON (records), JSONL, Parquet or Arrow with a question and an answer "
+        "column, or an export of Langfuse, LangSmith, Phoenix or OpenAI chat logs.",
         **bind("ds_source", "Upload a file"),
     )
     if source == "Bundled demo":
@@ -37,20 +68,40 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
             "with on-topic, partial, padded, off-topic and evasive answers."
         )
         return demo_inputs(), DEMO_SOURCE
-    upload = st.file_uploader(
-        "Upload a table of question/answer pairs", type=list(datasets.UPLOAD_TYPES), key="ds_upload"
+    c1, c2 = st.columns([3, 1])
+    upload = c1.file_uploader(
+        "Upload a table of question/answer pairs, or a tool's export",
+        type=list(datasets.UPLOAD_TYPES),
+        key="ds_upload",
     )
     if upload is None:
         st.caption(
             "Columns are matched by name (question/user_input, answer/response, variant/model, "
-            "id); you can change the mapping after uploading."
+            "id); you can change the mapping after uploading. Exports of Langfuse, LangSmith, "
+            "Phoenix and OpenAI chat logs, and a Hugging Face dataset's .arrow or .parquet file, "
+            "are recognised from their content."
         )
         return None, ""
+    if st.session_state.get("_ds_format_of") != (upload.name, upload.size):
+        st.session_state["_ds_format_of"] = (upload.name, upload.size)
+        st.session_state["ds_format"] = "auto"  # a new file: detect its format again
+    frame, report, error = None, None, None
     try:
-        return _read(upload.name, upload.getvalue()), upload.name
+        frame, report = _read(
+            upload.name, upload.getvalue(), st.session_state.get("ds_format", "auto")
+        )
     except RelevancyError as exc:
-        st.error(f"**Cannot read this file.** {esc(exc)}", icon="⛔")
+        error = exc
+    with c2:
+        _choose_format(report)
+    if report is None:
+        st.error(f"**Cannot read this file.** {esc(error)}", icon="⛔")
         return None, ""
+    if report.format == "table" and not report.source:
+        st.caption(esc(report.describe()))
+    else:
+        st.info(esc(report.describe()), icon="🔎")
+    return frame, upload.name
 
 
 def choose_mapping(frame: pd.DataFrame, source: str) -> dict[str, str | None]:
