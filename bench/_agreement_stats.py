@@ -37,6 +37,8 @@ __all__ = [
     "dataset_kind",
     "figure_names",
     "evaluate",
+    "evaluate_matched",
+    "MATCHED_FIGURES",
     "format_ci",
     "ROLES",
 ]
@@ -223,3 +225,102 @@ def format_ci(fig: dict[str, Any]) -> str:
     if math.isnan(fig["value"]):
         return "–"
     return f"{fig['value']:.3f} ({lo:.3f} to {hi:.3f})"
+
+
+#: the figures that compare two answers (``evaluate_matched`` can restrict them by length)
+MATCHED_FIGURES = {
+    "haluquestqa": ("auroc_human_answer", "auroc_model_answer", "pairwise"),
+    "medquad": ("auroc", "pairwise_4v3", "pairwise_2v1"),
+}
+
+
+def _comparisons(data: _Data) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every (better row, worse row) comparison behind each comparing figure.
+
+    AUROC: every answer of the positive class against every one of the negative class (within
+    an answer source for HaluQuestQA), across questions; pairwise: within a question.
+    """
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if data.kind == "haluquestqa":
+        for r in ROLES:
+            pos = np.flatnonzero((data.role == r) & (data.binary == 1))
+            neg = np.flatnonzero((data.role == r) & (data.binary == 0))
+            out[f"auroc_{r}"] = (np.repeat(pos, len(neg)), np.tile(neg, len(pos)))
+    else:
+        pos, neg = np.flatnonzero(data.binary == 1), np.flatnonzero(data.binary == 0)
+        out["auroc"] = (np.repeat(pos, len(neg)), np.tile(neg, len(pos)))
+    for name, per_q in data.pairs.items():
+        pairs = [p for q in data.questions for p in per_q.get(q, [])]
+        out[name] = (
+            np.array([a for a, _ in pairs], dtype=np.int64),
+            np.array([b for _, b in pairs], dtype=np.int64),
+        )
+    return out
+
+
+def evaluate_matched(
+    rows: Sequence[dict[str, Any]],
+    scores: Sequence[float],
+    lengths: Sequence[float],
+    *,
+    max_ratio: float = 1.5,
+    n_boot: int = 2000,
+    seed: int = 0,
+    minus: Sequence[float] | None = None,
+) -> dict[str, Any]:
+    """The comparing figures (AUROC, pairwise) on length-matched comparisons only.
+
+    A comparison of two answers counts only when the longer is at most ``max_ratio`` times the
+    length of the shorter, so a score cannot win it by preferring long (or short) answers.
+    Each figure is the share of its kept comparisons the score gets right (ties one half): for
+    AUROC that is AUROC over matched (positive, negative) couples. Bootstrap as in
+    :func:`evaluate`: questions resampled, a comparison weighted by how often each of its two
+    answers' questions was drawn; ``minus`` gives paired differences on the same draws.
+    Rows with a NaN score (either side) are left out.
+    """
+    score = np.asarray(scores, dtype=np.float64)
+    length = np.asarray(lengths, dtype=np.float64)
+    keep = np.isfinite(score)
+    other = None
+    if minus is not None:
+        other = np.asarray(minus, dtype=np.float64)
+        keep &= np.isfinite(other)
+        other = other[keep]
+    kept = [r for r, k in zip(rows, keep) if k]
+    data = _Data(kept, score[keep])
+    length = length[keep]
+    q_index = {q: k for k, q in enumerate(data.questions)}
+    row_q = np.empty(len(kept), dtype=np.int64)
+    for q, idx in data.by_q.items():
+        row_q[idx] = q_index[q]
+    rng = np.random.default_rng(seed)
+    draws = np.stack(
+        [np.bincount(rng.integers(0, len(q_index), size=len(q_index)), minlength=len(q_index))
+         for _ in range(n_boot)]
+    ).astype(np.float64)  # fmt: skip
+    result: dict[str, Any] = {"kind": data.kind, "max_ratio": max_ratio, "comparisons": {}}
+    for name, (a, b) in _comparisons(data).items():
+        la, lb = length[a], length[b]
+        matched = np.maximum(la, lb) <= max_ratio * np.maximum(np.minimum(la, lb), 1e-9)
+        a, b = a[matched], b[matched]
+        result["comparisons"][name] = int(a.size)
+        if not a.size:
+            result[name] = {"value": float("nan"), "ci": [float("nan"), float("nan")]}
+            continue
+        win = np.sign(data.score[a] - data.score[b]) * 0.5 + 0.5
+        if other is not None:
+            win = win - (np.sign(other[a] - other[b]) * 0.5 + 0.5)
+        boots = []
+        for start in range(0, n_boot, 100):
+            d = draws[start : start + 100]
+            # a pair within a question counts once per draw of it (as in ``evaluate``); a
+            # couple across answers counts once per draw of each side's question
+            w = d[:, row_q[a]] if name.startswith("pairwise") else d[:, row_q[a]] * d[:, row_q[b]]
+            total = w.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boots.append((w @ win) / total)
+        b_all = np.concatenate(boots)
+        b_all = b_all[np.isfinite(b_all)]
+        lo, hi = np.quantile(b_all, [0.025, 0.975]) if b_all.size else (float("nan"),) * 2
+        result[name] = {"value": float(win.mean()), "ci": [float(lo), float(hi)]}
+    return result

@@ -99,6 +99,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         ["baselines", "--subset", "heldout", "--out", "/tmp/bench-agreement"],
         ["baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"],
     ),
+    # offline completeness candidates on both development sets (issue 19; embedding only)
+    "completeness": (
+        "completeness.py",
+        [],
+        ["--n-boot", "200", "--n-boot-dev", "100"],
+    ),
     # seconds per row of each scoring mode (issue: agreement with people)
     "modes": ("modes.py", ["--rows", "24", "--chunks", "4"], ["--rows", "4", "--chunks", "2"]),
     # noncommittal detectors against a labelled set; the API prompt's question language
@@ -138,6 +144,7 @@ SECTIONS: dict[str, tuple[str, str, str]] = {
     "modes": ("Time per row of each scoring mode", "modes", "render"),
     "noncommittal": ("Noncommittal detection", "noncommittal", "render"),
     "reasons": ("Reason codes against hand labels", "reasons", "render"),
+    "completeness": ("Completeness candidates", "completeness", "render"),
     "speedups": ("Speed-ups tried", "throughput", "render_speedups"),
     "omp_wait": ("OpenMP waiting policy (measurement trap and proposal)", "omp_wait", "render"),
 }

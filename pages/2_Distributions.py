@@ -110,8 +110,9 @@ if value == "ragas_value" or mode == "ragas":
     )
 else:
     st.caption(
-        "Focus scores have a scale of their own: compare them with other focus scores, not "
-        "with Ragas values (switch **Show** to compare those). Noncommittal answers sit at 0."
+        f"{mode.capitalize() or 'These'} scores have a scale of their own: compare them with "
+        "scores of the same mode, not with Ragas values (switch **Show** to compare those). "
+        "Noncommittal answers sit at 0."
     )
 
 tab1, tab2, tab3 = st.tabs(["📊 Histogram", "📦 Box / violin", "📈 ECDF"])

@@ -83,7 +83,7 @@ st.dataframe(
     column_config={
         "id": st.column_config.NumberColumn("#", width="small"),
         "mode": st.column_config.TextColumn(
-            "mode", help="What the scores are: ragas or focus (mixed: rows of both)"
+            "mode", help="What the scores are: ragas, focus or blend (mixed: rows of several)"
         ),
         "mean": st.column_config.NumberColumn("mean score", format="%.3f"),
         "ragas_mean": st.column_config.NumberColumn(
@@ -186,7 +186,7 @@ for col, fmt_ in zip(st.columns(4), ("csv", "json", "parquet", "html")):
         )
 st.caption(
     "CSV/JSON/Parquet hold one row per answer with its score, mode, Ragas value, generated "
-    "questions and similarities, and in focus mode its sentences with theirs (spreadsheet "
-    "formulas are defused in CSV). The HTML report is a single offline file with the summary, "
-    "charts and lowest rows."
+    "questions and similarities, and in focus and blend modes its sentences with theirs "
+    "(spreadsheet formulas are defused in CSV). The HTML report is a single offline file with "
+    "the summary, charts and lowest rows."
 )

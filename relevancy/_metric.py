@@ -19,7 +19,13 @@ from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
 from relevancy._formula import cosine_similarities, relevancy_score
 from relevancy._io import COLUMN_ALIASES, check_text, normalize_columns
-from relevancy._modes import check_mode, focus_breakdown, resolve_mode
+from relevancy._modes import (
+    blend_breakdown,
+    check_mode,
+    focus_breakdown,
+    off_question,
+    resolve_mode,
+)
 from relevancy._noncommittal import (
     DEFAULT_EXEMPLAR_THRESHOLD,
     DETECTORS,
@@ -67,11 +73,13 @@ class AnswerRelevancy:
         Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires (the
         response, or the response without the question's words, whichever is closer; chosen
         and measured in ``bench/noncommittal.py``).
-    mode : {"auto", "ragas", "focus"}, default "auto"
+    mode : {"auto", "ragas", "focus", "blend"}, default "auto"
         What ``result.value`` is: ``"ragas"`` the Ragas value exactly; ``"focus"`` a
-        sentence-level view that prefers short, one-note answers (see ``relevancy/_modes.py``
-        for where it was measured to help and to hurt); ``"auto"``: ``"ragas"`` for every
-        backend. ``result.ragas_value`` holds the Ragas value in every mode.
+        sentence-level view that prefers short, one-note answers; ``"blend"`` half the Ragas
+        value, half the answer's own similarity to the question less its sentences that answer
+        nothing asked (see ``relevancy/_modes.py`` for where each was measured to help and to
+        hurt); ``"auto"``: ``"ragas"`` for every backend. ``result.ragas_value`` holds the
+        Ragas value in every mode.
     cache : Cache, bool or path, default True
         ``True``: the user cache folder; ``False``/``None``: no cache; a path or a ``Cache``.
     concurrency : int, default 4
@@ -221,8 +229,17 @@ class AnswerRelevancy:
             for part, context in zip(result.parts, focus.in_context):
                 part["context_similarity"] = context
             result.value = focus.value
+        elif self.mode == "blend":
+            by_part = _best_part_similarities(plan, v)
+            if by_part is not None:
+                for part, best in zip(result.parts, by_part):
+                    part["part_similarity"] = best
+            off = off_question(sent_sims, by_part)
+            result.value = blend_breakdown(
+                result.answer_similarity, off, result.ragas_value, noncommittal=verdict
+            ).value
         if math.isnan(result.value) and not math.isnan(result.ragas_value):
-            result.error = "focus mode: the response has no sentence with a word in it"
+            result.error = f"{self.mode} mode: the response has no sentence with a word in it"
         elif math.isnan(result.value):
             reasons = sorted({q.error or "empty question" for q in result.questions})
             result.error = redact(
@@ -419,6 +436,14 @@ def _coverage(plan: _EmbeddingPlan, v: _Vectors) -> list[dict[str, Any]]:
         {"part": part, "coverage": float(cosine_similarities(pieces, vec).max())}
         for part, vec in zip(plan.parts, v.question_parts)
     ]
+
+
+def _best_part_similarities(plan: _EmbeddingPlan, v: _Vectors) -> list[float] | None:
+    """Each sentence's best cosine with a part of a multi-part question (None: one part)."""
+    if not plan.parts or v.sentences is None or not len(v.sentences):
+        return None
+    sims = np.stack([cosine_similarities(v.sentences, vec) for vec in v.question_parts])
+    return [float(x) for x in sims.max(axis=0)]
 
 
 def _failed(user_input: Any, response: Any, error: str, metric: AnswerRelevancy) -> RelevancyResult:

@@ -80,8 +80,11 @@ class RelevancyResult:
     ``ragas_value`` is that Ragas value in every mode (the same generations), so it equals
     ``value`` in ``"ragas"`` mode. ``parts`` is plain JSON, one ``{"text", "similarity"}`` per
     sentence of the answer (its similarity to the question; in ``"focus"`` mode also
-    ``"context_similarity"``, what the score averages). ``question_parts`` says how well each
-    part of a multi-part question is covered by the answer (``{"part", "coverage"}``).
+    ``"context_similarity"``, what the score averages; in ``"blend"`` mode, for a multi-part
+    question, also ``"part_similarity"``, its best similarity to a part: a sentence far from the
+    question and from every part is one the score counts against the answer).
+    ``question_parts`` says how well each part of a multi-part question is covered by the
+    answer (``{"part", "coverage"}``).
     ``reason`` is the one main reason a score is what it is (see :func:`relevancy.explain.triage`:
     ``ok``, ``partial``, ``padded``, ``off_topic``, ``noncommittal``, ``generator_suspect`` or
     ``error``) and ``flags`` every reason that applies, hygiene of the generated questions

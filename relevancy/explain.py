@@ -4,8 +4,8 @@
 row: the plain-language reasons a score is low, the answer sentence by sentence (each one's
 similarity to the question, flags, and for a focus score what leaving it out would change), how
 well each part of a multi-part question is covered, and the arithmetic of the score. The
-sentence view is an explanation in every mode; in ``"focus"`` mode it is also what the score
-was made of.
+sentence view is an explanation in every mode; in ``"focus"`` and ``"blend"`` modes it is also
+what the score was made of (a blend score counts the sentences that answer nothing asked).
 
 A low score has a small number of readable causes, each checked with a heuristic that uses only
 numbers the metric produced (or the same embedder the metric used, via :func:`aanalyze`):
@@ -42,7 +42,14 @@ from typing import Any
 import numpy as np
 
 from relevancy._formula import cosine_similarities
-from relevancy._modes import FocusBreakdown, focus_breakdown
+from relevancy._modes import (
+    BLEND_OFF_BELOW,
+    BlendBreakdown,
+    FocusBreakdown,
+    blend_breakdown,
+    focus_breakdown,
+    off_question,
+)
 from relevancy._result import RelevancyResult
 from relevancy._text import (
     looks_like_question,
@@ -69,6 +76,7 @@ __all__ = [
     "explain_result",
     "worked_mean",
     "focus_of",
+    "blend_of",
     "DRIFT_BELOW",
     "SPREAD_ABOVE",
     "SENTENCE_LOW",
@@ -79,7 +87,9 @@ DRIFT_BELOW = 0.5  #: best question similarity under which the questions "drift"
 OFF_TOPIC_BELOW = 0.4  #: a single rebuilt question this far away is "about something else"
 ON_TOPIC_ABOVE = 0.6
 SPREAD_ABOVE = 0.15  #: population std of the similarities
-SENTENCE_LOW = 0.25  #: a sentence this far from the question is "off topic"
+#: a sentence this far from the question (and from each of its parts) is "off topic": it
+#: answers nothing asked (what the blend score counts)
+SENTENCE_LOW = BLEND_OFF_BELOW
 SENTENCE_HIGH = 0.5
 PART_LOW = 0.35  #: a question part whose best-matching clause is below this is "uncovered"
 PART_GAP = 0.3  #: ... when the best-covered part is at least this much better covered
@@ -210,11 +220,15 @@ class SentenceRow:
     similarity: float  #: to the user's question
     in_context: float = math.nan  #: focus only: with the neighbours mixed in
     without_it: float = math.nan  #: focus only: score change if left out (+: it lowers it)
-    extra: dict[str, Any] = field(default_factory=dict)  #: other keys of a focus part
+    extra: dict[str, Any] = field(default_factory=dict)  #: other keys of a scored part
 
     @property
     def off_topic(self) -> bool:
-        return self.similarity < SENTENCE_LOW
+        """Far from the question, and (where the row has them) from each of its parts."""
+        by_part = _float(self.extra.get("part_similarity"))
+        if math.isnan(by_part):
+            return self.similarity < SENTENCE_LOW
+        return off_question([self.similarity], [by_part])[0]
 
     @property
     def lowers_score(self) -> bool:
@@ -235,13 +249,20 @@ class Explanation:
     threshold: float
     reasons: list[Reason]
     sentences: list[SentenceRow]
-    #: ``"score"`` (a focus score's own sentences), ``"result"`` (the sentences every result
-    #: carries: an explanation, not what the score is made of) or ``""`` (none: an old result
-    #: and no embedder at hand)
+    #: ``"score"`` (a focus or blend score's own sentences), ``"result"`` (the sentences every
+    #: result carries: an explanation, not what the score is made of) or ``""`` (none: an old
+    #: result and no embedder at hand)
     sentence_source: str
     parts: list[PartCoverage]
     worked_ragas: str  #: e.g. ``(0.812 + 0.771 + 0.690) / 3 = 0.758``
     worked_focus: str | None  #: the focus arithmetic, or None (not a focus score, or unknown)
+    worked_blend: str | None = None  #: the blend arithmetic, or None (not blend, or unknown)
+
+    @property
+    def worked_score(self) -> str | None:
+        """The arithmetic of a focus or blend score (None for a Ragas value: see
+        ``worked_ragas``)."""
+        return self.worked_focus or self.worked_blend
 
     @property
     def scored(self) -> bool:
@@ -392,8 +413,50 @@ def _worked_focus(b: FocusBreakdown, result: RelevancyResult) -> str:
     )
 
 
+def _part_similarities(result: RelevancyResult) -> list[float] | None:
+    """Each sentence's stored best similarity to a question part (None: not stored)."""
+    parts = [p for p in result.parts if isinstance(p, dict) and "text" in p]
+    if not parts or not all("part_similarity" in p for p in parts):
+        return None
+    return [_float(p["part_similarity"]) for p in parts]
+
+
+def blend_of(result: RelevancyResult) -> BlendBreakdown | None:
+    """The blend breakdown that gives back ``result.value``, or None (not blend, or unknown:
+    stored numbers that do not reproduce the score are not explained with it)."""
+    if result.mode != "blend" or not result.ok or math.isnan(result.ragas_value):
+        return None
+    sims = [s.similarity for s in sentences_from_parts(result.parts)]
+    answer = _float(result.answer_similarity)
+    if not sims or any(math.isnan(s) for s in sims) or math.isnan(answer):
+        return None
+    off = off_question(sims, _part_similarities(result))
+    breakdown = blend_breakdown(answer, off, result.ragas_value, noncommittal=result.noncommittal)
+    if not math.isclose(breakdown.value, result.value, abs_tol=5e-4):
+        return None
+    return breakdown
+
+
+def _worked_blend(b: BlendBreakdown, result: RelevancyResult) -> str:
+    w, p = b.weight, b.off_weight
+    own = (
+        f"({b.answer_similarity:.3f} answer's similarity − {p:.2g} × {b.off}/{b.sentences} "
+        "sentences answering nothing asked)"
+    )
+    if not b.noncommittal:
+        return f"{1 - w:.2g} × {own} + {w:.2g} × {b.ragas_value:.3f} Ragas value = {b.value:.3f}"
+    sims = result.similarities
+    questions = sum(sims) / len(sims) if sims else math.nan
+    before = (1 - w) * (b.answer_similarity - p * b.off_share) + w * questions
+    return (
+        f"0 (noncommittal); without that rule {1 - w:.2g} × {own} + {w:.2g} × {questions:.3f} "
+        f"questions' mean = {before:.3f}"
+    )
+
+
 def _focus_rows(result: RelevancyResult, b: FocusBreakdown | None) -> list[SentenceRow]:
-    """A focus score's own sentences; "without it" only where the breakdown reproduces it."""
+    """A focus or blend score's own sentences; "without it" only for a focus score whose
+    breakdown reproduces it."""
     parts = [p for p in result.parts if isinstance(p, dict) and "text" in p]
     scores = sentences_from_parts(parts)
     effects = [math.nan] * len(scores)
@@ -441,8 +504,9 @@ def explain_result(
     """
     result = _enriched(result, analysis)
     breakdown = focus_of(result)
+    blend = blend_of(result)
     scored_sentences = sentences_from_parts(result.parts)
-    if result.mode == "focus" and scored_sentences:
+    if result.mode in ("focus", "blend") and scored_sentences:
         sentences, source = _focus_rows(result, breakdown), "score"
     elif scored_sentences:
         sentences = [
@@ -463,6 +527,7 @@ def explain_result(
         ],
         worked_ragas=worked_mean(result),
         worked_focus=_worked_focus(breakdown, result) if breakdown is not None else None,
+        worked_blend=_worked_blend(blend, result) if blend is not None else None,
     )
 
 

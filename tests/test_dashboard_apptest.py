@@ -466,7 +466,7 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     monkeypatch.setattr(relevancy.factory, "make_embedder", lambda *a, **k: emb)
     at = _app()
     control = at.sidebar.segmented_control(key="_w_sb_mode")
-    assert control.value == "auto" and control.options == ["auto", "ragas", "focus"]
+    assert control.value == "auto" and control.options == ["auto", "ragas", "focus", "blend"]
     assert any("**ragas** (auto)" in c.value for c in at.sidebar.caption)
     assert any("**ragas** mode" in c.value for c in at.caption)
     # the home example shows the precomputed demo, made with the default (ragas), and says so
@@ -489,9 +489,15 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     # the sentence view stays (every result carries it), without the focus score's columns
     (sentences,) = _sentence_tables(at)
     assert "I like bananas." in sentences and ">without it</th>" not in sentences
+    # blend: the score's arithmetic under its sentences
+    at.sidebar.segmented_control(key="_w_sb_mode").set_value("blend").run()
+    at.button(key="home_score").click().run()
+    _ok(at)
+    assert any("**Mode:** blend" in m.value for m in at.markdown)
+    assert any(c.value.startswith("Score = 0.5 × (") for c in at.caption)
     # the mode survives a page switch
     _page(at, "5_Runs.py")
-    assert at.sidebar.segmented_control(key="_w_sb_mode").value == "ragas"
+    assert at.sidebar.segmented_control(key="_w_sb_mode").value == "blend"
 
 
 def test_focus_run_table_and_drilldown_explain_the_sentences():

@@ -706,6 +706,49 @@ def test_the_sentence_view_explains_a_ragas_score_too():
     assert list(table.columns) == ["#", "similarity", "note", "sentence"]  # no focus columns
 
 
+def _blend_result(noncommittal: bool = False) -> RelevancyResult:
+    """A blend-mode result of a two-part question whose value is the blend formula."""
+    from relevancy._modes import blend_breakdown
+
+    texts = ["It lies in Europe.", "Cats purr.", "Paris is the capital."]
+    r = _result("Where is France and what is its capital?", " ".join(texts), (0.7,),
+                noncommittal=noncommittal)  # fmt: skip
+    r.mode, r.answer_similarity = "blend", 0.65
+    r.ragas_value = 0.0 if noncommittal else 0.7
+    sims, by_part = (0.2, 0.1, 0.6), (0.7, 0.1, 0.8)
+    r.parts = [
+        {"text": t, "similarity": s, "part_similarity": p} for t, s, p in zip(texts, sims, by_part)
+    ]
+    off = [False, True, False]  # the first is far from the question but answers a part
+    r.value = blend_breakdown(0.65, off, r.ragas_value, noncommittal=noncommittal).value
+    return r
+
+
+def test_blend_worked_formula_and_its_off_question_sentences():
+    from relevancy.dashboard.drilldown import sentence_table
+
+    r = _blend_result()
+    e = explain_result(r)
+    assert e.sentence_source == "score" and e.worked_focus is None
+    assert (
+        e.worked_blend
+        == e.worked_score
+        == (
+            "0.5 × (0.650 answer's similarity − 0.5 × 1/3 sentences answering nothing asked) "
+            f"+ 0.5 × 0.700 Ragas value = {r.value:.3f}"
+        )
+    )
+    assert [s.note for s in e.sentences] == ["", "off topic", ""]
+    table = sentence_table(e)
+    assert list(table.columns) == ["#", "similarity", "part similarity", "without it", "note",
+                                   "sentence"]  # fmt: skip
+    r.value += 0.1  # numbers that do not give the score back: no arithmetic is claimed
+    assert explain_result(r).worked_blend is None
+    silent = explain_result(_blend_result(noncommittal=True)).worked_blend
+    assert silent.startswith("0 (noncommittal); without that rule 0.5 × (0.650")
+    assert "0.700 questions' mean" in silent
+
+
 V1_STORE = Path(__file__).parent / "data" / "store_v1.sqlite3"
 
 

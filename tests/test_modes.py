@@ -1,4 +1,5 @@
-"""Scoring modes: the focus formula with fake backends, the API around it, one real-model check."""
+"""Scoring modes: the focus and blend formulas with fake backends, the API around them, one
+real-model check."""
 
 import json
 import math
@@ -7,7 +8,16 @@ import numpy as np
 import pytest
 
 from relevancy import AnswerRelevancy, Generation, InputError, RelevancyResult
-from relevancy._modes import focus_parts, focus_score, resolve_mode, split_sentences
+from relevancy._modes import (
+    MODE_DESCRIPTIONS,
+    MODES,
+    blend_breakdown,
+    focus_parts,
+    focus_score,
+    off_question,
+    resolve_mode,
+    split_sentences,
+)
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
 Q = "Where is France?"
@@ -91,6 +101,61 @@ def test_focus_mode_keeps_the_noncommittal_zero_and_nan_rules():
     assert math.isnan(r.value) and math.isnan(r.ragas_value) and "boom" in r.error
 
 
+def test_blend_formula():
+    assert off_question([0.6, 0.1, 0.2]) == [False, True, True]
+    # a sentence far from the whole question but close to one of its parts answers that part
+    assert off_question([0.6, 0.1, 0.2], [0.1, 0.1, 0.4]) == [False, True, False]
+    b = blend_breakdown(0.6, [False, True], 0.8)
+    assert b.off == 1 and b.sentences == 2 and b.off_share == 0.5
+    assert b.value == pytest.approx(0.5 * (0.6 - 0.5 * 0.5) + 0.5 * 0.8)
+    assert blend_breakdown(0.6, [False], 0.8).value == pytest.approx(0.7)
+    silent = blend_breakdown(0.6, [False], 0.2, noncommittal=True)
+    assert silent.value == 0.0 and silent.before_zeroing == pytest.approx(0.4)
+    assert math.isnan(blend_breakdown(0.6, [], 0.8).value)  # no sentence
+    assert math.isnan(blend_breakdown(0.6, [False], float("nan")).value)
+    assert set(MODE_DESCRIPTIONS) == set(MODES) and "blend" in MODES
+
+
+def test_blend_mode_penalises_sentences_that_answer_nothing_asked():
+    r = metric("blend").score(user_input=Q, response=f"{ON} {OFF}")
+    assert r.mode == "blend" and r.ragas_value == pytest.approx(0.8)
+    assert r.answer_similarity == pytest.approx(0.6)
+    # one of two sentences is off the question: 0.5 x (0.6 - 0.5 x 1/2) + 0.5 x 0.8
+    assert r.value == pytest.approx(0.575)
+    assert all("part_similarity" not in p for p in r.parts)  # one-part question
+    on_only = metric("blend").score(user_input=Q, response=ON)
+    assert on_only.value == pytest.approx(0.5 * 0.8 + 0.5 * 0.8)
+    flagged = metric("blend", lambda response, n: [Generation("Where is France located?", True)])
+    assert flagged.score(user_input=Q, response=ON).value == 0.0
+    failed = metric("blend", lambda response, n: [Generation("", None, "boom")])
+    r = failed.score(user_input=Q, response=ON)
+    assert math.isnan(r.value) and "boom" in r.error
+
+
+def test_blend_mode_counts_a_sentence_that_answers_one_part():
+    q = "Where is France and what is its capital?"
+    answer = "It lies in Europe. Paris is the capital."
+    vectors = {
+        q: [1.0, 0.0, 0.0, 0.0],
+        "Where is France": [0.6, 0.8, 0.0, 0.0],
+        "what is its capital": [0.6, 0.0, 0.8, 0.0],
+        "It lies in Europe.": [0.0, 1.0, 0.0, 0.0],  # far from the question, on its first part
+        "Paris is the capital.": [0.0, 0.0, 0.0, 1.0],  # far from both (the fake's choice)
+        answer: [0.8, 0.6, 0.0, 0.0],
+        "Where is France located?": [0.8, 0.6, 0.0, 0.0],
+    }
+    m = AnswerRelevancy(
+        llm=FakeGenerator(lambda response, n: [Generation("Where is France located?", False)] * n),
+        embeddings=FakeEmbedder(vectors),
+        cache=False,
+        mode="blend",
+        noncommittal="llm",
+    )
+    r = m.score(user_input=q, response=answer)
+    assert [p["part_similarity"] for p in r.parts] == pytest.approx([0.8, 0.0])
+    assert r.value == pytest.approx(0.5 * (0.8 - 0.5 * 0.5) + 0.5 * 0.8)  # 1 of 2 off
+
+
 def test_auto_mode_is_ragas_for_every_backend():
     assert metric("auto").mode == "ragas"
     llm, emb = FakeGenerator(), FakeEmbedder()
@@ -98,6 +163,7 @@ def test_auto_mode_is_ragas_for_every_backend():
     assert AnswerRelevancy(llm=llm, embeddings=emb, cache=False).mode == "ragas"
     assert resolve_mode("auto", embedded=True) == resolve_mode("auto", embedded=False) == "ragas"
     assert resolve_mode("focus", embedded=True) == "focus"
+    assert resolve_mode("blend", embedded=True) == "blend"
 
 
 @pytest.mark.parametrize("bad", ["Ragas", "sentences", None, 1])
@@ -134,3 +200,19 @@ def test_ragas_is_the_embedded_default_and_focus_penalises_an_off_topic_sentence
     assert not math.isnan(a.ragas_value) and not math.isnan(b.ragas_value)
     assert b.parts[2]["similarity"] < 0.2 < a.parts[1]["similarity"]
     assert a.value > b.value + 0.1
+
+
+@pytest.mark.models
+def test_blend_with_the_embedded_models_costs_a_padded_answer():
+    m = AnswerRelevancy(cache=False, mode="blend")
+    q = "Where is France and what is its capital?"
+    on = "France is in western Europe. Its capital is Paris."
+    padded = on + " Bananas are rich in potassium and grow in warm tropical climates."
+    a, b = m.score_many([(q, on), (q, padded)])
+    assert a.mode == b.mode == "blend" and all("part_similarity" in p for p in b.parts)
+    assert not math.isnan(a.value) and not math.isnan(b.value)
+    # the banana sentence answers nothing asked: a third of b's sentences, 0.5 x 0.5 x 1/3 off
+    own_a = 2 * (a.value - 0.5 * a.ragas_value)
+    own_b = 2 * (b.value - 0.5 * b.ragas_value)
+    assert own_a == pytest.approx(a.answer_similarity, abs=1e-6)
+    assert own_b == pytest.approx(b.answer_similarity - 0.5 / 3, abs=1e-6)

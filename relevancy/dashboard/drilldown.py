@@ -3,7 +3,8 @@
 It draws a :class:`relevancy.explain.Explanation` and computes nothing itself: the score, its
 mode and verdict, the reasons a score is low, each generated question with its similarity
 (a bar each) and the mean worked out, the noncommittal verdict, and the answer sentence by
-sentence (in every mode; for a focus score also what each sentence does to it). User text is
+sentence (in every mode; for a focus score also what each sentence does to it, for a blend
+score which sentences answer nothing asked). User text is
 always rendered as inert text.
 """
 
@@ -37,6 +38,8 @@ _COLUMN_HELP = {
     "averages.",
     "without it": "How the focus score would change if this sentence were left out: positive "
     "means the sentence lowers the score.",
+    "part similarity": "The sentence's best similarity to a part of the multi-part question: a "
+    "sentence far from the question and from every part answers nothing asked.",
 }
 
 
@@ -75,7 +78,8 @@ def sentence_table(explanation: Explanation) -> pd.DataFrame:
         "similarity": [s.similarity for s in rows],
     }
     if explanation.sentence_source == "score":
-        table["in context"] = [s.in_context for s in rows]
+        if any(s.in_context == s.in_context for s in rows):  # focus only (NaN otherwise)
+            table["in context"] = [s.in_context for s in rows]
         for key in dict.fromkeys(k for s in rows for k in s.extra):
             label = key.replace("_", " ")
             if label in table or label in ("without it", "note", "sentence"):
@@ -188,11 +192,10 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
             box = {"error": st.error, "warning": st.warning, "info": st.info}[r.severity]
             box(f"**{esc(r.title)}**  \n{esc(r.detail)}", icon=_ICONS[r.severity])
         return
-    how = (
-        "the answer's sentences stay on the user's question"
-        if result.mode == "focus"
-        else "the rebuilt questions stay close to the user's question"
-    )
+    how = {
+        "focus": "the answer's sentences stay on the user's question",
+        "blend": "the answer and the questions rebuilt from it stay close to the user's question",
+    }.get(result.mode, "the rebuilt questions stay close to the user's question")
     if e.triage.reason == "ok":
         st.success(
             f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}).",
@@ -216,7 +219,9 @@ def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: in
     result = e.result
     focus = e.sentence_source == "score"
     if focus:
-        _sentences(e, "**The answer, sentence by sentence: what the focus score is made of**")
+        _sentences(
+            e, f"**The answer, sentence by sentence: what the {result.mode} score is made of**"
+        )
     if result.questions:
         st.markdown(
             "**Generated questions and their similarity to the question**"
@@ -259,7 +264,8 @@ def _sentences(e: Explanation, title: str) -> None:
     )
     low = len(e.off_topic_sentences)
     lowers = sum(s.lowers_score for s in e.sentences)
-    found = ([f"{low} off topic (similarity below {SENTENCE_LOW})"] if low else []) + (
+    to = " to the question and to each part" if "part similarity" in table else ""
+    found = ([f"{low} off topic (similarity below {SENTENCE_LOW}{to})"] if low else []) + (
         [
             f"{lowers} {'lowers' if lowers == 1 else 'lower'} the score (it would rise "
             f"without {'it' if lowers == 1 else 'them'})"
@@ -286,8 +292,8 @@ def _sentences(e: Explanation, title: str) -> None:
             "question sits close to it without answering."
         )
     st.caption(verdict + legend)
-    if e.worked_focus:
-        st.caption(f"Score = {e.worked_focus}")  # numbers only: no user text
+    if e.worked_score:
+        st.caption(f"Score = {e.worked_score}")  # numbers only: no user text
 
 
 def _details(result: RelevancyResult) -> None:

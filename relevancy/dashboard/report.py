@@ -61,7 +61,7 @@ def _pct(x: float) -> str:
 
 
 def _sentences_html(parts: Any) -> str:
-    """A focus row's sentences with their similarity to the question; off-topic ones marked."""
+    """A row's sentences with their similarity to the question; off-topic ones marked."""
     items = []
     for sentence in sentences_from_parts(parts):
         low = " class='low'" if sentence.similarity < SENTENCE_LOW else ""

@@ -152,7 +152,9 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
                 width="small",
             ),
             "mode": st.column_config.TextColumn(
-                "mode", help="What the score is: ragas or focus (see the sidebar)", width="small"
+                "mode",
+                help="What the score is: ragas, focus or blend (see the sidebar)",
+                width="small",
             ),
             "reason": st.column_config.TextColumn(
                 "reason", help="The row's main reason (see the Reason filter)", width="small"

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 #: what a result's ``value`` is, in a few plain words per scoring mode
-MODE_SHORT = {mode: MODE_DESCRIPTIONS[mode] for mode in ("ragas", "focus")}
+MODE_SHORT = {mode: MODE_DESCRIPTIONS[mode] for mode in ("ragas", "focus", "blend")}
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$:])")
 
@@ -72,8 +72,8 @@ def mode_text(mode: str) -> str:
         return f"**{mode}** mode: {MODE_SHORT[mode]}"
     if mode == "mixed":
         return (
-            "**mixed** modes: some rows are Ragas values, others focus scores; compare the "
-            "*Ragas value* column across them"
+            "**mixed** modes: some rows are Ragas values, others focus or blend scores; "
+            "compare the *Ragas value* column across them"
         )
     return f"**{esc(mode)}** mode"
 
