@@ -92,7 +92,7 @@ def test_home_with_the_demo_loaded(page: Page, app_url: str):
     expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text(demo_mean())
     # the precomputed example is explained without running anything
     expect(page.locator('[data-testid="stPlotlyChart"]')).to_have_count(2)
-    expect(page.get_by_text("Part of the question may be unanswered")).to_be_visible()
+    expect(page.get_by_text("Part of the question is not answered")).to_be_visible()
     expect(page.locator(".rel-shaded").first).to_be_visible()
     # edit an answer and score both live with the embedded models
     page.get_by_role("textbox", name="Answer B").fill(
