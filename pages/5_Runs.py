@@ -10,6 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from relevancy import RelevancyError
+from relevancy.cost import money
+from relevancy.dashboard.costs import compact, current_prices, run_totals, usage_metrics
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.report import build_report
 from relevancy.dashboard.state import active_run, get_store, list_runs, set_active_run
@@ -44,6 +46,8 @@ def _models(settings_: dict) -> str:
 
 
 with_ragas = any((r.mode or r.resume_mode) not in ("", "ragas") for r in runs)
+prices = current_prices()
+totals = {r.id: run_totals(r.id, prices) for r in runs}
 table = pd.DataFrame(
     [
         {
@@ -59,6 +63,8 @@ table = pd.DataFrame(
                 if with_ragas
                 else {}
             ),
+            "tokens": compact(totals[r.id].billed_tokens),
+            "cost": money(totals[r.id].cost),
             "models": _models(r.settings),
             "strictness": r.settings.get("strictness"),
             "source": r.source,
@@ -93,6 +99,12 @@ st.dataframe(
             "comparable across runs.",
         ),
         "name": st.column_config.TextColumn(width="medium"),
+        "tokens": st.column_config.TextColumn(
+            "tokens", help="Tokens billed: generation in + out, and embeddings"
+        ),
+        "cost": st.column_config.TextColumn(
+            "cost", help="At the sidebar's Prices table; unknown when a model has no price"
+        ),
     },
 )
 
@@ -114,6 +126,7 @@ with st.container(border=True):
     )
     if run_mode:
         st.caption(f"Scores: {mode_text(run_mode)}.")
+    usage_metrics(info)
     with st.expander("Settings saved with this run (never any API key)"):
         st.json(info.settings)
 

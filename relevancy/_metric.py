@@ -196,7 +196,7 @@ class AnswerRelevancy:
         plan = _EmbeddingPlan.make(user_input, response, usable, detector)
         t0 = time.perf_counter()
         try:
-            vectors = await self._embedder.embed(plan.texts)
+            vectors, embedded_tokens = await self._embedder.embed_counted(plan.texts)
         except Exception as exc:
             result.error = redact(f"embedding failed: {exc}")
             result.reason, result.flags = "error", ["error"]
@@ -207,6 +207,8 @@ class AnswerRelevancy:
             result.timings = {"generation_s": t_gen, "total_s": time.perf_counter() - started}
             return result
         t_emb = time.perf_counter() - t0
+        if embedded_tokens is not None:
+            result.usage["embedding_tokens"] = embedded_tokens
         v = plan.split(vectors)
         sims = cosine_similarities(v.questions, v.user_input) if usable else np.zeros(0)
         result.answer_similarity = float(cosine_similarities(v.response[None, :], v.user_input)[0])

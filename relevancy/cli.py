@@ -23,7 +23,16 @@ from relevancy._stats import summarize
 from relevancy.backends import BACKEND_SPECS
 from relevancy.batch import CHUNK_ROWS, score_file, survey
 from relevancy.compare import regression_check
-from relevancy.estimate import estimate
+from relevancy.cost import (
+    DEFAULT_PRICES,
+    PRICES_AS_OF,
+    PRICES_SOURCE,
+    Price,
+    describe_prices,
+    parse_price,
+    usage_totals,
+)
+from relevancy.estimate import estimate, measure_sample
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
@@ -117,8 +126,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     if found.n_problems > len(found.problems):
         more = found.n_problems - len(found.problems)
         print(f"note: ... and {more:,} more rows with problems", file=sys.stderr)
-    plan = estimate(metric, found.rows, cached=found.cached)
+    prices = _prices(args)
+    if args.sample < 0:
+        raise InputError(f"--sample must be 0 or more rows, got {args.sample}")
+    if args.sample:
+        preflight(metric)
+        measured = measure_sample(metric, found.stats, args.sample)
+        print(f"sample          scored {len(measured)} rows of the file to measure these models "
+              "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
+        found = survey(args.input, metric, source_format=found.source.format)
+    plan = estimate(metric, found.stats)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
+    print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
+    models = (plan.llm, plan.embeddings)
+    print(f"  cost          {_cost_hint(plan.describe_cost(prices), models, prices)}",
+          file=sys.stderr)  # fmt: skip
     if args.estimate:
         return 0
     preflight(metric)
@@ -151,6 +173,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    spent = usage_totals(run.usage, prices)
+    print(f"tokens          {spent.describe_tokens()}")
+    print(f"cost            {_cost_hint(spent.describe_cost(), spent.models, prices)}")
     for error, count in run.errors.most_common(5):
         print(f"failed ({count:>3})    {error[:160]}")
     _print_judge(metric)
@@ -167,6 +192,22 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _prices(args: argparse.Namespace) -> dict[str, Price]:
+    """The default price table with the user's ``--price`` entries on top."""
+    table = dict(DEFAULT_PRICES)
+    table.update(parse_price(text) for text in args.price or ())
+    return table
+
+
+def _cost_hint(text: str, models: Any, prices: dict[str, Price]) -> str:
+    if text.startswith("unknown"):
+        return f"{text} (add --price MODEL=INPUT/OUTPUT, dollars per 1M tokens)"
+    used = describe_prices(models, prices)
+    if text.startswith("$0 (") or not text or not used:
+        return text
+    return f"{text} at {used}; change with --price"
 
 
 def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
@@ -373,6 +414,21 @@ def make_parser() -> argparse.ArgumentParser:
         help="exit with code 1 when the mean score is below this",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=IN/OUT",
+        help="dollars per 1M tokens for a model (input/output; repeatable), e.g. "
+        "gpt-4o-mini=0.15/0.60; the defaults are " + f"{PRICES_SOURCE} of {PRICES_AS_OF}",
+    )
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="K",
+        help="before estimating, score K rows drawn from the file to measure these models' "
+        "speed and tokens (they are cached for the run)",
+    )
     p.add_argument(
         "--estimate", action="store_true", help="check the file and print the estimate only"
     )

@@ -10,6 +10,7 @@ from relevancy import __version__
 from relevancy._cache import default_cache_dir
 from relevancy._modes import MODES
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
+from relevancy.dashboard.costs import price_editor
 from relevancy.dashboard.models import (
     BACKENDS,
     EMBEDDED_EMB,
@@ -209,6 +210,8 @@ def render_sidebar() -> Settings:
             settings = _backend_settings()
         settings = replace(settings, mode=mode or "auto", threshold=float(threshold))
         notes.caption(_mode_note(settings) + "  \n" + _judge_note(settings))
+        with st.expander("💲 Prices", expanded=False):
+            price_editor()
         with st.expander("💾 Storage", expanded=False):
             st.text_input(
                 "Run store (SQLite file or folder)",

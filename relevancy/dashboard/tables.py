@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from relevancy.dashboard.costs import usage_caption
 from relevancy.dashboard.datasets import results_table
 from relevancy.dashboard.state import (
     input_columns,
@@ -48,6 +49,7 @@ def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> Non
     if with_ragas:
         m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
     st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
+    usage_caption(info)
 
 
 def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
