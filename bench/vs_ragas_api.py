@@ -366,7 +366,8 @@ _SIDE_LABELS = {
 
 def _conc(side: str, setting: str, s: dict[str, Any], d: dict[str, Any]) -> str:
     if side == "ours":
-        return f"{d.get('concurrency')}" + (" (default)" if setting == "defaults" else "")
+        default = setting in ("defaults", "one_at_a_time")
+        return f"{d.get('concurrency')}" + (" (default)" if default else "")
     if side == "ragas_legacy":
         return "16 workers (default RunConfig)"
     if setting == "defaults":
@@ -420,8 +421,12 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
             ratio = s["ours_over_ragas_pairs_per_s"]
             chunks = ", ".join(fmt(x) for x in s.get("ours_over_ragas_per_chunk", []))
             verdict = "met" if ratio >= goal else "**not met**"
+            what = {
+                "defaults": "each side's defaults",
+                "one_at_a_time": "ours at its default, Ragas scoring a row at a time",
+            }.get(setting, "both at concurrency " + setting.split("_")[-1])
             line = (
-                f"* {label}, {setting.replace('_', ' ')}: ours/Ragas pairs/s **{fmt(ratio)}x** "
+                f"* {label}, {what}: ours/Ragas pairs/s **{fmt(ratio)}x** "
                 f"(target ≥ {fmt(goal, 1)}x: {verdict}; per chunk {chunks})"
             )
             tok = s.get("ours_over_ragas_prompt_tokens")
@@ -434,7 +439,7 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
             legacy = s.get("ours_over_ragas_legacy_pairs_per_s")
             if legacy is not None:
                 lines.append(
-                    f"* {label}, defaults, against `evaluate()`: ours/Ragas pairs/s "
+                    f"* {label}, each side's defaults, Ragas' `evaluate()`: ours/Ragas pairs/s "
                     f"**{fmt(legacy)}x** (target ≥ 3.0x: "
                     f"{'met' if legacy >= 3.0 else '**not met**'}); prompt tokens per row "
                     f"**{fmt(s.get('ours_over_ragas_legacy_prompt_tokens'))}x**."

@@ -211,7 +211,9 @@ def score_dataset(
         fn_constructor_kwargs={"settings": settings, "factory": factory, "env": env},
         batch_format="pandas",
         batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        # one batch at a time per worker: queued on the first worker up, batches would wait
+        # there while the workers that start later stay idle
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
         **remote,
     )
 
@@ -263,9 +265,6 @@ def connect(address: str | None = None, *, quiet: bool = False) -> bool:
         ray.init(address=address, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False  # the CLI draws its own
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
     return True
 
 
@@ -381,7 +380,10 @@ def score_path(
     try:
         import ray  # lazy: the optional extra
 
-        ray.data.DataContext.get_current().execution_options.preserve_order = not is_dir
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = not is_dir
+        context.enable_progress_bars = False  # the caller draws its own (``progress``)
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
         ds, _ = read_dataset(source)
         scored = score_dataset(ds, workers=workers, **settings)
         batches = scored.iter_batches(batch_size=None, batch_format="pandas")
