@@ -21,9 +21,11 @@ its error, as everywhere else; a batch that cannot be scored at all (a block wit
 question column, say) gives each of its rows the error instead of stopping the job; a worker
 that dies is restarted by Ray and its batch retried.
 
-:func:`score_path` is ``relevancy score --engine ray``: it reads a CSV/TSV, JSONL or Parquet
-file, or a folder of them, with Ray Data, and writes the results on the driver as they arrive
-(one file for a file, a folder of Parquet parts for a folder), keeping what the summary needs.
+:func:`score_path` is ``relevancy score --engine ray``: it reads a local (or mounted) CSV/TSV,
+JSONL or Parquet file, or a folder of them, with Ray Data, and writes the results on the driver
+as they arrive (one file for a file, a folder of Parquet parts for a folder), keeping what the
+summary needs. Object stores (``s3://``...): read them with Ray Data and use
+:func:`score_dataset`.
 
 Ray is an optional extra (``pip install "relevancy[ray]"``); it is imported (lazily) only by
 the functions that need it. :func:`score_batch` needs no Ray: it is the pandas-batch function.
@@ -69,6 +71,8 @@ __all__ = [
     "score_dataset",
     "score_path",
     "connect",
+    "read_dataset",
+    "default_workers",
 ]
 
 #: rows per batch handed to a worker (small enough to spread a few thousand rows over workers)
@@ -92,9 +96,6 @@ _FLOAT_COLUMNS = (
     "prompt_tokens",
     "completion_tokens",
 )
-
-log = logging.getLogger(__name__)
-
 
 # ------------------------------------------------------------------------------ one batch
 
