@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -17,8 +18,20 @@ from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAIC
 ANSWER = "The Eiffel Tower is in Paris and was finished in 1889 for the World Fair."
 
 
+_CLIENTS: list[openai.OpenAI] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _CLIENTS:
+        _CLIENTS.pop().close()
+
+
 def client(srv: OpenAICompatServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+    made = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+    _CLIENTS.append(made)  # closed after the test (open sockets would warn)
+    return made
 
 
 def test_usage_bills_the_prompt_once_whatever_n_is(tmp_path: Path) -> None:
