@@ -178,9 +178,10 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     if args.estimate or args.save_run or args.store:
         raise InputError("--estimate, --save-run and --store work with --engine local only")
     source = Path(args.input)
-    out = Path(args.output) if args.output else source.with_name(source.stem + ".relevancy")
-    if not args.output and source.is_file():
-        out = out.with_suffix(".relevancy.parquet")
+    # by default in the working folder, as with the local engine; a folder for a folder
+    out = Path(
+        args.output or source.stem + (".relevancy.parquet" if source.is_file() else ".relevancy")
+    )
     metric = _metric(args, concurrency=args.concurrency)  # checks the servers from here
     settings = {
         "llm": args.llm,
