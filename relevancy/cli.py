@@ -21,7 +21,7 @@ from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy._redact import redact
 from relevancy._stats import summarize
 from relevancy.backends import BACKEND_SPECS
-from relevancy.batch import CHUNK_ROWS, score_file, survey
+from relevancy.batch import CHUNK_ROWS, FileRun, score_file, survey
 from relevancy.compare import regression_check
 from relevancy.cost import (
     DEFAULT_PRICES,
@@ -32,6 +32,7 @@ from relevancy.cost import (
     parse_price,
     usage_totals,
 )
+from relevancy.distributed import score_path
 from relevancy.estimate import estimate, measure_sample
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
@@ -113,6 +114,8 @@ def _embedded_line(metric: Any) -> str | None:
 def cmd_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    if args.engine == "ray":
+        return _score_on_ray(args)
     out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
     if out.suffix.lower() not in OUTPUT_FORMATS:
         raise InputError(
@@ -158,6 +161,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             settings=_run_settings(args, metric),
             source_format=found.source.format,  # detected once, by the survey
         )
+    return _report(args, metric, run, store)
+
+
+def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
+    """The summary of a finished run, and the exit code (--fail-under)."""
     stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
         f"rows            {stats['rows']:,}  (scored {stats['scored']:,}, NaN {stats['nan']:,}, "
@@ -173,6 +181,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    prices = _prices(args)
     spent = usage_totals(run.usage, prices)
     print(f"tokens          {spent.describe_tokens()}")
     print(f"cost            {_cost_hint(spent.describe_cost(), spent.models, prices)}")
@@ -208,6 +217,45 @@ def _cost_hint(text: str, models: Any, prices: dict[str, Price]) -> str:
     if text.startswith("$0 (") or not text or not used:
         return text
     return f"{text} at {used}; change with --price"
+
+
+def _score_on_ray(args: argparse.Namespace) -> int:
+    """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
+    from tqdm import tqdm
+
+    if args.estimate or args.save_run or args.store:
+        raise InputError("--estimate, --save-run and --store work with --engine local only")
+    source = Path(args.input)
+    # by default in the working folder, as with the local engine; a folder for a folder
+    out = Path(
+        args.output or source.stem + (".relevancy.parquet" if source.is_file() else ".relevancy")
+    )
+    metric = _metric(args, concurrency=args.concurrency)  # checks the servers from here
+    settings = {
+        "llm": args.llm,
+        "embeddings": args.embeddings,
+        "base_url": args.base_url,
+        "api_key": args.api_key,
+        "strictness": args.strictness,
+        "noncommittal": args.noncommittal,
+        "mode": args.mode,
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "cache": False if args.no_cache else (args.cache_dir or True),
+        "concurrency": args.concurrency,
+    }
+    with tqdm(unit="row", desc="scoring", file=sys.stderr, disable=args.quiet) as bar:
+        run = score_path(
+            source,
+            out,
+            settings=settings,
+            address=args.address,
+            workers=args.workers,
+            part_rows=args.chunk_rows,
+            progress=bar.update,
+            quiet=args.quiet,
+        )
+    return _report(args, metric, run, None)
 
 
 def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
@@ -443,6 +491,20 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+    )
+    g = p.add_argument_group("engine")
+    g.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: score here; ray: on a Ray cluster, INPUT a file or a folder of files "
+        '(pip install "relevancy[ray]")',
+    )
+    g.add_argument(
+        "--address", default=None, help="Ray cluster (default: $RAY_ADDRESS, else a local one)"
+    )
+    g.add_argument(
+        "--workers", type=int, default=None, help="Ray workers (default: from the cluster's CPUs)"
     )
     _add_backend_options(p)
     p.set_defaults(func=cmd_score)
