@@ -104,6 +104,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     # reason codes against the demo's and the judge check set's hand labels
     "reasons": ("reasons.py", [], []),
+    # the estimate before a run (tokens, time) against the run that followed
+    "estimate_error": (
+        "estimate_error.py",
+        ["--rows", "60", "--sample", "10"],
+        ["--rows", "6", "--sample", "5"],
+    ),
     # the agreement harness (another engineer's): its cheap step, the baselines; its own
     # report goes in the "Agreement with people" section, which is kept as written
     "agreement": (
@@ -164,6 +170,7 @@ SECTIONS: dict[str, tuple[str, str, str]] = {
     "modes": ("Time per row of each scoring mode", "modes", "render"),
     "noncommittal": ("Noncommittal detection", "noncommittal", "render"),
     "reasons": ("Reason codes against hand labels", "reasons", "render"),
+    "estimate_error": ("Estimate before a run", "estimate_error", "render"),
     "completeness": ("Completeness candidates", "completeness", "render"),
     "speedups": ("Speed-ups tried", "throughput", "render_speedups"),
     "one_slot": ("Concurrency on a one-slot server", "one_slot", "render"),

@@ -76,7 +76,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
 
 
-def _metric(args: argparse.Namespace, concurrency: int = 4, *, check: bool = True) -> Any:
+def _metric(args: argparse.Namespace, concurrency: int | None = None, *, check: bool = True) -> Any:
     """The metric the options describe, checked against its servers (one line when not)."""
     cache: Any = False if args.no_cache else (Cache(args.cache_dir) if args.cache_dir else True)
     metric = build_metric(
@@ -453,7 +453,13 @@ def make_parser() -> argparse.ArgumentParser:
         + "; ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()),
     )
     p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
-    p.add_argument("--concurrency", type=int, default=4, help="rows scored at once")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="rows scored at once (default: 4 with the embedded generator, 16 with an API; "
+        "1 for llama-cpp-python's one-request-at-a-time server)",
+    )
     p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
     p.add_argument(
         "--fail-under",
@@ -520,7 +526,12 @@ def make_parser() -> argparse.ArgumentParser:
         help="measure whether the configured LLM + embedder prefer complete answers, on a "
         "small labelled set shipped with the package",
     )
-    p.add_argument("--concurrency", type=int, default=4, help="answers scored at once")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="answers scored at once (default: 4 embedded, 16 API)",
+    )
     p.add_argument("--json", default=None, metavar="OUT", help="also write the check as JSON")
     p.add_argument(
         "--fail-under", type=float, default=None, help="exit with code 1 below this agreement"

@@ -305,9 +305,9 @@ KINDS = (
     "question,answer,kind\n"
     "What is the capital of Japan?,Tokyo is the capital of Japan.,good\n"
     "Where is France and what is its capital?,France is in western Europe.,partial\n"
-    '"How long should I boil an egg for a soft yolk?","Boil it for six minutes, then cool it in '
-    "cold water. My grandmother kept chickens. She loved gardening in the spring and painting "
-    'watercolours.",padded\n'
+    '"How long should I boil an egg for a soft yolk?","Boil an egg for six minutes for a soft '
+    "yolk, then cool it in cold water. My grandmother kept chickens. She loved gardening in the "
+    'spring and painting watercolours.",padded\n'
     "What is the capital of Japan?,Bananas are rich in potassium and grow in warm climates.,"
     "off topic\n"
     "How do vaccines work?,I don't know.,evasive\n"
@@ -348,7 +348,7 @@ def test_each_kind_of_answer_gets_its_reason_in_the_grid_and_the_report(
         page.keyboard.press("Escape")
         settle(page)
         expect(page.get_by_text("1 of 5 rows", exact=True)).to_be_visible()
-        expect(page.get_by_text(f"kind: {kind}", exact=True)).to_be_visible()
+        expect(page.get_by_text(re.compile(f"^row \\d+ · kind: {kind}$"))).to_be_visible()
         expect(page.get_by_text(re.compile(f"Main reason: {reason}")).first).to_be_visible()
         reasons.click()
         page.keyboard.press("Backspace")  # removes the chosen reason again
