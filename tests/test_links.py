@@ -122,7 +122,7 @@ def test_a_deleted_run_says_so_and_what_to_do():
     assert problem.startswith("Run #99 from the link is not in this run store")
     assert "instead" in problem and "Active run" in problem
     empty = check_link(parse_link({"run": "99"}), [], fallback=None, rows=True, scored=min)
-    assert "there is no run to show" in empty.problems[0]
+    assert "no run to show" in empty.problems[0]
 
 
 @pytest.mark.parametrize(("row", "why"), [("49", "no row 49"), ("0", "no row 0")])

@@ -121,11 +121,7 @@ def check_link(
     ``scored(run, row)`` whether that row (0-based) of the run has a result.
     """
     problems: list[str] = []
-    instead = (
-        f"the page shows **{esc(fallback.label)}** instead"
-        if fallback
-        else "there is no run to show"
-    )
+    instead = f"showing **{esc(fallback.label)}** instead" if fallback else "no run to show"
     pick_run = "Pick a run in the sidebar's **Active run**."
     info = next((r for r in runs if r.id == link.run), None)
     if link.bad_run is not None:
@@ -135,8 +131,8 @@ def check_link(
         )
     elif link.run is not None and info is None:
         problems.append(
-            f"Run #{link.run} from the link is not in this run store (it was deleted, or it is "
-            f"saved in another store): {instead}. {pick_run}"
+            f"Run #{link.run} from the link is not in this run store (deleted, or saved in "
+            f"another store): {instead}. {pick_run}"
         )
     row = link.row if rows and info is not None else None
     if not rows or problems:  # no row without its run: one line is enough
