@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from relevancy._errors import InputError
 from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
 from relevancy._metric import AnswerRelevancy
-from relevancy.estimate import cached_rows, record_speed
+from relevancy.cost import group_usage
+from relevancy.estimate import InputStats, record_speed, record_usage, usage_points
 from relevancy.importers import ImportReport
 from relevancy.store import RunStore
 
@@ -45,6 +47,8 @@ class Survey:
     problems: list[RowProblem] = field(default_factory=list)  #: the first ``keep`` problems
     n_problems: int = 0
     source: ImportReport = field(default_factory=ImportReport)  #: the format read, in words
+    #: the rows' text as an estimate needs it (characters, a sample to measure on)
+    stats: InputStats = field(default_factory=InputStats)
 
 
 @dataclass
@@ -58,6 +62,8 @@ class FileRun:
     cached: int
     seconds: float
     run_id: int | None = None
+    #: tokens and seconds per (llm, embeddings, cached): :func:`relevancy.cost.usage_totals`
+    usage: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def survey(
@@ -83,9 +89,8 @@ def survey(
         problems = inspector.inspect(chunk)
         found.n_problems += len(problems)
         found.problems += problems[: max(0, keep - len(found.problems))]
-        pairs = zip(chunk["user_input"], chunk["response"])
-        answers = [r for u, r in pairs if u.strip() and r.strip()]
-        found.cached += cached_rows(metric, answers)
+        found.stats.add(metric, chunk["user_input"].tolist(), chunk["response"].tolist())
+    found.cached = found.stats.cached
     found.rows, found.scoreable = inspector.rows, inspector.scoreable
     name = Path(path).name
     if not found.rows:
@@ -127,6 +132,8 @@ def score_file(
     errors: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
     cached = 0
+    usage: list[pd.DataFrame] = []
+    points: list[tuple[int, ...]] = []  # token rates are fitted on the first 2,000 fresh rows
     started = time.perf_counter()
     partial = out.with_name(out.name + ".partial.jsonl")
     with TableWriter(out) as writer, partial.open("w", encoding="utf-8") as checkpoint:
@@ -141,7 +148,10 @@ def score_file(
                     progress(1)
 
             results = metric.score_many(chunk, on_result=on_result)
-            writer.write(results_to_frame(results, chunk))
+            frame = results_to_frame(results, chunk)
+            writer.write(frame)
+            usage.append(group_usage(frame))
+            points += usage_points(results)[: max(0, CHUNK_ROWS - len(points))]
             if store is not None and run_id is not None:
                 store.append_results(run_id, ((start + i, r) for i, r in enumerate(results)))
             values += [r.value for r in results]
@@ -151,4 +161,8 @@ def score_file(
     partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - started
     record_speed(metric, rows=len(values) - cached, seconds=seconds)  # cached rows cost ~0
-    return FileRun(out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id)
+    record_usage(metric, points)
+    totals = group_usage(pd.concat(usage)) if usage else pd.DataFrame()
+    return FileRun(
+        out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id, totals
+    )
