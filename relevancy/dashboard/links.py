@@ -60,12 +60,7 @@ class Link:
     @property
     def empty(self) -> bool:
         """Whether the URL names no run and no row, not even a bad one."""
-        return (
-            self.run is None
-            and self.row is None
-            and self.bad_run is None
-            and (self.bad_row is None)
-        )
+        return all(v is None for v in (self.run, self.row, self.bad_run, self.bad_row))
 
 
 def _shown(value: str, width: int = 40) -> str:
@@ -142,18 +137,18 @@ def check_link(
             f"The link's row {_shown(link.bad_row)} is not a row number (rows are numbered from "
             "1, as in the grid): pick a row in the drill-down below."
         )
-    elif link.row is not None and link.run is None and link.bad_run is None:
+    elif link.row is not None and link.run is None:
         problems.append(
             f"The link names row {link.row + 1} but no run (a link to a row reads "
             f"`?run=ID&row=N`): pick the run in the sidebar's **Active run** and the row below."
         )
-    elif row is not None and info is not None and not 0 <= row < info.n_rows:
+    elif info is not None and row is not None and not 0 <= row < info.n_rows:
         problems.append(
             f"Run #{info.id} has {info.n_rows:,} rows, so there is no row {row + 1:,}: pick a "
             "row in the drill-down below."
         )
         row = None
-    elif row is not None and info is not None and not scored(info.id, row):
+    elif info is not None and row is not None and not scored(info.id, row):
         problems.append(
             f"Row {row + 1:,} of run #{info.id} is not scored yet ({info.n_scored:,} of "
             f"{info.n_rows:,} rows are): resume the run to score it, or pick a scored row in "
