@@ -13,6 +13,7 @@ from relevancy.dashboard.costs import estimate_panel
 from relevancy.dashboard.drilldown import render_row
 from relevancy.dashboard.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.permalink import linked_row, row_link, sync_link
 from relevancy.dashboard.runner import interrupted_job, score_run
 from relevancy.dashboard.state import (
     active_run,
@@ -33,6 +34,7 @@ settings = setup_page(
     "Dataset",
     "🗂️",
     "Score a table of questions and answers, then filter the results and drill into any row.",
+    row_links=True,
 )
 store = get_store()
 threshold = settings.threshold
@@ -113,6 +115,7 @@ if "ds_flash" in st.session_state:
 # --- results of the active run ---------------------------------------------------------------
 info = active_run()
 if info is None:
+    sync_link(None)
     st.info("No saved runs yet: score a dataset above.", icon="🗂️")
     st.stop()
 if not info.complete:
@@ -144,29 +147,42 @@ if not info.complete:
         st.rerun()
 
 if not info.n_scored:
+    sync_link(info.id)
     st.stop()
 with_ragas = info.mode != "ragas"
 results_summary(info, threshold=threshold, with_ragas=with_ragas)
 page = results_grid(info, threshold=threshold, with_ragas=with_ragas)
 
 st.subheader("Drill down", anchor=False)
+INSPECT_KEY = f"ds_inspect_{info.id}"
+linked = linked_row(info.id, INSPECT_KEY)  # a row opened by a link: offered even off this page
 options = page["row"].tolist()
+if linked is not None and linked not in options:
+    options.insert(0, linked)
 if not options:
+    sync_link(info.id)
     st.info("No row matches the filters.", icon="🔎")
     st.stop()
-INSPECT_KEY = f"ds_inspect_{info.id}"
 if st.session_state.get(INSPECT_KEY) not in options:
     st.session_state[INSPECT_KEY] = options[0]
-by_row = {int(r): i for i, r in enumerate(options)}
-row = st.selectbox(
-    "Row to inspect",
-    options,
-    format_func=lambda r: row_label(
-        r, page["score"].iloc[by_row[int(r)]], page["user_input"].iloc[by_row[int(r)]]
-    ),
-    key=INSPECT_KEY,
-)
-result, record = run_result(info.id, row), page.iloc[by_row[int(row)]]
+by_row = {int(r): i for i, r in enumerate(page["row"])}
+
+
+def _label(r: int) -> str:
+    if int(r) in by_row:
+        i = by_row[int(r)]
+        return row_label(r, page["score"].iloc[i], page["user_input"].iloc[i])
+    found = run_result(info.id, r)  # the linked row, not in this page of the grid
+    return row_label(r, found.value, found.user_input) + " (from the link)"
+
+
+c1, c2 = st.columns([5, 4], vertical_alignment="bottom")
+row = c1.selectbox("Row to inspect", options, format_func=_label, key=INSPECT_KEY)
+with c2:
+    row_link(info.id, row)
+sync_link(info.id, row)
+result = run_result(info.id, row)
+record = page.iloc[by_row[row]] if row in by_row else store.inputs(info.id, [row]).iloc[0]
 render_row(
     result,
     row,

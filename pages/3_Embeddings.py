@@ -10,6 +10,7 @@ from relevancy.dashboard import charts
 from relevancy.dashboard.drilldown import render_row
 from relevancy.dashboard.models import embedder_for
 from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.permalink import row_link
 from relevancy.dashboard.state import (
     get_store,
     input_columns,
@@ -132,6 +133,7 @@ texts = charts.row_questions(points)
 row = st.selectbox(
     "Row", options, key=ROW_KEY, format_func=lambda r: f"row {r + 1} · {texts[r][:80]}"
 )
+row_link(info.id, row)  # opens the row's drill-down on the Dataset page
 result = run_result(info.id, row)
 meta = store.inputs(info.id, [row]).iloc[0]
 render_row(

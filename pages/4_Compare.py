@@ -9,6 +9,7 @@ from relevancy.dashboard import charts
 from relevancy.dashboard.compare_sides import choose_sides
 from relevancy.dashboard.comparison import pairs_table, verdict
 from relevancy.dashboard.drilldown import render_result
+from relevancy.dashboard.links import row_url
 from relevancy.dashboard.models import embedder_for
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.state import list_runs, run_distinct, run_result, scored_run
@@ -142,7 +143,7 @@ for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
             with col, st.container(border=True):
                 row = int(pair[f"row_{side}"])
                 result = run_result(runs_of[side], row)
-                st.markdown(f"**{esc(label)}** · row {row}")
+                st.markdown(f"**{esc(label)}** · [row {row + 1}]({row_url(runs_of[side], row)})")
                 render_result(
                     result,
                     key=f"cmp_{rank}_{side}",

@@ -10,6 +10,7 @@ import streamlit as st
 from relevancy import RelevancyError
 from relevancy.dashboard.costs import current_prices, usage_metrics
 from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.permalink import dashboard_url
 from relevancy.dashboard.report import build_report
 from relevancy.dashboard.state import active_run, get_store, list_runs, set_active_run
 from relevancy.dashboard.tables import run_models, runs_table
@@ -135,12 +136,13 @@ slug = re.sub(r"[^A-Za-z0-9._-]+", "-", info.name).strip("-")[:60] or f"run-{inf
 
 def _export(fmt_: str, threshold: float) -> Callable[[], bytes]:
     """The export, built when its button is clicked (a large run takes a while)."""
-    path, run_id = str(store.path), info.id
+    path, run_id, dashboard = str(store.path), info.id, dashboard_url()  # rows link back here
 
     def build() -> bytes:
         runs = RunStore(path)  # runs on a thread of its own: no Streamlit here
         if fmt_ == "html":
-            return build_report(runs, run_id, threshold=threshold).encode("utf-8")
+            report = build_report(runs, run_id, threshold=threshold, dashboard_url=dashboard)
+            return report.encode("utf-8")
         return runs.export_bytes(run_id, fmt_)
 
     return build
@@ -168,5 +170,5 @@ st.caption(
     "CSV/JSON/Parquet hold one row per answer with its score, mode, Ragas value, generated "
     "questions and similarities, and in focus and blend modes its sentences with theirs "
     "(spreadsheet formulas are defused in CSV). The HTML report is a single offline file with "
-    "the summary, charts and lowest rows."
+    "the summary, charts and lowest rows, each linking back to its drill-down here."
 )

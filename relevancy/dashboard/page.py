@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from relevancy.dashboard.models import Settings
+from relevancy.dashboard.permalink import notes_slot, open_link, sync_link
 from relevancy.dashboard.sidebar import render_sidebar
 
 __all__ = ["setup_page", "header"]
@@ -46,8 +47,14 @@ section[data-testid="stSidebar"] .rel-brand span { color: #6b7280; font-weight: 
 """
 
 
-def setup_page(title: str, icon: str, subtitle: str = "") -> Settings:
-    """Page config, CSS, the shared sidebar and the header; returns the sidebar's settings."""
+def setup_page(title: str, icon: str, subtitle: str = "", *, row_links: bool = False) -> Settings:
+    """Page config, CSS, the shared sidebar and the header; returns the sidebar's settings.
+
+    The URL's ``?run=ID`` is opened (before the sidebar shows the active run) and kept in step
+    with the active run. ``row_links``: the page also opens and writes ``&row=N`` for its
+    drill-down, and calls :func:`~relevancy.dashboard.permalink.sync_link` itself, once it
+    knows the row (see :mod:`relevancy.dashboard.permalink`).
+    """
     st.set_page_config(
         page_title=f"{title} · Answer Relevancy",
         page_icon=icon,
@@ -56,8 +63,12 @@ def setup_page(title: str, icon: str, subtitle: str = "") -> Settings:
         menu_items={"About": "relevancy: compute and explain the Answer Relevancy of LLM answers."},
     )
     st.markdown(_CSS, unsafe_allow_html=True)
+    open_link(title, rows=row_links)
     settings = render_sidebar()
     header(title, icon, subtitle)
+    notes_slot(title)
+    if not row_links:  # the sidebar has just settled the active run
+        sync_link(st.session_state.get("active_run"))
     return settings
 
 

@@ -1,7 +1,10 @@
 """A self-contained HTML report of a run: summary statistics, charts, lowest rows.
 
-The file works offline: plotly's JavaScript is inlined once, there are no external links, and
-every piece of user text (run name, questions, answers, generated questions) is HTML-escaped.
+The file works offline: plotly's JavaScript is inlined once, nothing is fetched from elsewhere,
+and every piece of user text (run name, questions, answers, generated questions) is
+HTML-escaped. Each row it lists has an anchor (``#row-37``, 1-based as in the dashboard) and,
+when the report is given the dashboard's address, a link that opens the row's drill-down there
+(the report's only links out).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from relevancy.compare import pair_variants, summarize_pairs
 from relevancy.dashboard import charts
+from relevancy.dashboard.links import app_base, row_anchor, row_url
 from relevancy.dashboard.ui import MODE_SHORT
 from relevancy.explain import SENTENCE_LOW, sentences_from_parts, triage
 from relevancy.store import RowQuery, RunStore
@@ -45,6 +49,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 ul.q { margin: 0; padding-left: 18px; }
 li.low { color: #991b1b; }
 li.low::marker { content: "✗ "; }
+a.row { color: #4338ca; font-weight: 600; text-decoration: none; }
+a.open { font-size: 12px; color: #4338ca; white-space: nowrap; }
+tr:target td { background: #eef2ff; }
 """
 
 
@@ -80,8 +87,34 @@ def _figure_html(fig: Any, first: bool) -> str:
     )
 
 
-def build_report(store: RunStore, run_id: int, *, threshold: float = 0.5, lowest: int = 10) -> str:
-    """HTML text of the report of a stored run (read a column at a time: any size)."""
+def _row_cell(run_id: int, row: int, dashboard: str | None) -> str:
+    """A row's number, linking to its own anchor, and a link to its drill-down in the dashboard
+    when the dashboard's address is known."""
+    anchor = row_anchor(row)
+    cell = f"<a class='row' href='#{anchor}' title='Link to this row'>{row + 1}</a>"
+    if dashboard:
+        href = html.escape(row_url(run_id, row, dashboard), quote=True)
+        cell += (
+            f"<br><a class='open' href='{href}' title='Open this row in the dashboard'>open ↗</a>"
+        )
+    return f"<td class='num'>{cell}</td>"
+
+
+def build_report(
+    store: RunStore,
+    run_id: int,
+    *,
+    threshold: float = 0.5,
+    lowest: int = 10,
+    dashboard_url: str | None = None,
+) -> str:
+    """HTML text of the report of a stored run (read a column at a time: any size).
+
+    ``dashboard_url``: the dashboard's address (``http(s)://host[:port][/path]``); each row
+    listed then links to its drill-down there. Without it (or with anything but an http(s)
+    address) rows link only to their anchors in the report.
+    """
+    dashboard = app_base(dashboard_url, ())
     info = store.get_run(run_id)
     roles = [c for c in ("id", "variant") if c in info.columns]
     frame = store.columns(run_id, ["user_input", *roles, "score", "mode", "ragas_value"])
@@ -220,14 +253,15 @@ def build_report(store: RunStore, run_id: int, *, threshold: float = 0.5, lowest
             error = f"<span class=muted>{e(r.error)}</span>" if r.error else ""
             reason = r.reason or triage(r).reason
             rows_html.append(
-                f"<tr><td class='num'><span class='score' style='background:{color}'>"
+                f"<tr id='{row_anchor(row)}'>{_row_cell(run_id, row, dashboard)}"
+                f"<td class='num'><span class='score' style='background:{color}'>"
                 f"{_f(r.value)}</span>{row_mode}{variant}</td>{ragas}"
                 f"<td><b>{e(reason)}</b><br><span class='muted'>{e(', '.join(r.flags))}</span></td>"
                 f"<td>{e(r.user_input)}</td><td>{e(r.response)}</td>{sentences}"
                 f"<td><ul class='q'>{qs}</ul>{error}</td></tr>"
             )
         head = (
-            "<th>score</th>"
+            "<th>row</th><th>score</th>"
             + ("<th>Ragas value</th>" if with_ragas else "")
             + "<th>reason</th>"
             + "<th>question</th><th>answer</th>"

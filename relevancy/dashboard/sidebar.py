@@ -12,6 +12,7 @@ from relevancy._metric import API_CONCURRENCY, EMBEDDED_CONCURRENCY
 from relevancy._modes import MODES
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy.dashboard.costs import price_editor
+from relevancy.dashboard.links import link_params
 from relevancy.dashboard.models import (
     BACKENDS,
     EMBEDDED_EMB,
@@ -51,9 +52,11 @@ MODE_HELP = (
 )
 
 
-def nav_links() -> None:
+def nav_links(run_id: int | None = None) -> None:
+    """The page links; each opens its page on run ``run_id`` (``?run=ID``), the active run."""
+    params = link_params(run_id)
     for script, label, icon, _ in PAGES:
-        st.sidebar.page_link(script, label=label, icon=icon)
+        st.sidebar.page_link(script, label=label, icon=icon, query_params=params)
 
 
 def _backend_settings() -> Settings:
@@ -181,10 +184,10 @@ def render_sidebar() -> Settings:
             f'<div class="rel-brand">📐 Answer Relevancy<span>v{__version__}</span></div>',
             unsafe_allow_html=True,
         )
-        nav_links()
-        st.divider()
         runs = list_runs()
         current = active_run(runs)
+        nav_links(current.id if current else None)
+        st.divider()
         if runs:
             labels = {r.id: r.label for r in runs}
             ids = list(labels)

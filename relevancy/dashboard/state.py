@@ -1,7 +1,8 @@
 """Session state, the run store and cached run loading shared by every page.
 
 Keys: shared settings are ``sb_*`` plus ``active_run``; each page prefixes its own keys
-(``home_``, ``ds_``, ``dist_``, ``emb_``, ``cmp_``, ``runs_``). A widget whose value must
+(``home_``, ``ds_``, ``dist_``, ``emb_``, ``cmp_``, ``runs_``); links to a run or a row
+keep theirs under ``link_*`` (:mod:`relevancy.dashboard.permalink`). A widget whose value must
 survive page switches is bound with :func:`bind`: its value lives under the plain key and
 the widget uses ``_w_<key>``, re-seeded on every run (Streamlit forgets the state of widgets
 that a page does not draw).
@@ -88,6 +89,7 @@ def active_run(runs: list[RunInfo] | None = None) -> RunInfo | None:
     """The run the pages show (the sidebar picks it); the newest when none was picked."""
     runs = list_runs() if runs is None else runs
     if not runs:
+        st.session_state.pop("active_run", None)  # none: no stale id (in links, say)
         return None
     chosen = st.session_state.get("active_run")
     for info in runs:
