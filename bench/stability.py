@@ -1,11 +1,18 @@
 """Run-to-run stability: the same rows scored under several generator seeds.
 
-For each row, the standard deviation of its score across seeds; reported as the median and the
-95th percentile over rows, for the mode's value and for the Ragas value of the same
-generations. Rows come from HaluQuestQA's development split (the first ``--rows`` rows in file
+For each row, the population standard deviation of its score across seeds; reported as the
+median and the 95th percentile over rows, for the mode's value and for the Ragas value of the
+same generations, with the rows whose noncommittal verdict flips and those whose generated
+questions hold a near-duplicate pair. The scoring and the figures come from
+``relevancy.stability`` (what ``relevancy score --repeats`` and the dashboard's "Re-score"
+use). Rows come from HaluQuestQA's development split (the first ``--rows`` rows in file
 order), so the data set must be present (``--data``); the script exits cleanly when it is not.
 
-    python bench/stability.py --rows 24 --seeds 0 1 2 3 4 --cache /tmp/relevancy-bench-cache
+    python bench/stability.py --rows 24 --repeats 5 --cache /tmp/relevancy-bench-cache
+    python bench/stability.py --rows 24 --seeds 0 1 2 3 4   # the first, overlapping seeds
+
+``--repeats k`` uses seeds 0, N, 2N, ... (N = strictness, 3), which share no generated
+question; consecutive seeds share N-1 of their N questions (sample i uses seed + i).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--subset", default="dev", choices=["dev", "heldout", "all"])
     parser.add_argument("--rows", type=int, default=24)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--repeats", type=int, default=5, help="seeds 0, N, 2N, ...")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="these seeds instead")
     parser.add_argument("--mode", default="focus")
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
@@ -39,39 +47,41 @@ def main(argv: list[str] | None = None) -> None:
         print(f"skipped: no data at {args.data} (pass --data DIR holding pairs.jsonl)")
         return
     from relevancy import AnswerRelevancy
-    from relevancy.backends._local_generator import SmolLMGenerator
+    from relevancy.stability import (
+        repeat_seeds,
+        rescore,
+        row_stability,
+        stability_frame,
+        summarize_stability,
+    )
 
     rows = load_rows(args.data)
     chosen = [r for r, m in zip(rows, subset_mask(rows, args.subset)) if m][: args.rows]
     pairs = [(r["user_input"], r["response"]) for r in chosen]
-    values = np.full((len(args.seeds), len(pairs)), np.nan)
-    ragas = np.full_like(values, np.nan)
-    for k, seed in enumerate(args.seeds):
-        metric = AnswerRelevancy(
-            llm=SmolLMGenerator(seed=seed),
-            mode=args.mode,
-            cache=str(args.cache) if args.cache else False,
-        )
-        started = time.perf_counter()
-        results = metric.score_many(pairs, concurrency=2)
-        values[k] = [r.value for r in results]
-        ragas[k] = [r.ragas_value for r in results]
-        print(f"seed {seed}: {time.perf_counter() - started:.0f} s", flush=True)
+    metric = AnswerRelevancy(mode=args.mode, cache=str(args.cache) if args.cache else False)
+    seeds = args.seeds or repeat_seeds(0, args.repeats, metric.strictness)
+    started = time.perf_counter()
+    by_seed = rescore(metric, pairs, seeds)
+    print(f"{len(seeds)} seeds x {len(pairs)} rows: {time.perf_counter() - started:.0f} s")
+    per_row = [row_stability(seeds, [by_seed[j][i] for j in range(len(seeds))])
+               for i in range(len(pairs))]  # fmt: skip
+    frame = stability_frame(per_row)
+    values = np.array([[r.value for r in results] for results in by_seed], dtype=float)
+    ragas = np.array([[r.ragas_value for r in results] for results in by_seed], dtype=float)
     args.out.mkdir(parents=True, exist_ok=True)
-    summary = {"rows": len(pairs), "seeds": args.seeds, "mode": args.mode}
-    for name, table in ((args.mode, values), ("ragas", ragas)):
-        std = np.nanstd(table, axis=0)
-        std = std[np.isfinite(std)]
-        summary[name] = {
-            "median_row_std": float(np.median(std)),
-            "p95_row_std": float(np.quantile(std, 0.95)),
-            "max_row_std": float(std.max()),
-        }
+    summary: dict = {"rows": len(pairs), "seeds": list(seeds), "mode": args.mode}
+    for name, column in ((args.mode, "score_sd"), ("ragas", "ragas_sd")):
+        summary[name] = {k: v for k, v in summarize_stability(frame[column]).items() if k != "rows"}
         print(
-            f"{name:6s} per-row std over {len(args.seeds)} seeds: median "
-            f"{summary[name]['median_row_std']:.4f}, p95 {summary[name]['p95_row_std']:.4f}"
+            f"{name:6s} per-row std over {len(seeds)} seeds: median "
+            f"{summary[name]['median_row_sd']:.4f}, p95 {summary[name]['p95_row_sd']:.4f}"
         )
-    out = args.out / f"stability_{args.subset}_{args.mode}.json"
+    summary["noncommittal_flips"] = int(frame["noncommittal_flips"].sum())
+    summary["near_duplicate_rows"] = int((frame["near_duplicates"] > 0).sum())
+    print(f"noncommittal flips in {summary['noncommittal_flips']} rows; near-duplicate "
+          f"questions in {summary['near_duplicate_rows']} rows")  # fmt: skip
+    spaced = args.seeds is None
+    out = args.out / f"stability_{args.subset}_{args.mode}{'' if not spaced else '_spaced'}.json"
     out.write_text(
         json.dumps(
             {

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from relevancy._errors import InputError
 from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
 from relevancy._metric import AnswerRelevancy
 from relevancy.estimate import cached_rows, record_speed
 from relevancy.importers import ImportReport
+from relevancy.stability import repeat_seeds, rescore, row_stability, stability_frame
 from relevancy.store import RunStore
 
 __all__ = ["Survey", "FileRun", "survey", "score_file", "CHUNK_ROWS"]
@@ -58,6 +60,12 @@ class FileRun:
     cached: int
     seconds: float
     run_id: int | None = None
+    #: with ``repeats`` > 1: the seeds and each row's sd, noncommittal flip and repeats with
+    #: near-duplicate questions (see ``relevancy.stability``)
+    seeds: list[int] = field(default_factory=list)
+    row_sd: np.ndarray | None = None
+    flips: int = 0
+    near_duplicate_rows: int = 0
 
 
 def survey(
@@ -109,14 +117,24 @@ def score_file(
     run_name: str = "",
     settings: Mapping[str, Any] | None = None,
     source_format: str = "auto",
+    repeats: int = 1,
 ) -> FileRun:
     """Score every row of ``path`` and write ``out`` (.csv, .json, .jsonl or .parquet).
+
+    With ``repeats`` k > 1 each row is scored k times, under generator seeds that share no
+    sample (:func:`relevancy.stability.repeat_seeds`; the first is the metric's own, whose
+    score is the row's ``score``), and the output gains ``score_sd`` (population sd),
+    ``score_min``, ``score_max``, ``ragas_sd``, ``noncommittal_flips``, ``near_duplicates`` and
+    ``repeats`` columns; a run saved in ``store`` keeps every repeat.
 
     ``progress(n)`` is called as each row finishes. With ``store``, the run is also saved
     there as ``run_name`` (its inputs first, then each chunk's results as they finish).
     ``source_format`` is as for :func:`survey`.
     """
     path, out = Path(path), Path(out)
+    seeds = repeat_seeds(getattr(metric.llm, "seed", 0), repeats, metric.strictness)
+    sds: list[float] = []
+    flips = near = fresh_repeats = 0
     run_id = None
     if store is not None:
         inputs = iter_table(path, chunk_rows=chunk_rows, source_format=source_format)
@@ -141,14 +159,38 @@ def score_file(
                     progress(1)
 
             results = metric.score_many(chunk, on_result=on_result)
-            writer.write(results_to_frame(results, chunk))
+            frame = results_to_frame(results, chunk)
+            if len(seeds) > 1:
+                tick = (lambda done, total: progress(1)) if progress is not None else None
+                others = rescore(metric, chunk, seeds[1:], progress=tick)
+                by_seed = [results, *others]
+                stable = [
+                    row_stability(seeds, [runs[i] for runs in by_seed]) for i in range(len(results))
+                ]
+                frame = pd.concat([frame, stability_frame(stable).set_index(frame.index)], axis=1)
+                sds += [s.sd for s in stable]
+                flips += sum(s.flips for s in stable)
+                near += sum(s.duplicate_repeats > 0 for s in stable)
+                fresh_repeats += sum(not r.cached for runs in others for r in runs)
+            writer.write(frame)
             if store is not None and run_id is not None:
                 store.append_results(run_id, ((start + i, r) for i, r in enumerate(results)))
+                if len(seeds) > 1:
+                    store.append_repeats(
+                        run_id,
+                        ((start + i, seed, runs[i]) for seed, runs in zip(seeds, by_seed)
+                         for i in range(len(results))),
+                    )  # fmt: skip
             values += [r.value for r in results]
             errors.update(r.error for r in results if r.error)
             reasons.update(r.reason or "error" for r in results)
             cached += sum(r.cached for r in results)
     partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - started
-    record_speed(metric, rows=len(values) - cached, seconds=seconds)  # cached rows cost ~0
-    return FileRun(out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id)
+    fresh = len(values) - cached + fresh_repeats  # cached rows cost ~0
+    record_speed(metric, rows=fresh, seconds=seconds)
+    run = FileRun(out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id)
+    if len(seeds) > 1:
+        run.seeds, run.row_sd = seeds, np.asarray(sds, dtype=float)
+        run.flips, run.near_duplicate_rows = flips, near
+    return run

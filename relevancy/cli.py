@@ -27,6 +27,7 @@ from relevancy.estimate import estimate
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
+from relevancy.stability import MAX_REPEATS, NEAR_DUPLICATE, summarize_stability
 from relevancy.store import RunStore
 
 __all__ = ["main", "make_parser"]
@@ -109,6 +110,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise InputError(
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
+    repeats = _repeats(args)
     metric = _metric(args, concurrency=args.concurrency, check=False)
     found = survey(args.input, metric, source_format=args.source_format)
     print(f"input           {found.source.describe()}", file=sys.stderr)
@@ -117,13 +119,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     if found.n_problems > len(found.problems):
         more = found.n_problems - len(found.problems)
         print(f"note: ... and {more:,} more rows with problems", file=sys.stderr)
-    plan = estimate(metric, found.rows, cached=found.cached)
+    plan = estimate(metric, found.rows * repeats, cached=found.cached)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
     if args.estimate:
         return 0
     preflight(metric)
     store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
-    with tqdm(total=found.rows, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
+    total = found.rows * repeats
+    with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:  # fmt: skip
         run = score_file(
             metric,
@@ -135,6 +138,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             run_name=args.save_run or "",
             settings=_run_settings(args, metric),
             source_format=found.source.format,  # detected once, by the survey
+            repeats=repeats,
         )
     stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
@@ -151,6 +155,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    if run.row_sd is not None:
+        _print_stability(run)
     for error, count in run.errors.most_common(5):
         print(f"failed ({count:>3})    {error[:160]}")
     _print_judge(metric)
@@ -167,6 +173,30 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _repeats(args: argparse.Namespace) -> int:
+    repeats = getattr(args, "repeats", 1)
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InputError(f"--repeats must be from 1 to {MAX_REPEATS}, got {repeats}")
+    return repeats
+
+
+def _print_stability(run: Any) -> None:
+    """The stability lines of a run scored with --repeats."""
+    s = summarize_stability(run.row_sd.tolist())
+    seeds = ", ".join(str(x) for x in run.seeds)
+    print(f"repeats         {len(run.seeds)} per row (generator seeds {seeds}; columns score_sd, "
+          "score_min, score_max, noncommittal_flips, near_duplicates)")  # fmt: skip
+    print(
+        f"stability       per-row sd median {_fmt(s['median_row_sd'])}, p95 "
+        f"{_fmt(s['p95_row_sd'])}, max {_fmt(s['max_row_sd'])} ({s['rows']:,} rows)"
+    )
+    print(
+        f"flips           {run.flips:,} rows change their noncommittal verdict between repeats; "
+        f"{run.near_duplicate_rows:,} rows have near-duplicate generated questions "
+        f"(cosine >= {NEAR_DUPLICATE})"
+    )
 
 
 def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
@@ -387,6 +417,15 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="K",
+        help="score every row K times under generator seeds that share no sample (seed, "
+        "seed+N, ...): adds score_sd (population sd), score_min, score_max, ragas_sd, "
+        "noncommittal_flips and near_duplicates columns and a stability summary",
     )
     _add_backend_options(p)
     p.set_defaults(func=cmd_score)
