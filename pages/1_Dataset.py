@@ -13,6 +13,7 @@ from relevancy.dashboard.drilldown import render_row
 from relevancy.dashboard.models import embedder_for, estimate_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.runner import interrupted_job, score_run
+from relevancy.dashboard.stability_panel import rescore_panel, row_band
 from relevancy.dashboard.state import (
     active_run,
     get_store,
@@ -164,6 +165,7 @@ row = st.selectbox(
     key=INSPECT_KEY,
 )
 result, record = run_result(info.id, row), page.iloc[by_row[int(row)]]
+rescore_panel(info, settings, page_rows=options, inspected=int(row), may_start=may_start)
 render_row(
     result,
     row,
@@ -171,4 +173,5 @@ render_row(
     key="ds_drill",
     threshold=threshold,
     embedder=embedder_for(result.embeddings, settings),
+    band=row_band(info.id, row),
 )

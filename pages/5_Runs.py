@@ -12,6 +12,7 @@ import streamlit as st
 from relevancy import RelevancyError
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.report import build_report
+from relevancy.dashboard.stability_panel import run_stability_figures
 from relevancy.dashboard.state import active_run, get_store, list_runs, set_active_run
 from relevancy.dashboard.ui import esc, fmt, mode_text
 from relevancy.store import RunStore, import_demo
@@ -114,6 +115,7 @@ with st.container(border=True):
     )
     if run_mode:
         st.caption(f"Scores: {mode_text(run_mode)}.")
+    run_stability_figures(info.id)
     with st.expander("Settings saved with this run (never any API key)"):
         st.json(info.settings)
 

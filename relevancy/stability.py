@@ -281,9 +281,10 @@ def describe_stability(frame: pd.DataFrame, seeds: Sequence[int] | None = None) 
 
 def stability_from_repeats(repeats: pd.DataFrame) -> pd.DataFrame:
     """Per-row stability from a run store's repeats (:meth:`relevancy.store.RunStore.repeats`):
-    ``row``, ``seeds`` and the :func:`stability_frame` columns, one line per row."""
+    ``row``, ``seeds``, ``values`` (the scores, in seed order) and the :func:`stability_frame`
+    columns, one line per row."""
     if repeats.empty:
-        columns = ["row", "seeds", *stability_frame([]).columns]
+        columns = ["row", "seeds", "values", *stability_frame([]).columns]
         return pd.DataFrame(columns=columns)
     rows, stats = [], []
     for row, group in repeats.groupby("row", sort=True):
@@ -300,6 +301,7 @@ def stability_from_repeats(repeats: pd.DataFrame) -> pd.DataFrame:
             )
         )
     frame = stability_frame(stats)
+    frame.insert(0, "values", [s.values for s in stats])
     frame.insert(0, "seeds", [s.seeds for s in stats])
     frame.insert(0, "row", rows)
     return frame

@@ -184,7 +184,8 @@ def test_store_keeps_repeats_and_gives_the_same_figures(tmp_path):
         [row_stability(seeds, [runs[i] for runs in by_seed]) for i in range(len(pairs))]
     )
     assert table["row"].tolist() == [0, 1, 2] and table["seeds"].iloc[0] == seeds
-    pd.testing.assert_frame_equal(table.drop(columns=["row", "seeds"]), direct)
+    pd.testing.assert_frame_equal(table.drop(columns=["row", "seeds", "values"]), direct)
+    assert table["values"].iloc[1] == [by_seed[j][1].value for j in range(3)]
     assert table["noncommittal_flips"].all()  # seed 3 was evasive, 0 and 6 were not
     # the same repeat again replaces it; deleting the run deletes its repeats
     store.append_repeats(run_id, [(0, 0, by_seed[0][0])])
