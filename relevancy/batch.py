@@ -28,6 +28,7 @@ from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, res
 from relevancy._metric import AnswerRelevancy
 from relevancy.estimate import cached_rows, record_speed
 from relevancy.importers import ImportReport
+from relevancy.language import different
 from relevancy.stability import repeat_seeds, rescore, row_stability, stability_frame
 from relevancy.store import RunStore
 
@@ -66,6 +67,25 @@ class FileRun:
     row_sd: np.ndarray | None = None
     flips: int = 0
     near_duplicate_rows: int = 0
+    #: rows by the detected language of their question; rows flagged ``language_mismatch``;
+    #: rows whose answer is (with confidence) in another language than their question
+    question_languages: collections.Counter[str] = field(default_factory=collections.Counter)
+    language_mismatch: int = 0
+    answer_other_language: int = 0
+
+
+def _language_columns(results: list[Any]) -> pd.DataFrame:
+    """``question_language``, ``answer_language``, ``generated_languages`` (JSON list) and
+    ``prompt_language`` (what the generator was asked for, empty when not asked)."""
+    langs = [r.languages or {} for r in results]
+    return pd.DataFrame(
+        {
+            "question_language": [x.get("question", "") for x in langs],
+            "answer_language": [x.get("answer", "") for x in langs],
+            "generated_languages": [json.dumps(x.get("generated", [])) for x in langs],
+            "prompt_language": [x.get("prompted") or "" for x in langs],
+        }
+    )
 
 
 def survey(
@@ -135,6 +155,8 @@ def score_file(
     seeds = repeat_seeds(getattr(metric.llm, "seed", 0), repeats, metric.strictness)
     sds: list[float] = []
     flips = near = fresh_repeats = 0
+    question_languages: collections.Counter[str] = collections.Counter()
+    mismatch = other_language = 0
     run_id = None
     if store is not None:
         inputs = iter_table(path, chunk_rows=chunk_rows, source_format=source_format)
@@ -160,6 +182,12 @@ def score_file(
 
             results = metric.score_many(chunk, on_result=on_result)
             frame = results_to_frame(results, chunk)
+            frame = pd.concat([frame, _language_columns(results)], axis=1)
+            for r in results:
+                if r.languages:
+                    question_languages[r.languages["question"]] += 1
+                    mismatch += "language_mismatch" in r.flags
+                    other_language += different(r.user_input, r.response)
             if len(seeds) > 1:
                 tick = (lambda done, total: progress(1)) if progress is not None else None
                 others = rescore(metric, chunk, seeds[1:], progress=tick)
@@ -190,6 +218,8 @@ def score_file(
     fresh = len(values) - cached + fresh_repeats  # cached rows cost ~0
     record_speed(metric, rows=fresh, seconds=seconds)
     run = FileRun(out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id)
+    run.question_languages = question_languages
+    run.language_mismatch, run.answer_other_language = mismatch, other_language
     if len(seeds) > 1:
         run.seeds, run.row_sd = seeds, np.asarray(sds, dtype=float)
         run.flips, run.near_duplicate_rows = flips, near

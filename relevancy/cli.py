@@ -15,7 +15,7 @@ import pandas as pd
 from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
 from relevancy._io import OUTPUT_FORMATS, check_text, read_table
-from relevancy._metric import is_embedded
+from relevancy._metric import PROMPT_LANGUAGES, is_embedded
 from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy._redact import redact
@@ -62,6 +62,13 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         help="what the score is: " + "; ".join(f"{k}: {v}" for k, v in MODE_DESCRIPTIONS.items()),
     )
     g.add_argument("--seed", type=int, default=0, help="sampling seed")
+    g.add_argument(
+        "--prompt-language",
+        default="answer",
+        choices=tuple(PROMPT_LANGUAGES),
+        help="the language the generator writes its questions in: "
+        + "; ".join(f"{k}: {v}" for k, v in PROMPT_LANGUAGES.items()),
+    )
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per API request")
     g.add_argument("--no-cache", action="store_true", help="bypass the persistent cache")
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
@@ -79,6 +86,7 @@ def _metric(args: argparse.Namespace, concurrency: int = 4, *, check: bool = Tru
         noncommittal=args.noncommittal,
         mode=args.mode,
         seed=args.seed,
+        prompt_language=args.prompt_language,
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,
@@ -155,6 +163,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    _print_languages(run)
     if run.row_sd is not None:
         _print_stability(run)
     for error, count in run.errors.most_common(5):
@@ -180,6 +189,19 @@ def _repeats(args: argparse.Namespace) -> int:
     if not 1 <= repeats <= MAX_REPEATS:
         raise InputError(f"--repeats must be from 1 to {MAX_REPEATS}, got {repeats}")
     return repeats
+
+
+def _print_languages(run: Any) -> None:
+    """Which languages the questions were in, and the rows whose languages do not match."""
+    if not run.question_languages:
+        return
+    seen = ", ".join(f"{n:,} {lang}" for lang, n in run.question_languages.most_common(8))
+    print(f"languages       questions: {seen}")
+    print(
+        f"mismatch        {run.language_mismatch:,} rows with generated questions in another "
+        f"language than the question (flag language_mismatch); {run.answer_other_language:,} "
+        "answers in another language than their question"
+    )
 
 
 def _print_stability(run: Any) -> None:
@@ -209,6 +231,7 @@ def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
         "strictness": args.strictness,
         "noncommittal": args.noncommittal,
         "mode": args.mode,
+        "prompt_language": args.prompt_language,
         "llm_name": metric.llm.name,
         "embeddings_name": metric.embeddings.name,
         "mode_used": metric.mode,

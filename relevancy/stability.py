@@ -93,6 +93,7 @@ def with_seed(metric: AnswerRelevancy, seed: int) -> AnswerRelevancy:
         mode=metric.mode,
         cache=metric.cache if metric.cache is not None else False,
         concurrency=metric.concurrency,
+        prompt_language=metric.prompt_language,
     )
     scorer._embedder = metric._embedder  # one embedding memo for every seed
     return scorer
