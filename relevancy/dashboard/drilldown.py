@@ -122,7 +122,7 @@ def render_result(
     with right:
         _evidence(explanation, key=key, embedder=embedder, label_chars=90 if wide else 48)
     with left if wide else right:
-        _details(result)
+        _details(result, languages=explanation.languages_line)
 
 
 def render_row(
@@ -300,7 +300,10 @@ def _sentences(e: Explanation, title: str) -> None:
         st.caption(f"Score = {e.worked_score}")  # numbers only: no user text
 
 
-def _details(result: RelevancyResult) -> None:
+def _details(result: RelevancyResult, *, languages: str = "") -> None:
+    if languages:  # question, answer, generated questions: see relevancy.language
+        mark = "⚠️ " if "another language than the question" in languages else ""
+        st.caption(f"{mark}Languages: {esc(languages)}")
     with st.expander("Details", expanded=False):
         gen_errors = [q.error for q in result.questions if q.error]
         lines = [
