@@ -39,7 +39,24 @@ SHOTS = {
     "02-dataset-results-drilldown.jpg": ("Dataset", "Noncommittal:"),
     "06-compare-demo.jpg": ("Compare", "Biggest regressions"),
     "04-embeddings.jpg": ("Embeddings", "PCA"),
+    "07-dataset-stability-language.jpg": ("Dataset", "Noncommittal:"),
 }
+
+
+def _stability_and_language(page) -> None:
+    """A French demo row in the drill-down, re-scored 5 times: its band and its languages."""
+    page.get_by_role("combobox", name="Row to inspect").click()
+    page.get_by_role("option").filter(
+        has_text="Quelle est la hauteur de la tour Eiffel"
+    ).first.click()
+    page.get_by_text("Languages: question in French").first.wait_for(timeout=120_000)
+    page.get_by_text("re-score rows k times").first.click()
+    page.get_by_role("button", name="Re-score 1 row(s) 5 times").click()
+    page.get_by_text("Stability over 5 re-scorings").first.wait_for(timeout=300_000)
+
+
+#: shots that need clicks first: name -> what to do on the page before the shot
+PREPARE = {"07-dataset-stability-language.jpg": _stability_and_language}
 
 
 def main() -> None:
@@ -88,6 +105,8 @@ def main() -> None:
             for name, (path, wait_for) in SHOTS.items():
                 page.goto(f"{url}/{path}")
                 page.get_by_text(wait_for).first.wait_for(timeout=120_000)
+                if name in PREPARE:
+                    PREPARE[name](page)
                 page.wait_for_timeout(2500)  # charts finish drawing
                 # Streamlit scrolls inside its main pane, not the document: grow the window to
                 # the pane's height so one shot holds the whole page.

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from relevancy.dashboard.stability_panel import models_mismatch
+from relevancy.dashboard.ui import esc
 from relevancy.stability import stability_from_repeats, summarize_stability
 from relevancy.store import RunInfo, RunStore, default_store_path
 
@@ -113,4 +114,4 @@ def test_sidebar_language_toggle_and_multilingual_embedder_reach_the_scores():
     line = next(c for c in captions if c.startswith("Languages: question in French"))
     assert line.endswith("the generator was asked to write in French")
     details = "\n".join(m.value for m in at.markdown)
-    assert "local:multilingual\\-e5\\-small\\-q4" in details
+    assert f"**Embeddings:** {esc('local:multilingual-e5-small-q4')}" in details
