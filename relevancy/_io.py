@@ -727,6 +727,7 @@ RESULT_COLUMNS = (
     "cached",
     "prompt_tokens",
     "completion_tokens",
+    "embedding_tokens",
 )
 
 
@@ -756,6 +757,7 @@ def result_record(r: RelevancyResult) -> dict[str, Any]:
         "cached": r.cached,
         "prompt_tokens": usage.get("prompt_tokens", math.nan),
         "completion_tokens": usage.get("completion_tokens", math.nan),
+        "embedding_tokens": usage.get("embedding_tokens", math.nan),
     }
 
 

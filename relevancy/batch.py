@@ -26,13 +26,14 @@ import pandas as pd
 from relevancy._errors import InputError
 from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
 from relevancy._metric import AnswerRelevancy
-from relevancy.estimate import cached_rows, record_speed
+from relevancy.cost import group_usage
+from relevancy.estimate import InputStats, record_speed, record_usage, usage_points
 from relevancy.importers import ImportReport
 from relevancy.language import different
 from relevancy.stability import repeat_seeds, rescore, row_stability, stability_frame
 from relevancy.store import RunStore
 
-__all__ = ["Survey", "FileRun", "survey", "score_file", "CHUNK_ROWS"]
+__all__ = ["Survey", "FileRun", "survey", "score_file", "language_columns", "CHUNK_ROWS"]
 
 #: rows read, scored and written at a time
 CHUNK_ROWS = 2000
@@ -48,6 +49,8 @@ class Survey:
     problems: list[RowProblem] = field(default_factory=list)  #: the first ``keep`` problems
     n_problems: int = 0
     source: ImportReport = field(default_factory=ImportReport)  #: the format read, in words
+    #: the rows' text as an estimate needs it (characters, a sample to measure on)
+    stats: InputStats = field(default_factory=InputStats)
 
 
 @dataclass
@@ -61,6 +64,8 @@ class FileRun:
     cached: int
     seconds: float
     run_id: int | None = None
+    #: tokens and seconds per (llm, embeddings, cached): :func:`relevancy.cost.usage_totals`
+    usage: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: with ``repeats`` > 1: the seeds and each row's sd, noncommittal flip and repeats with
     #: near-duplicate questions (see ``relevancy.stability``)
     seeds: list[int] = field(default_factory=list)
@@ -74,7 +79,7 @@ class FileRun:
     answer_other_language: int = 0
 
 
-def _language_columns(results: list[Any]) -> pd.DataFrame:
+def language_columns(results: list[Any]) -> pd.DataFrame:
     """``question_language``, ``answer_language``, ``generated_languages`` (JSON list) and
     ``prompt_language`` (what the generator was asked for, empty when not asked)."""
     langs = [r.languages or {} for r in results]
@@ -111,9 +116,8 @@ def survey(
         problems = inspector.inspect(chunk)
         found.n_problems += len(problems)
         found.problems += problems[: max(0, keep - len(found.problems))]
-        pairs = zip(chunk["user_input"], chunk["response"])
-        answers = [r for u, r in pairs if u.strip() and r.strip()]
-        found.cached += cached_rows(metric, answers)
+        found.stats.add(metric, chunk["user_input"].tolist(), chunk["response"].tolist())
+    found.cached = found.stats.cached
     found.rows, found.scoreable = inspector.rows, inspector.scoreable
     name = Path(path).name
     if not found.rows:
@@ -167,6 +171,8 @@ def score_file(
     errors: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
     cached = 0
+    usage: list[pd.DataFrame] = []
+    points: list[tuple[int, ...]] = []  # token rates are fitted on the first 2,000 fresh rows
     started = time.perf_counter()
     partial = out.with_name(out.name + ".partial.jsonl")
     with TableWriter(out) as writer, partial.open("w", encoding="utf-8") as checkpoint:
@@ -182,7 +188,7 @@ def score_file(
 
             results = metric.score_many(chunk, on_result=on_result)
             frame = results_to_frame(results, chunk)
-            frame = pd.concat([frame, _language_columns(results)], axis=1)
+            frame = pd.concat([frame, language_columns(results)], axis=1)
             for r in results:
                 if r.languages:
                     question_languages[r.languages["question"]] += 1
@@ -200,7 +206,10 @@ def score_file(
                 flips += sum(s.flips for s in stable)
                 near += sum(s.duplicate_repeats > 0 for s in stable)
                 fresh_repeats += sum(not r.cached for runs in others for r in runs)
+                usage += [group_usage(results_to_frame(runs, chunk)) for runs in others]  # billed
             writer.write(frame)
+            usage.append(group_usage(frame))
+            points += usage_points(results)[: max(0, CHUNK_ROWS - len(points))]
             if store is not None and run_id is not None:
                 store.append_results(run_id, ((start + i, r) for i, r in enumerate(results)))
                 if len(seeds) > 1:
@@ -217,7 +226,11 @@ def score_file(
     seconds = time.perf_counter() - started
     fresh = len(values) - cached + fresh_repeats  # cached rows cost ~0
     record_speed(metric, rows=fresh, seconds=seconds)
-    run = FileRun(out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id)
+    record_usage(metric, points)
+    totals = group_usage(pd.concat(usage)) if usage else pd.DataFrame()
+    run = FileRun(
+        out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id, totals
+    )
     run.question_languages = question_languages
     run.language_mismatch, run.answer_other_language = mismatch, other_language
     if len(seeds) > 1:
