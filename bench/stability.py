@@ -11,6 +11,11 @@ order), so the data set must be present (``--data``); the script exits cleanly w
     python bench/stability.py --rows 24 --repeats 5 --cache /tmp/relevancy-bench-cache
     python bench/stability.py --rows 24 --seeds 0 1 2 3 4   # the first, overlapping seeds
 
+``--json`` writes the summary (no per-seed values) for ``bench/run_all.py``; its report section
+(:func:`render`) also shows, when the record holds them, the overlapping seeds' figures
+(``overlapping``) and the same figures read from the CLI and the dashboard (``paths``, from
+``bench/stability_paths.py --json``).
+
 ``--repeats k`` uses seeds 0, N, 2N, ... (N = strictness, 3), which share no generated
 question; consecutive seeds share N-1 of their N questions (sample i uses seed + i).
 """
@@ -23,12 +28,14 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _agreement_stats import load_rows  # noqa: E402
+from _common import fmt, table  # noqa: E402
 from agreement import DEFAULT_DATA, subset_mask  # noqa: E402
 
 
@@ -42,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mode", default="focus")
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument("--json", type=Path, default=None, help="the summary, for run_all")
     args = parser.parse_args(argv)
     if not (args.data / "pairs.jsonl").exists():
         print(f"skipped: no data at {args.data} (pass --data DIR holding pairs.jsonl)")
@@ -95,6 +103,70 @@ def main(argv: list[str] | None = None) -> None:
         + "\n"
     )
     print(f"wrote {out}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
+    """The "Stability" section of RESULTS.md."""
+    mode = fig.get("mode", "focus")
+
+    def rows_of(f: dict[str, Any], label: str) -> list[list[Any]]:
+        return [
+            [f"{label}: {name}", fmt(f[name]["median_row_sd"], 3), fmt(f[name]["p95_row_sd"], 3),
+             fmt(f[name]["max_row_sd"], 3), f.get("noncommittal_flips"),
+             f.get("near_duplicate_rows")]
+            for name in (mode, "ragas")
+        ]  # fmt: skip
+
+    seeds = ", ".join(map(str, fig["seeds"]))
+    body = rows_of(fig, f"seeds {seeds}")
+    old = fig.get("overlapping")
+    if old:
+        body += rows_of(old, f"seeds {', '.join(map(str, old['seeds']))}")
+    lines = [
+        f"The first {fig['rows']} rows of HaluQuestQA's development split scored under "
+        f"{len(fig['seeds'])} generator seeds through `relevancy.stability` (what "
+        "`relevancy score --repeats` and the dashboard's *Re-score k times* call), embedded "
+        f"models, `{mode}` mode and the Ragas value of the same generations. Per-row population "
+        "sd of the score across seeds, over rows; flips: rows whose noncommittal verdict "
+        "changes between seeds; near duplicates: rows with two generated questions at cosine "
+        ">= 0.95 in some repeat.",
+        "",
+        table(
+            ["seeds: value", "median per-row sd", "p95", "max", "flips", "near duplicates"], body
+        ),  # fmt: skip
+        "",
+        "Spaced seeds (0, N, 2N, ... with N = strictness 3) share no generated question; "
+        "consecutive seeds share N-1 of their N questions (sample i uses seed + i), so they "
+        "understate the spread. The sentence view is deterministic: only the Ragas term (weight "
+        "0.3) moves with the seed, which is why the mode's sd is about a third of Ragas'.",
+    ]
+    paths = fig.get("paths")
+    if paths:
+        runs = paths["dashboard"].get("pages/5_Runs.py", {})
+        dist = paths["dashboard"].get("pages/2_Distributions.py", {})
+        cli = paths["cli"][mode]
+        path_rows = [
+            ["bench/stability.py", fmt(fig[mode]["median_row_sd"], 3),
+             fmt(fig[mode]["p95_row_sd"], 3), fig.get("noncommittal_flips"),
+             fig.get("near_duplicate_rows")],
+            ["relevancy score --repeats (score_sd column)", fmt(cli["median_row_sd"], 3),
+             fmt(cli["p95_row_sd"], 3), paths.get("cli_flips", ""), paths.get("cli_near", "")],
+            ["Runs page", runs.get("Median per-row sd"), runs.get("p95 per-row sd"),
+             runs.get("Noncommittal flips"), runs.get("Near-duplicate questions")],
+            ["Distributions page", dist.get("Median per-row sd"), dist.get("p95 per-row sd"),
+             dist.get("Noncommittal flips"), dist.get("Near-duplicate questions")],
+        ]  # fmt: skip
+        lines += [
+            "",
+            f"The same {paths['rows']} rows x {paths['repeats']} repeats from the user's paths "
+            "(`bench/stability_paths.py`: `relevancy score --repeats` into a run store, then "
+            "the Runs and Distributions pages of that run under AppTest), same cache:",
+            "",
+            table(["path", "median per-row sd", "p95", "flips", "near duplicates"], path_rows),
+        ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

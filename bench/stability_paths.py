@@ -9,7 +9,10 @@ figures. Prints the bench's figures (from its JSON), the CLI's columns summarise
 
     python bench/stability.py --rows 24 --repeats 5 --cache /tmp/relevancy-stab --out bench/out
     python bench/stability_paths.py --rows 24 --repeats 5 --cache /tmp/relevancy-stab \\
-        --bench-json bench/out/stability_dev_focus_spaced.json
+        --bench-json bench/out/stability_dev_focus_spaced.json --json bench/out/paths.json
+
+``--reuse DIR`` reads the figures again from a folder an earlier run left (its ``scored.csv``
+and ``runs.sqlite3``) instead of scoring the rows again.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", default="focus")
     p.add_argument("--cache", type=Path, required=True, help="the cache bench/stability.py used")
     p.add_argument("--bench-json", type=Path, required=True)
+    p.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    p.add_argument("--reuse", type=Path, default=None, help="an earlier run's folder")
     args = p.parse_args(argv)
     if not (args.data / "pairs.jsonl").exists():
         print(f"skipped: no data at {args.data}")
@@ -51,17 +56,19 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = load_rows(args.data)
     chosen = [r for r, m in zip(rows, subset_mask(rows, "dev")) if m][: args.rows]
-    home = Path(tempfile.mkdtemp(prefix="relevancy-stab-paths-"))
+    home = args.reuse or Path(tempfile.mkdtemp(prefix="relevancy-stab-paths-"))
     csv = home / "rows.csv"
-    pd.DataFrame([{"question": r["user_input"], "answer": r["response"]} for r in chosen]).to_csv(
-        csv, index=False
-    )
     store = home / "runs.sqlite3"
     out = home / "scored.csv"
-    argv_cli = ["score", str(csv), "-o", str(out), "-q", "--mode", args.mode,
-                "--repeats", str(args.repeats), "--cache-dir", str(args.cache),
-                "--save-run", "stability paths", "--store", str(store)]  # fmt: skip
-    assert cli(argv_cli) == 0
+    if args.reuse is None:
+        frame = pd.DataFrame(
+            [{"question": r["user_input"], "answer": r["response"]} for r in chosen]
+        )
+        frame.to_csv(csv, index=False)
+        argv_cli = ["score", str(csv), "-o", str(out), "-q", "--mode", args.mode,
+                    "--repeats", str(args.repeats), "--cache-dir", str(args.cache),
+                    "--save-run", "stability paths", "--store", str(store)]  # fmt: skip
+        assert cli(argv_cli) == 0
     table = pd.read_csv(out)
     bench = json.loads(args.bench_json.read_text())
     found = {
@@ -91,7 +98,13 @@ def main(argv: list[str] | None = None) -> int:
                                                    "Noncommittal flips",
                                                    "Near-duplicate questions")}  # fmt: skip
     found["dashboard"] = pages
+    found["rows"], found["repeats"] = len(table), int(table["repeats"].max())
+    found["cli_flips"] = int(table["noncommittal_flips"].astype(bool).sum())
+    found["cli_near"] = int((table["near_duplicates"] > 0).sum())
     print(json.dumps(found, indent=1))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(found, indent=1) + "\n")
     return 0
 
 
