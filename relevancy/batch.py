@@ -33,7 +33,15 @@ from relevancy.language import different
 from relevancy.stability import repeat_seeds, rescore, row_stability, stability_frame
 from relevancy.store import RunStore
 
-__all__ = ["Survey", "FileRun", "survey", "score_file", "language_columns", "CHUNK_ROWS"]
+__all__ = [
+    "Survey",
+    "FileRun",
+    "survey",
+    "score_file",
+    "language_columns",
+    "LANGUAGE_COLUMNS",
+    "CHUNK_ROWS",
+]
 
 #: rows read, scored and written at a time
 CHUNK_ROWS = 2000
@@ -77,6 +85,15 @@ class FileRun:
     question_languages: collections.Counter[str] = field(default_factory=collections.Counter)
     language_mismatch: int = 0
     answer_other_language: int = 0
+
+
+#: what ``relevancy score`` writes after ``relevancy._io.RESULT_COLUMNS`` (both engines)
+LANGUAGE_COLUMNS = (
+    "question_language",
+    "answer_language",
+    "generated_languages",
+    "prompt_language",
+)
 
 
 def language_columns(results: list[Any]) -> pd.DataFrame:

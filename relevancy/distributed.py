@@ -1,7 +1,8 @@
 """Scoring past one machine, on Ray Data.
 
 A ``ray.data.Dataset`` of question/answer rows goes in; the same rows come out with the
-export's result columns (``relevancy._io.RESULT_COLUMNS``, as ``relevancy score`` writes them)::
+export's result columns (``relevancy._io.RESULT_COLUMNS`` then ``relevancy.batch.LANGUAGE_COLUMNS``,
+as ``relevancy score`` writes them)::
 
     import ray
     from relevancy.distributed import score_dataset
@@ -105,7 +106,8 @@ _FLOAT_COLUMNS = (
 
 def score_batch(metric: AnswerRelevancy, batch: pd.DataFrame) -> pd.DataFrame:
     """One pandas batch scored: its rows (columns mapped by name, as ``relevancy score`` maps
-    them) followed by ``RESULT_COLUMNS``, one output row per input row, in order.
+    them) followed by ``RESULT_COLUMNS`` and ``LANGUAGE_COLUMNS``, one output row per input row,
+    in order.
 
     Rows that fail carry their error. A batch that cannot be scored at all (no question or
     answer column, a cell holding a list...) comes back with that error on every row.

@@ -691,8 +691,8 @@ def explain(
                     "warning" if low else "info",
                 )
             )
-    if "language_mismatch" in t.flags and result.languages:
-        langs = result.languages
+    if "language_mismatch" in t.flags:
+        langs = result.languages or _languages_now(result)  # a stored row keeps only its flag
         other = [g for g, d in zip(langs.get("generated") or [], langs.get("generated_differs")
                                    or []) if d]  # fmt: skip
         usable = [g for g in langs.get("generated") or [] if g]

@@ -8,6 +8,7 @@ Usage::
 
     python scripts/screenshots.py            # writes docs/01-home.jpg ...
     python scripts/screenshots.py --out /tmp/shots
+    python scripts/screenshots.py --only 07-dataset-stability-language.jpg
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ SHOTS = {
 def _stability_and_language(page) -> None:
     """A French demo row in the drill-down, re-scored 5 times: its band and its languages."""
     page.get_by_role("combobox", name="Row to inspect").click()
+    page.keyboard.type("tour Eiffel")  # the list is virtual: filter it to the French rows
     page.get_by_role("option").filter(
         has_text="Quelle est la hauteur de la tour Eiffel"
     ).first.click()
@@ -64,6 +66,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=ROOT / "docs", help="folder for the JPEGs")
     p.add_argument("--width", type=int, default=1000, help="width of the JPEGs in pixels")
     p.add_argument("--png", action="store_true", help="also keep the full-size PNGs")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="these shots only")
     args = p.parse_args()
     from PIL import Image
     from playwright.sync_api import sync_playwright
@@ -103,6 +106,8 @@ def main() -> None:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for name, (path, wait_for) in SHOTS.items():
+                if args.only and name not in args.only:
+                    continue
                 page.goto(f"{url}/{path}")
                 page.get_by_text(wait_for).first.wait_for(timeout=120_000)
                 if name in PREPARE:

@@ -74,7 +74,7 @@ def test_rescore_k_times_band_and_run_figures():
         assert metrics["Median per-row sd"] == f"{expected['median_row_sd']:.3f}"
         assert metrics["p95 per-row sd"] == f"{expected['p95_row_sd']:.3f}"
         assert metrics["Noncommittal flips"] == str(int(bool(band["noncommittal_flips"])))
-    assert any("1 rows re-scored up to 3 times" in m.value for m in at.markdown)
+    assert any("1 row re-scored up to 3 times" in m.value for m in at.markdown)
 
 
 def test_rescoring_with_other_models_than_the_run_is_refused_in_words():

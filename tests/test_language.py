@@ -106,6 +106,8 @@ def test_a_row_with_questions_in_another_language_is_flagged_and_explained():
     # a stored result (no languages kept) keeps its stored flag; an old one without it: none
     stored = RelevancyResult.from_dict({**r.to_dict(), "languages": {}})
     assert "language_mismatch" in triage(stored).flags
+    again = [x for x in explain(stored, threshold=2.0) if x.code == "language_mismatch"]
+    assert again and "3 of 3 generated questions are in English" in again[0].detail
     old = RelevancyResult.from_dict({**r.to_dict(), "languages": {}, "flags": []})
     assert "language_mismatch" not in triage(old).flags
     assert "3 of 3 in another language" in explain_result(old).languages_line  # detected now

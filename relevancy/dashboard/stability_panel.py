@@ -154,7 +154,7 @@ def rescore_panel(
     done = run_stability(info.id)
     title = "🔁 **Stability**: re-score rows k times with other generator seeds"
     if not done.empty:
-        title += f" ({len(done)} rows re-scored)"
+        title += f" ({_rows_text(len(done))} re-scored)"
     with st.expander(title, expanded=False):
         c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="bottom")
         k = c1.number_input("k (repeats)", 2, MAX_REPEATS, 5, key="ds_stab_k")
@@ -219,10 +219,14 @@ def _summary_line(table: pd.DataFrame) -> str:
     flips = int(table["noncommittal_flips"].astype(bool).sum())
     dups = int((table["near_duplicates"] > 0).sum())
     return (
-        f"{s['rows']} re-scored rows: per-row sd median {fmt(s['median_row_sd'])}, p95 "
+        f"{_rows_text(s['rows'])} re-scored: per-row sd median {fmt(s['median_row_sd'])}, p95 "
         f"{fmt(s['p95_row_sd'])}, max {fmt(s['max_row_sd'])} · noncommittal verdict flips in "
         f"{flips} · near-duplicate questions in {dups}"
     )
+
+
+def _rows_text(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def run_stability_figures(run_id: int) -> None:
@@ -236,7 +240,7 @@ def run_stability_figures(run_id: int) -> None:
         return
     s = summarize_stability(table["score_sd"].tolist())
     k = int(table["repeats"].max())
-    st.markdown(f"**Stability** · {len(table)} rows re-scored up to {k} times")
+    st.markdown(f"**Stability** · {_rows_text(len(table))} re-scored up to {k} times")
     flips = int(table["noncommittal_flips"].astype(bool).sum())
     dups = int((table["near_duplicates"] > 0).sum())
     c = st.columns(4)
