@@ -15,6 +15,7 @@ from relevancy.dashboard.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.permalink import linked_row, row_link, sync_link
 from relevancy.dashboard.runner import interrupted_job, score_run
+from relevancy.dashboard.stability_panel import rescore_panel, row_band
 from relevancy.dashboard.state import (
     active_run,
     get_store,
@@ -183,6 +184,7 @@ with c2:
 sync_link(info.id, row)
 result = run_result(info.id, row)
 record = page.iloc[by_row[row]] if row in by_row else store.inputs(info.id, [row]).iloc[0]
+rescore_panel(info, settings, page_rows=options, inspected=int(row), may_start=may_start)
 render_row(
     result,
     row,
@@ -190,4 +192,5 @@ render_row(
     key="ds_drill",
     threshold=threshold,
     embedder=embedder_for(result.embeddings, settings),
+    band=row_band(info.id, row),
 )

@@ -8,6 +8,7 @@ import streamlit as st
 from relevancy.dashboard import charts
 from relevancy.dashboard.datasets import reason_table
 from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.stability_panel import run_stability_figures
 from relevancy.dashboard.state import get_store, list_runs, run_columns, scored_run
 from relevancy.dashboard.ui import embedded_caveat, fmt, mode_text, pct
 from relevancy.summary import comparable_value, frame_modes, mode_label, summary_table
@@ -159,6 +160,7 @@ st.caption(
     "normal interval above 10,000 rows): with few rows it is wide, so differences inside it "
     "may be noise."
 )
+run_stability_figures(info.id)
 st.markdown("**Rows by main reason**")
 st.dataframe(reason_table(frame, by), key="dist_reasons")
 st.caption("Each row's one main reason (see the Dataset page's reason filter); percentages of "

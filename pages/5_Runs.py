@@ -12,6 +12,7 @@ from relevancy.dashboard.costs import current_prices, usage_metrics
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.permalink import dashboard_url
 from relevancy.dashboard.report import build_report
+from relevancy.dashboard.stability_panel import run_stability_figures
 from relevancy.dashboard.state import active_run, get_store, list_runs, set_active_run
 from relevancy.dashboard.tables import run_models, runs_table
 from relevancy.dashboard.ui import esc, fmt, mode_text
@@ -95,6 +96,7 @@ with st.container(border=True):
     if run_mode:
         st.caption(f"Scores: {mode_text(run_mode)}.")
     usage_metrics(info)
+    run_stability_figures(info.id)
     with st.expander("Settings saved with this run (never any API key)"):
         st.json(info.settings)
 

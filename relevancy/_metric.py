@@ -41,8 +41,15 @@ from relevancy._text import split_clauses, split_question_parts, split_sentences
 from relevancy.backends import Embedder, QuestionGenerator, make_embedder, make_generator
 from relevancy.backends._caching import CachedGenerator, EmbeddingService
 from relevancy.explain import triage
+from relevancy.language import detect, row_languages
 
-__all__ = ["AnswerRelevancy", "ProgressCallback"]
+__all__ = ["AnswerRelevancy", "ProgressCallback", "PROMPT_LANGUAGES"]
+
+#: what ``prompt_language`` may be, and what each means
+PROMPT_LANGUAGES = {
+    "answer": "the prompt as it is: questions in the response's language",
+    "question": "questions asked in the language of the user's question",
+}
 
 #: ``progress(done, total)`` after each row.
 ProgressCallback = Callable[[int, int], None]
@@ -78,10 +85,11 @@ class AnswerRelevancy:
         N, the number of questions generated per response (1 to 10).
     noncommittal : {"auto", "llm", "exemplars", "off"}, default "auto"
         How the noncommittal verdict is decided; see ``relevancy/_noncommittal.py``.
-    noncommittal_threshold : float, default 0.35
+    noncommittal_threshold : float, optional
         Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires (the
-        response, or the response without the question's words, whichever is closer; chosen
-        and measured in ``bench/noncommittal.py``).
+        response, or the response without the question's words, whichever is closer). Default:
+        the embedder's own ``exemplar_threshold`` when it has one (multilingual-e5), else 0.35
+        (MiniLM's, chosen and measured in ``bench/noncommittal.py``).
     mode : {"auto", "ragas", "focus", "blend"}, default "auto"
         What ``result.value`` is: ``"ragas"`` the Ragas value exactly; ``"focus"`` a
         sentence-level view that prefers short, one-note answers; ``"blend"`` half the Ragas
@@ -95,6 +103,12 @@ class AnswerRelevancy:
         Rows scored at once in batch mode. Default: 4 for the embedded generator (it runs one
         row at a time anyway), 16 for an API generator (requests mostly wait; Ragas'
         ``evaluate()`` also runs 16; 429s are retried honouring ``Retry-After``).
+    prompt_language : {"answer", "question"}, default "answer"
+        The language the generator is asked to write its questions in: ``"answer"``, the
+        prompt as it is (it asks for the language of the response); ``"question"``, the
+        language detected in the user's question (``relevancy.language``), so a French
+        question gets French questions whatever the answer's language. Every result records
+        the languages it saw in ``result.languages``.
 
     Examples
     --------
@@ -114,10 +128,11 @@ class AnswerRelevancy:
         embeddings: Embedder | None = None,
         strictness: int = 3,
         noncommittal: str = "auto",
-        noncommittal_threshold: float = DEFAULT_EXEMPLAR_THRESHOLD,
+        noncommittal_threshold: float | None = None,
         mode: str = "auto",
         cache: Cache | bool | str | None = True,
         concurrency: int | None = None,
+        prompt_language: str = "answer",
     ) -> None:
         if (
             isinstance(strictness, bool)
@@ -137,12 +152,26 @@ class AnswerRelevancy:
             isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
         ):
             raise InputError(f"concurrency must be a positive integer, got {concurrency!r}")
+        llm = make_generator("local") if llm is None else llm
+        embeddings = make_embedder("local") if embeddings is None else embeddings
+        if noncommittal_threshold is None:
+            noncommittal_threshold = float(
+                getattr(embeddings, "exemplar_threshold", DEFAULT_EXEMPLAR_THRESHOLD)
+            )
         if not (-1.0 <= float(noncommittal_threshold) <= 1.0):
             raise InputError(
                 f"noncommittal_threshold must be between -1 and 1, got {noncommittal_threshold!r}"
             )
-        llm = make_generator("local") if llm is None else llm
-        embeddings = make_embedder("local") if embeddings is None else embeddings
+        if prompt_language not in PROMPT_LANGUAGES:
+            raise InputError(
+                f"prompt_language must be one of {', '.join(PROMPT_LANGUAGES)}; got "
+                f"{prompt_language!r}"
+            )
+        if prompt_language == "question" and not getattr(llm, "supports_language", False):
+            raise InputError(
+                f"the generator {llm.name} cannot be asked for a language: use "
+                "prompt_language='answer'"
+            )
         if cache is True:
             cache = Cache()
         elif cache is False or cache is None:
@@ -156,6 +185,7 @@ class AnswerRelevancy:
         self.noncommittal = noncommittal
         self.noncommittal_threshold = float(noncommittal_threshold)
         self.concurrency = concurrency or default_concurrency(llm)
+        self.prompt_language = prompt_language
         self.mode = resolve_mode(mode, embedded=is_embedded(llm, embeddings))
         self._generator = CachedGenerator(llm, cache)
         self._embedder = EmbeddingService(embeddings, cache)
@@ -194,8 +224,11 @@ class AnswerRelevancy:
                 f"response truncated to its first {limit:,} of {len(response):,} characters "
                 "for the question generator"
             )
+        asked = None
+        if self.prompt_language == "question":
+            asked = (await asyncio.to_thread(detect, user_input))[0]
         try:
-            generated = await self._generator.agenerate(response, self.strictness)
+            generated = await self._generator.agenerate(response, self.strictness, asked)
         except Exception as exc:
             result.error = redact(f"generation failed: {exc}")
             result.reason, result.flags = "error", ["error"]
@@ -262,6 +295,10 @@ class AnswerRelevancy:
             )
         result.user_input_embedding = v.user_input.astype(float).tolist()
         result.question_embeddings = v.questions.astype(float).tolist()
+        texts = [g.question if g.usable else None for g in generated.generations]
+        result.languages = await asyncio.to_thread(
+            row_languages, user_input, response, texts, prompted=asked
+        )
         triaged = triage(result)
         result.reason, result.flags = triaged.reason, list(triaged.flags)
         result.timings = {

@@ -13,7 +13,44 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["QuestionOutput", "Example", "INSTRUCTION", "EXAMPLES", "chat_messages", "output_schema"]
+__all__ = [
+    "QuestionOutput",
+    "Example",
+    "INSTRUCTION",
+    "EXAMPLES",
+    "LANGUAGE_NAMES",
+    "language_instruction",
+    "chat_messages",
+    "output_schema",
+]
+
+#: English names of the languages ``relevancy.language`` detects (ISO 639-1, some 639-3)
+LANGUAGE_NAMES: dict[str, str] = {
+    "af": "Afrikaans", "am": "Amharic", "an": "Aragonese", "ar": "Arabic", "as": "Assamese",
+    "az": "Azerbaijani", "be": "Belarusian", "bg": "Bulgarian", "bn": "Bengali", "br": "Breton",
+    "bs": "Bosnian", "ca": "Catalan", "cs": "Czech", "cy": "Welsh", "da": "Danish",
+    "de": "German", "el": "Greek", "en": "English", "eo": "Esperanto", "es": "Spanish",
+    "et": "Estonian", "eu": "Basque", "fa": "Persian", "fi": "Finnish", "fo": "Faroese",
+    "fr": "French", "fy": "Frisian", "ga": "Irish", "gd": "Scottish Gaelic", "gl": "Galician",
+    "gu": "Gujarati", "ha": "Hausa", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian",
+    "ht": "Haitian Creole", "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian",
+    "ig": "Igbo", "is": "Icelandic", "it": "Italian", "ja": "Japanese", "jv": "Javanese",
+    "ka": "Georgian", "kk": "Kazakh", "km": "Khmer", "kn": "Kannada", "ko": "Korean",
+    "ku": "Kurdish", "ky": "Kyrgyz", "la": "Latin", "lb": "Luxembourgish", "lg": "Ganda",
+    "ln": "Lingala", "lo": "Lao", "lt": "Lithuanian", "lv": "Latvian", "mg": "Malagasy",
+    "mk": "Macedonian", "ml": "Malayalam", "mn": "Mongolian", "mr": "Marathi", "ms": "Malay",
+    "mt": "Maltese", "my": "Burmese", "ne": "Nepali", "nl": "Dutch", "nn": "Norwegian Nynorsk",
+    "no": "Norwegian", "oc": "Occitan", "om": "Oromo", "or": "Odia", "pa": "Punjabi",
+    "pl": "Polish", "ps": "Pashto", "pt": "Portuguese", "qu": "Quechua", "ro": "Romanian",
+    "ru": "Russian", "rw": "Kinyarwanda", "sa": "Sanskrit", "se": "Northern Sami",
+    "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian", "sn": "Shona", "so": "Somali",
+    "sq": "Albanian", "sr": "Serbian", "st": "Sotho", "sv": "Swedish", "sw": "Swahili",
+    "ta": "Tamil", "te": "Telugu", "tg": "Tajik", "th": "Thai", "tk": "Turkmen",
+    "tl": "Tagalog", "tr": "Turkish", "tt": "Tatar", "ug": "Uyghur", "uk": "Ukrainian",
+    "ur": "Urdu", "uz": "Uzbek", "vi": "Vietnamese", "vo": "Volapük", "wa": "Walloon",
+    "xh": "Xhosa", "yo": "Yoruba", "yue": "Cantonese", "zh": "Chinese", "zu": "Zulu",
+    "pcm": "Nigerian Pidgin", "arz": "Egyptian Arabic", "ary": "Moroccan Arabic",
+}  # fmt: skip
 
 
 class QuestionOutput(BaseModel):
@@ -64,23 +101,45 @@ EXAMPLES: tuple[Example, ...] = (
 )
 
 
+def language_instruction(language: str) -> str:
+    """The line added to the instruction when the questions must be in ``language`` (a code):
+    the language of the user's question, whatever the response's."""
+    name = LANGUAGE_NAMES.get(language, language)
+    return (
+        f"Write the question in {name}, the language the user asked in, even when the response "
+        "is in another language."
+    )
+
+
 def render_output(output: QuestionOutput) -> str:
     return json.dumps(output.model_dump(), ensure_ascii=False, separators=(",", ":"))
 
 
 def chat_messages(
-    response: str, *, examples: tuple[Example, ...] = EXAMPLES
+    response: str, *, examples: tuple[Example, ...] = EXAMPLES, language: str | None = None
 ) -> list[dict[str, str]]:
     """System instruction, few-shot turns, then the response to work on.
 
     Everything before the last message is identical for every row, so servers (and the embedded
     model) can reuse the cached prompt prefix. ``examples`` is for benchmarks comparing prompts.
+    With ``language`` (a code such as ``"fr"``), the instruction asks for the question in that
+    language, and the last message repeats it.
     """
-    messages = [{"role": "system", "content": INSTRUCTION}]
+    instruction = INSTRUCTION
+    if language:
+        instruction = (
+            INSTRUCTION.replace(" Write the question in the same language as the response.", "")
+            + " "
+            + language_instruction(language)
+        )
+    messages = [{"role": "system", "content": instruction}]
     for example in examples:
         messages.append({"role": "user", "content": f"Response: {example.response}"})
         messages.append({"role": "assistant", "content": render_output(example.output)})
-    messages.append({"role": "user", "content": f"Response: {response}"})
+    last = f"Response: {response}"
+    if language:
+        last += f"\n(Write the question in {LANGUAGE_NAMES.get(language, language)}.)"
+    messages.append({"role": "user", "content": last})
     return messages
 
 

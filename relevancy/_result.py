@@ -89,6 +89,9 @@ class RelevancyResult:
     ``ok``, ``partial``, ``padded``, ``off_topic``, ``noncommittal``, ``generator_suspect`` or
     ``error``) and ``flags`` every reason that applies, hygiene of the generated questions
     (``duplicate_questions``, ``non_questions``) included.
+    ``languages`` says which language the question, the answer and each generated question are
+    in, and which one the generator was asked for (see ``relevancy.language.row_languages``;
+    empty for results scored before it was recorded).
     """
 
     user_input: str
@@ -115,6 +118,7 @@ class RelevancyResult:
     usage: dict[str, int] = field(default_factory=dict)
     cached: bool = False
     notes: list[str] = field(default_factory=list)
+    languages: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode == "ragas" and math.isnan(self.ragas_value):
@@ -166,4 +170,5 @@ class RelevancyResult:
         data["parts"] = [dict(p) for p in data.get("parts") or []]
         data["question_parts"] = [dict(p) for p in data.get("question_parts") or []]
         data["flags"] = list(data.get("flags") or [])
+        data["languages"] = dict(data.get("languages") or {})
         return cls(value=value, ragas_value=float("nan") if ragas is None else float(ragas), **data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -15,7 +16,7 @@ import pandas as pd
 from relevancy._cache import Cache
 from relevancy._errors import InputError, RelevancyError
 from relevancy._io import OUTPUT_FORMATS, check_text, read_table
-from relevancy._metric import is_embedded
+from relevancy._metric import PROMPT_LANGUAGES, is_embedded
 from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy._redact import redact
@@ -37,6 +38,7 @@ from relevancy.estimate import estimate, measure_sample
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
+from relevancy.stability import MAX_REPEATS, NEAR_DUPLICATE, summarize_stability
 from relevancy.store import RunStore
 
 __all__ = ["main", "make_parser"]
@@ -71,6 +73,13 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         help="what the score is: " + "; ".join(f"{k}: {v}" for k, v in MODE_DESCRIPTIONS.items()),
     )
     g.add_argument("--seed", type=int, default=0, help="sampling seed")
+    g.add_argument(
+        "--prompt-language",
+        default="answer",
+        choices=tuple(PROMPT_LANGUAGES),
+        help="the language the generator writes its questions in: "
+        + "; ".join(f"{k}: {v}" for k, v in PROMPT_LANGUAGES.items()),
+    )
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per API request")
     g.add_argument("--no-cache", action="store_true", help="bypass the persistent cache")
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
@@ -88,6 +97,7 @@ def _metric(args: argparse.Namespace, concurrency: int | None = None, *, check: 
         noncommittal=args.noncommittal,
         mode=args.mode,
         seed=args.seed,
+        prompt_language=args.prompt_language,
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,
@@ -121,6 +131,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise InputError(
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
+    repeats = _repeats(args)
     metric = _metric(args, concurrency=args.concurrency, check=False)
     found = survey(args.input, metric, source_format=args.source_format)
     print(f"input           {found.source.describe()}", file=sys.stderr)
@@ -138,7 +149,15 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"sample          scored {len(measured)} rows of the file to measure these models "
               "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
         found = survey(args.input, metric, source_format=found.source.format)
-    plan = estimate(metric, found.stats)
+    stats = found.stats
+    if repeats > 1:  # every repeat is scored (its cache is not looked up: an upper bound)
+        stats = dataclasses.replace(
+            stats,
+            rows=stats.rows * repeats,
+            question_chars=stats.question_chars * repeats,
+            answer_chars=stats.answer_chars * repeats,
+        )
+    plan = estimate(metric, stats)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
     print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
     models = (plan.llm, plan.embeddings)
@@ -148,7 +167,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 0
     preflight(metric)
     store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
-    with tqdm(total=found.rows, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
+    total = found.rows * repeats
+    with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:  # fmt: skip
         run = score_file(
             metric,
@@ -160,6 +180,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             run_name=args.save_run or "",
             settings=_run_settings(args, metric),
             source_format=found.source.format,  # detected once, by the survey
+            repeats=repeats,
         )
     return _report(args, metric, run, store)
 
@@ -185,6 +206,9 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
     spent = usage_totals(run.usage, prices)
     print(f"tokens          {spent.describe_tokens()}")
     print(f"cost            {_cost_hint(spent.describe_cost(), spent.models, prices)}")
+    _print_languages(run)
+    if run.row_sd is not None:
+        _print_stability(run)
     for error, count in run.errors.most_common(5):
         print(f"failed ({count:>3})    {error[:160]}")
     _print_judge(metric)
@@ -201,6 +225,43 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
         )
         return 1
     return 0
+
+
+def _repeats(args: argparse.Namespace) -> int:
+    repeats = getattr(args, "repeats", 1)
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InputError(f"--repeats must be from 1 to {MAX_REPEATS}, got {repeats}")
+    return repeats
+
+
+def _print_languages(run: Any) -> None:
+    """Which languages the questions were in, and the rows whose languages do not match."""
+    if not run.question_languages:
+        return
+    seen = ", ".join(f"{n:,} {lang}" for lang, n in run.question_languages.most_common(8))
+    print(f"languages       questions: {seen}")
+    print(
+        f"mismatch        {run.language_mismatch:,} rows with generated questions in another "
+        f"language than the question (flag language_mismatch); {run.answer_other_language:,} "
+        "answers in another language than their question"
+    )
+
+
+def _print_stability(run: Any) -> None:
+    """The stability lines of a run scored with --repeats."""
+    s = summarize_stability(run.row_sd.tolist())
+    seeds = ", ".join(str(x) for x in run.seeds)
+    print(f"repeats         {len(run.seeds)} per row (generator seeds {seeds}; columns score_sd, "
+          "score_min, score_max, noncommittal_flips, near_duplicates)")  # fmt: skip
+    print(
+        f"stability       per-row sd median {_fmt(s['median_row_sd'])}, p95 "
+        f"{_fmt(s['p95_row_sd'])}, max {_fmt(s['max_row_sd'])} ({s['rows']:,} rows)"
+    )
+    print(
+        f"flips           {run.flips:,} rows change their noncommittal verdict between repeats; "
+        f"{run.near_duplicate_rows:,} rows have near-duplicate generated questions "
+        f"(cosine >= {NEAR_DUPLICATE})"
+    )
 
 
 def _prices(args: argparse.Namespace) -> dict[str, Price]:
@@ -223,8 +284,10 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
     from tqdm import tqdm
 
-    if args.estimate or args.save_run or args.store:
-        raise InputError("--estimate, --save-run and --store work with --engine local only")
+    if args.estimate or args.save_run or args.store or _repeats(args) > 1:
+        raise InputError(
+            "--estimate, --save-run, --store and --repeats work with --engine local only"
+        )
     source = Path(args.input)
     # by default in the working folder, as with the local engine; a folder for a folder
     out = Path(
@@ -240,6 +303,7 @@ def _score_on_ray(args: argparse.Namespace) -> int:
         "noncommittal": args.noncommittal,
         "mode": args.mode,
         "seed": args.seed,
+        "prompt_language": args.prompt_language,
         "timeout": args.timeout,
         "cache": False if args.no_cache else (args.cache_dir or True),
         "concurrency": args.concurrency,
@@ -268,6 +332,7 @@ def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
         "strictness": args.strictness,
         "noncommittal": args.noncommittal,
         "mode": args.mode,
+        "prompt_language": args.prompt_language,
         "llm_name": metric.llm.name,
         "embeddings_name": metric.embeddings.name,
         "mode_used": metric.mode,
@@ -497,6 +562,15 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="K",
+        help="score every row K times under generator seeds that share no sample (seed, "
+        "seed+N, ...): adds score_sd (population sd), score_min, score_max, ragas_sd, "
+        "noncommittal_flips and near_duplicates columns and a stability summary",
     )
     g = p.add_argument_group("engine")
     g.add_argument(

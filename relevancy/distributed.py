@@ -1,7 +1,8 @@
 """Scoring past one machine, on Ray Data.
 
 A ``ray.data.Dataset`` of question/answer rows goes in; the same rows come out with the
-export's result columns (``relevancy._io.RESULT_COLUMNS``, as ``relevancy score`` writes them)::
+export's result columns (``relevancy._io.RESULT_COLUMNS`` then ``relevancy.batch.LANGUAGE_COLUMNS``,
+as ``relevancy score`` writes them)::
 
     import ray
     from relevancy.distributed import score_dataset
@@ -60,9 +61,10 @@ from relevancy._metric import AnswerRelevancy
 from relevancy._redact import redact
 from relevancy._result import RelevancyResult
 from relevancy.backends import parse_spec
-from relevancy.batch import FileRun
+from relevancy.batch import FileRun, language_columns
 from relevancy.cost import group_usage
 from relevancy.factory import build_metric
+from relevancy.language import different
 
 __all__ = [
     "BATCH_ROWS",
@@ -104,7 +106,8 @@ _FLOAT_COLUMNS = (
 
 def score_batch(metric: AnswerRelevancy, batch: pd.DataFrame) -> pd.DataFrame:
     """One pandas batch scored: its rows (columns mapped by name, as ``relevancy score`` maps
-    them) followed by ``RESULT_COLUMNS``, one output row per input row, in order.
+    them) followed by ``RESULT_COLUMNS`` and ``LANGUAGE_COLUMNS``, one output row per input row,
+    in order.
 
     Rows that fail carry their error. A batch that cannot be scored at all (no question or
     answer column, a cell holding a list...) comes back with that error on every row.
@@ -118,7 +121,8 @@ def score_batch(metric: AnswerRelevancy, batch: pd.DataFrame) -> pd.DataFrame:
         )
         rows = batch.reset_index(drop=True)
         results = [_failed_row(metric, error) for _ in range(len(rows))]
-    return _typed(results_to_frame(results, rows))
+    # the languages seen, as `relevancy score` writes them (empty for a failed batch)
+    return pd.concat([_typed(results_to_frame(results, rows)), language_columns(results)], axis=1)
 
 
 def _failed_row(metric: AnswerRelevancy, error: str) -> RelevancyResult:
@@ -410,6 +414,9 @@ def score_path(
         summary.cached,
         time.perf_counter() - started,
         usage=group_usage(pd.concat(summary.usage)) if summary.usage else pd.DataFrame(),
+        question_languages=summary.question_languages,
+        language_mismatch=summary.language_mismatch,
+        answer_other_language=summary.answer_other_language,
     )
 
 
@@ -422,6 +429,8 @@ class _Summary:
         self.reasons: collections.Counter[str] = collections.Counter()
         self.cached = 0
         self.usage: list[pd.DataFrame] = []
+        self.question_languages: collections.Counter[str] = collections.Counter()
+        self.language_mismatch = self.answer_other_language = 0
 
     def add(self, frame: pd.DataFrame) -> None:
         self.values += frame["score"].astype(float).tolist()
@@ -429,6 +438,17 @@ class _Summary:
         self.reasons.update(r or "error" for r in frame["reason"])
         self.cached += int(frame["cached"].sum())
         self.usage.append(group_usage(frame))
+        if "question_language" in frame.columns:
+            seen = frame["question_language"].fillna("").astype(str)
+            self.question_languages.update(x for x in seen if x)
+            detected = frame[seen != ""]
+            self.language_mismatch += int(
+                detected["flags"].astype(str).str.contains("language_mismatch").sum()
+            )
+            self.answer_other_language += sum(
+                different(str(q), str(a))
+                for q, a in zip(detected["user_input"], detected["response"])
+            )
 
 
 def _tracked(

@@ -57,6 +57,7 @@ from relevancy._text import (
     split_question_parts,
     split_sentences,
 )
+from relevancy.language import describe_languages, language_name, mismatched, row_languages
 
 __all__ = [
     "REASONS",
@@ -105,6 +106,7 @@ REASONS: dict[str, str] = {
     "off_topic": "off topic: nothing in the answer is about the question",
     "partial": "partial: a part of the question is not answered",
     "padded": "padded: some sentences have nothing to do with the question",
+    "language_mismatch": "the generated questions are in another language than the question",
     "generator_suspect": "the question generator may be at fault, not the answer",
     "ok": "on topic and complete, as far as the embeddings can tell",
 }
@@ -173,6 +175,10 @@ def triage(result: RelevancyResult) -> Triage:
         flags.append("partial")
     if len(sentences) > 1 and min(sentences) < SENTENCE_LOW and max(sentences) >= SENTENCE_HIGH:
         flags.append("padded")
+    if mismatched(result.languages) or (
+        not result.languages and "language_mismatch" in result.flags  # stored, not recomputable
+    ):
+        flags.append("language_mismatch")
     flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
     reason = next((code for code in REASONS if code in flags), "ok")
     return Triage(reason, tuple(flags))
@@ -257,6 +263,14 @@ class Explanation:
     worked_ragas: str  #: e.g. ``(0.812 + 0.771 + 0.690) / 3 = 0.758``
     worked_focus: str | None  #: the focus arithmetic, or None (not a focus score, or unknown)
     worked_blend: str | None = None  #: the blend arithmetic, or None (not blend, or unknown)
+    #: the row's languages (as recorded, else detected now: see relevancy.language)
+    languages: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def languages_line(self) -> str:
+        """``question in French, answer in French; generated questions in English (3 of 3 in
+        another language than the question)``; empty when unknown."""
+        return describe_languages(self.languages)
 
     @property
     def worked_score(self) -> str | None:
@@ -528,6 +542,18 @@ def explain_result(
         worked_ragas=worked_mean(result),
         worked_focus=_worked_focus(breakdown, result) if breakdown is not None else None,
         worked_blend=_worked_blend(blend, result) if blend is not None else None,
+        languages=result.languages or _languages_now(result),
+    )
+
+
+def _languages_now(result: RelevancyResult) -> dict[str, Any]:
+    """The languages of a result scored before they were recorded (detected from its texts)."""
+    if not result.user_input.strip() or not result.response.strip():
+        return {}
+    return row_languages(
+        result.user_input,
+        result.response,
+        [q.question if q.similarity is not None else None for q in result.questions],
     )
 
 
@@ -665,6 +691,24 @@ def explain(
                     "warning" if low else "info",
                 )
             )
+    if "language_mismatch" in t.flags:
+        langs = result.languages or _languages_now(result)  # a stored row keeps only its flag
+        other = [g for g, d in zip(langs.get("generated") or [], langs.get("generated_differs")
+                                   or []) if d]  # fmt: skip
+        usable = [g for g in langs.get("generated") or [] if g]
+        names = ", ".join(sorted({language_name(g) for g in other}))
+        reasons.append(
+            Reason(
+                "language_mismatch",
+                "The generated questions are in another language than the question",
+                f"{len(other)} of {len(usable)} generated questions are in {names}, the "
+                f"question is in {language_name(langs.get('question'))}: their cosine with the "
+                "question falls for the language alone (with an English-only embedder most of "
+                "all). Ask the generator for questions in the question's language (prompt "
+                "language: question), or use a multilingual embedder.",
+                "warning" if low else "info",
+            )
+        )
     if "duplicate_questions" in t.flags:
         questions = [q.question for q in result.questions if q.similarity is not None]
         duplicates, _ = question_hygiene(questions)

@@ -37,10 +37,12 @@ def build_metric(
     timeout: float = 60.0,
     cache: Cache | bool | str | None = True,
     concurrency: int | None = None,
+    prompt_language: str = "answer",
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
-    ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator.
+    ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator;
+    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``).
     Bad settings raise :class:`relevancy.ConfigError` or :class:`relevancy.InputError` with one
     line naming the fix.
     """
@@ -58,6 +60,7 @@ def build_metric(
         mode=mode,
         cache=cache,
         concurrency=concurrency,
+        prompt_language=prompt_language,
     )
 
 

@@ -57,6 +57,7 @@ from relevancy._io import (
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
 from relevancy.cost import TOKEN_COLUMNS
+from relevancy.stability import near_duplicate_pairs
 from relevancy.summary import mode_label
 
 __all__ = [
@@ -147,6 +148,22 @@ CREATE TABLE IF NOT EXISTS questions (
     PRIMARY KEY (run_id, idx, k)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+#: rows scored again under other generator seeds (relevancy.stability): created on open, so
+#: stores of every version get it without a schema change
+_REPEATS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS repeats (
+    run_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    score REAL,
+    ragas_value REAL,
+    noncommittal INTEGER NOT NULL,
+    near_duplicates INTEGER NOT NULL,
+    questions TEXT NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx, seed)
+);
 """
 #: input columns kept in typed columns (``id`` is ``item_id``: a run has an id of its own)
 _TYPED = {"user_input": "user_input", "response": "response", "variant": "variant", "id": "item_id"}
@@ -414,8 +431,9 @@ class RunStore:
             ).fetchone()
             if old:
                 self._migrate_v1(db)
+                db.executescript(_REPEATS_SCHEMA)
             else:
-                db.executescript(_SCHEMA)
+                db.executescript(_SCHEMA + _REPEATS_SCHEMA)
                 have = {r[1] for r in db.execute("PRAGMA table_info(results)")}
                 with db:
                     for column, kind in _ADDED.items():
@@ -532,6 +550,7 @@ class RunStore:
             with db:
                 for table in ("questions", "results", "inputs"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+                db.execute("DELETE FROM repeats WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         finally:
             db.close()
@@ -582,8 +601,8 @@ class RunStore:
     def version(self, run_id: int) -> str:
         """Changes whenever the run changes (for caches keyed on a run)."""
         rows = self._run(
-            "SELECT r.updated, r.name, (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id) "
-            "FROM runs r WHERE r.id = ?",
+            "SELECT r.updated, r.name, (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id), "
+            "(SELECT COUNT(*) FROM repeats y WHERE y.run_id = r.id) FROM runs r WHERE r.id = ?",
             (int(run_id),),
         )
         return "|".join(str(v) for v in rows[0]) if rows else "missing"
@@ -877,6 +896,58 @@ class RunStore:
 
     def set_meta(self, key: str, value: str) -> None:
         self._run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # repeats (stability) -----------------------------------------------------------------
+    def append_repeats(self, run_id: int, items: Iterable[tuple[int, int, RelevancyResult]]) -> int:
+        """Store rows scored again: ``items`` are ``(row_index, seed, result)`` (a row scored
+        again under a seed it already has replaces that repeat); returns the count."""
+        now = _now()
+        rows = [
+            (
+                run_id, int(idx), int(seed), _num(r.value), _num(r.ragas_value),
+                int(bool(r.noncommittal)), near_duplicate_pairs(r),
+                json.dumps([q.question for q in r.questions], ensure_ascii=False), now,
+            )
+            for idx, seed, r in items
+        ]  # fmt: skip
+        if not rows:
+            return 0
+        self._require(run_id)
+        db = self._connect()
+        try:
+            with db:
+                db.executemany(f"INSERT OR REPLACE INTO repeats VALUES ({_marks(9)})", rows)
+                db.execute("UPDATE runs SET updated = ? WHERE id = ?", (now, run_id))
+        finally:
+            db.close()
+        return len(rows)
+
+    def repeats(self, run_id: int, rows: Sequence[int] | None = None) -> pd.DataFrame:
+        """The run's repeats (all, or of ``rows``): ``row``, ``seed``, ``score``,
+        ``ragas_value``, ``noncommittal``, ``near_duplicates``, ``questions`` (a list)."""
+        sql = (
+            "SELECT idx, seed, score, ragas_value, noncommittal, near_duplicates, questions "
+            "FROM repeats WHERE run_id = ?"
+        )
+        params: list[Any] = [int(run_id)]
+        if rows is not None:
+            wanted = [int(r) for r in rows]
+            if not wanted:
+                sql += " AND 0"
+            else:
+                sql += f" AND idx IN ({_marks(len(wanted))})"
+                params += wanted
+        found = self._run(sql + " ORDER BY idx, seed", params)
+        frame = pd.DataFrame(
+            found,
+            columns=["row", "seed", "score", "ragas_value", "noncommittal", "near_duplicates",
+                     "questions"],
+        )  # fmt: skip
+        for name in ("score", "ragas_value"):
+            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
+        frame["noncommittal"] = frame["noncommittal"].astype(bool)
+        frame["questions"] = [json.loads(q) for q in frame["questions"]]
+        return frame
 
     # migration ---------------------------------------------------------------------------
     def _migrate_v1(self, db: sqlite3.Connection) -> None:

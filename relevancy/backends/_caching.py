@@ -35,23 +35,30 @@ class CachedGenerator:
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint()
 
-    def key(self, response: str, n: int) -> str:
-        """The cache key of ``response``'s ``n`` generations with this generator."""
-        return cache_key(self.inner.fingerprint(), "generations", response, n)
+    def key(self, response: str, n: int, language: str | None = None) -> str:
+        """The cache key of ``response``'s ``n`` generations with this generator (asked for
+        questions in ``language``, when given: the language and its prompt join the key)."""
+        if language is None:
+            return cache_key(self.inner.fingerprint(), "generations", response, n)
+        asked = {**self.inner.fingerprint(), **self.inner.language_fingerprint(language)}
+        return cache_key(asked, "generations", response, n)
 
-    async def agenerate(self, response: str, n: int) -> GenerationSet:
-        """Generations for ``response``; rows with the same response share one generation."""
+    async def agenerate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
+        """Generations for ``response``; rows with the same response share one generation.
+
+        With ``language``, the generator is asked for questions in that language (a generator
+        with ``supports_language``)."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._in_flight = loop, {}
-        key = self.key(response, n)
+        key = self.key(response, n, language)
         running = self._in_flight.get(key)
         if running is not None:  # a duplicate row of the same batch: wait for the first one
             return await asyncio.shield(running)
         future: asyncio.Future[GenerationSet] = loop.create_future()
         self._in_flight[key] = future
         try:
-            result = await self._generate(key, response, n)
+            result = await self._generate(key, response, n, language)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: duplicates re-raise it, nobody else must
@@ -62,12 +69,17 @@ class CachedGenerator:
         finally:
             self._in_flight.pop(key, None)
 
-    async def _generate(self, key: str, response: str, n: int) -> GenerationSet:
+    async def _generate(
+        self, key: str, response: str, n: int, language: str | None = None
+    ) -> GenerationSet:
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get_generations, key)
             if hit is not None:
                 return hit
-        result = await self.inner.agenerate(response, n)
+        if language is None:
+            result = await self.inner.agenerate(response, n)
+        else:
+            result = await self.inner.agenerate(response, n, language=language)  # type: ignore[call-arg]
         if self.cache is not None and result.cacheable:
             await asyncio.to_thread(self.cache.put_generations, key, result)
         return result

