@@ -41,7 +41,26 @@ SHOTS = {
     "06-compare-demo.jpg": ("Compare", "Biggest regressions"),
     "04-embeddings.jpg": ("Embeddings", "PCA"),
     "07-dataset-stability-language.jpg": ("Dataset", "Noncommittal:"),
+    # run 1: the demo scored through the test server, billed as gpt-4o-mini (see _priced_run)
+    "05-runs-cost.jpg": ("Runs?run=1", "Tokens billed"),
 }
+PRICED_RUN = "demo via the test server, billed as gpt-4o-mini"
+
+
+def _priced_run(env: dict[str, str]) -> None:
+    """Save a run with API token counts (run #1 of the fresh store) for the cost view: the demo
+    scored by ``relevancy score`` against the toy OpenAI-compatible server under the model names
+    of the default price table, so the Runs page shows its tokens and what they would cost."""
+    import subprocess
+
+    from relevancy.testing.openai_server import OpenAICompatServer
+
+    with OpenAICompatServer() as srv:
+        cmd = [str(Path(sys.executable).with_name("relevancy")), "score", "relevancy/data/demo.csv",
+               "-o", str(Path(env["RELEVANCY_CACHE_DIR"]) / "priced.csv"), "-q",
+               "--llm", "openai:gpt-4o-mini", "--embeddings", "openai:text-embedding-3-small",
+               "--base-url", srv.base_url, "--save-run", PRICED_RUN]  # fmt: skip
+        subprocess.run(cmd, env=dict(env, OPENAI_API_KEY="test"), cwd=ROOT, check=True)
 
 
 def _stability_and_language(page) -> None:
@@ -97,6 +116,8 @@ def main() -> None:
         stop_timeout=20,
         name="streamlit",
     )
+    if args.only is None or "05-runs-cost.jpg" in args.only:
+        _priced_run(env)
     try:
         try:
             server.start()
