@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from relevancy._cache import Cache
@@ -20,8 +21,9 @@ from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy._redact import redact
 from relevancy._stats import summarize
+from relevancy.agreement import agreement
 from relevancy.backends import BACKEND_SPECS
-from relevancy.batch import CHUNK_ROWS, score_file, survey
+from relevancy.batch import CHUNK_ROWS, FileRun, score_file, survey
 from relevancy.compare import regression_check
 from relevancy.estimate import estimate
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
@@ -110,8 +112,15 @@ def cmd_score(args: argparse.Namespace) -> int:
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
     metric = _metric(args, concurrency=args.concurrency, check=False)
-    found = survey(args.input, metric, source_format=args.source_format)
+    found = survey(
+        args.input, metric, source_format=args.source_format, label_column=args.label_column
+    )
     print(f"input           {found.source.describe()}", file=sys.stderr)
+    if found.label_column:
+        print(f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
+              file=sys.stderr)  # fmt: skip
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
     for problem in found.problems:
         print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
     if found.n_problems > len(found.problems):
@@ -135,6 +144,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             run_name=args.save_run or "",
             settings=_run_settings(args, metric),
             source_format=found.source.format,  # detected once, by the survey
+            label_column=found.label_column,
         )
     stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
@@ -149,6 +159,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     print(f"median          {_fmt(stats['median'])}")
     print(f"below {args.threshold:<9} {_fmt(100 * stats['below_threshold'], 1)}%")
     print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
+    _print_chance(run)
+    _print_agreement(run)
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
     for error, count in run.errors.most_common(5):
@@ -167,6 +179,49 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _print_chance(run: FileRun) -> None:
+    """What unrelated pairs score with this embedder, and the rows scoring no better (their
+    Ragas value; noncommittal rows, zeroed on purpose, aside)."""
+    if run.chance is None:
+        return
+    ragas = run.ragas if run.ragas is not None else run.values
+    answered = np.isfinite(ragas)
+    if run.noncommittal is not None:
+        answered &= ~run.noncommittal
+    below = int((ragas[answered] < run.chance.p95).sum())
+    what = "" if np.array_equal(ragas, run.values, equal_nan=True) else " (Ragas value)"
+    rows = "1 row scores" if below == 1 else f"{below:,} rows score"
+    print(f"chance          {run.chance.describe()}; {rows} below that{what}")
+    if run.negative:
+        print(f"negative cosine {run.negative:,} rows have a generated question with a negative "
+              "cosine to the question (counted as it is in the mean)")  # fmt: skip
+
+
+def _print_agreement(run: FileRun) -> None:
+    """The scores' agreement with the human labels (AUROC or Spearman, best threshold)."""
+    if run.labels is None:
+        return
+    a = agreement(run.values, run.labels, groups=run.groups)
+    if not a.rows:
+        print("labels          no labelled row has a score")
+        return
+    split = (
+        f"{a.positives:,} at or above {a.cut:g}, {a.negatives:,} below"
+        if a.cut is not None
+        else f"{a.positives:,} good, {a.negatives:,} bad"
+    )
+    print(f"labels          {a.rows:,} rows ({a.kind}: {split}) on {a.questions:,} questions")
+    if a.kind == "graded":
+        print(f"spearman        {a.spearman.format()}")
+    print(f"auroc           {a.auroc.format()}")
+    if math.isfinite(a.threshold.value):
+        print(f"best threshold  {a.threshold.format()}")
+        print(f"precision       {a.precision.format()} at that threshold")
+        print(f"recall          {a.recall.format()}")
+    for note in a.notes:
+        print(f"note            {note}")
 
 
 def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
@@ -387,6 +442,15 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+    )
+    p.add_argument(
+        "--label-column",
+        default=None,
+        metavar="COL",
+        help="column of human labels: binary (1/0, yes/no, true/false, relevant/irrelevant, "
+        "good/bad) or graded (numbers); the summary then gives the scores' AUROC or Spearman "
+        "and the best threshold (default: a column named label, human_score, rating or "
+        "relevant; '' for none)",
     )
     _add_backend_options(p)
     p.set_defaults(func=cmd_score)
