@@ -10,6 +10,7 @@ import streamlit as st
 from relevancy import RelevancyError, apply_mapping
 from relevancy.dashboard import datasets
 from relevancy.dashboard.drilldown import render_row
+from relevancy.dashboard.labels import chance_for
 from relevancy.dashboard.models import embedder_for, estimate_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.runner import interrupted_job, score_run
@@ -171,4 +172,6 @@ render_row(
     key="ds_drill",
     threshold=threshold,
     embedder=embedder_for(result.embeddings, settings),
+    run_id=info.id,
+    chance=chance_for(info.id, result.embeddings),
 )
