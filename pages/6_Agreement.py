@@ -13,9 +13,11 @@ from relevancy.dashboard.labels import (
     disagreement_tables,
     label_scale,
     run_agreement,
+    run_chance,
 )
 from relevancy.dashboard.models import embedder_for
 from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.reference import add_band
 from relevancy.dashboard.state import get_store, input_columns, run_result, scored_run
 from relevancy.dashboard.ui import mode_text, row_label
 
@@ -55,15 +57,27 @@ for note in view.overall.notes:
     st.caption(note)
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(score_label_chart(view), key="agr_chart")
+    chart = score_label_chart(view)
+    if info.mode == "ragas":  # scores are Ragas values: where unrelated pairs score, shaded
+        levels = run_chance(info.id)
+        add_band(chart, max(levels.values(), key=lambda c: c.rows, default=None), axis="y")
+    st.plotly_chart(chart, key="agr_chart")
 with right:
-    st.markdown("**By variant**" if view.by_group else "**Figures**")
-    st.dataframe(figures_table(view), hide_index=True, key="agr_table")
+    st.markdown("**How to read it**")
     st.caption(
-        "AUROC: chance that a good answer outscores a bad one (0.5 = coin). Best threshold: "
-        "the score that best separates them (max recall − false-positive rate), with the "
-        "precision and recall of calling answers at or above it good."
+        "**AUROC**: the chance that a good answer outscores a bad one (0.5 is a coin, 1 is "
+        "perfect). **Best threshold**: the score that best separates them (highest recall minus "
+        "false-positive rate); **precision** and **recall** are those of calling the answers at "
+        "or above it good. Each figure has its 95% interval: resampled by question, so answers "
+        "to one question move together."
+        + (
+            " **Spearman**: the rank correlation of scores and graded labels."
+            if kind == "graded"
+            else ""
+        )  # fmt: skip
     )
+st.markdown("**By variant**" if view.by_group else "**Figures**")
+st.dataframe(figures_table(view), hide_index=True, key="agr_table")
 
 st.subheader("Where the score and the label disagree", anchor=False)
 st.caption(

@@ -39,6 +39,7 @@ SHOTS = {
     "02-dataset-results-drilldown.jpg": ("Dataset", "Noncommittal:"),
     "06-compare-demo.jpg": ("Compare", "Biggest regressions"),
     "04-embeddings.jpg": ("Embeddings", "PCA"),
+    "07-agreement.jpg": ("Agreement", "Where the score and the label disagree"),
 }
 
 

@@ -46,24 +46,29 @@ def run_chance(
 
 def add_band(fig: go.Figure, level: ChanceLevel | None, *, axis: str = "x") -> go.Figure:
     """Shade where unrelated pairs score (5th to 95th percentile) and mark their median, on the
-    score axis (``"x"``: histogram, ECDF; ``"y"``: box/violin); no ``level``: ``fig`` as is."""
+    score axis (``"x"``: histogram, ECDF; ``"y"``: box/violin), cut to the axis's range when it
+    has one; no ``level``: ``fig`` as is."""
     if level is None:
         return fig
-    name = f"unrelated pairs ({level.short_name})"
+    note = dict(
+        annotation_text=f"unrelated pairs, {level.short_name} (5-95%; median {level.median:.2f})",
+        annotation_position="top left",
+        annotation_font=dict(color="#334155", size=11),
+        annotation_bgcolor="rgba(255,255,255,0.85)",
+    )
     shape = dict(fillcolor=BAND_COLOR, opacity=0.14, line_width=0, layer="below")
     line = dict(color=BAND_COLOR, width=1.5, dash="dot")
+    # within the axis's range when it has one (plotly hides a note anchored outside it)
+    shown = (fig.layout.xaxis if axis == "x" else fig.layout.yaxis).range
+    low, high = level.p5, level.p95
+    if shown is not None:
+        low, high = max(low, shown[0]), min(high, shown[1])
     if axis == "x":
-        fig.add_vrect(x0=level.p5, x1=level.p95, **shape)
-        fig.add_vline(
-            x=level.median, line=line, annotation_text=f"{name}: {level.median:.2f}",
-            annotation_position="bottom right", annotation_font=dict(color=BAND_COLOR, size=11),
-        )  # fmt: skip
+        fig.add_vrect(x0=low, x1=high, **shape, **note)
+        fig.add_vline(x=level.median, line=line)
     else:
-        fig.add_hrect(y0=level.p5, y1=level.p95, **shape)
-        fig.add_hline(
-            y=level.median, line=line, annotation_text=f"{name}: {level.median:.2f}",
-            annotation_position="bottom right", annotation_font=dict(color=BAND_COLOR, size=11),
-        )  # fmt: skip
+        fig.add_hrect(y0=low, y1=high, **shape, **note)
+        fig.add_hline(y=level.median, line=line)
     return fig
 
 
