@@ -42,7 +42,7 @@ from _common import fmt, table  # noqa: E402
 RESULTS_DIR = BENCH / "results"
 RESULTS_MD = BENCH / "RESULTS.md"
 #: measured once and kept (their last JSON is re-rendered); run them with --all or --only
-EXTRA = {"omp_wait", "speedups"}
+EXTRA = {"omp_wait", "speedups", "one_slot"}
 NO_JSON = {"agreement"}  # benches that print figures but take no --json
 KEEP_SECTIONS = ("Agreement with people", "Stability", "Findings and proposals", "Judge check")
 
@@ -80,6 +80,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
             "20",
         ],
     ),
+    # ours against Ragas on the toy server as a remote API (latency, tokens, n, usage)
+    "vs_ragas_api": (
+        "vs_ragas_api.py",
+        ["--rows", "120", "--chunks", "2"],
+        ["--rows", "8", "--chunks", "2", "--equal", "4", "--one-rows", "4", "--no-legacy"],
+    ),
     "cache": (
         "cache.py",
         ["--rows", "1000", "--embedded-rows", "12"],
@@ -90,8 +96,20 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         ["--sizes", "10000", "100000", "--cli-rows", "10000", "100000"],
         ["--sizes", "300", "--cli-rows", "300"],
     ),
+    # Ray workers 1/2/4 against a latency-bound toy server; Ray's cost on a small run
+    "ray_scaling": (
+        "ray_scaling.py",
+        ["--rows", "400", "--rounds", "2"],
+        ["--rows", "40", "--rounds", "1", "--small-rows", "8"],
+    ),
     # reason codes against the demo's and the judge check set's hand labels
     "reasons": ("reasons.py", [], []),
+    # the estimate before a run (tokens, time) against the run that followed
+    "estimate_error": (
+        "estimate_error.py",
+        ["--rows", "60", "--sample", "10"],
+        ["--rows", "6", "--sample", "5"],
+    ),
     # the agreement harness (another engineer's): its cheap step, the baselines; its own
     # report goes in the "Agreement with people" section, which is kept as written
     "agreement": (
@@ -119,6 +137,12 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         ["--rows", "24", "--chunks", "4"],
         ["--rows", "4", "--chunks", "2"],
     ),
+    # our concurrency 1/2/4 on llama.cpp's one-slot server (the proposal in RESULTS.md)
+    "one_slot": (
+        "one_slot.py",
+        ["--rows", "10", "--rounds", "2"],
+        ["--rows", "2", "--rounds", "1"],
+    ),
     # candidate speed-ups (settings and bench-side wrappers), beyond the benches
     "speedups": (
         "throughput.py",
@@ -139,13 +163,17 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
 SECTIONS: dict[str, tuple[str, str, str]] = {
     "throughput": ("1. Throughput, embedded default", "throughput", "render"),
     "vs_ragas": ("2. Against Ragas on the same server", "vs_ragas", "render"),
+    "vs_ragas_api": ("2b. Against Ragas on a remote API", "vs_ragas_api", "render"),
     "dashboard_scale": ("4. Dashboard at scale", "dashboard_scale", "render"),
     "cache": ("5. Cache", "cache", "render"),
+    "ray_scaling": ("6. Scaling out on Ray", "ray_scaling", "render"),
     "modes": ("Time per row of each scoring mode", "modes", "render"),
     "noncommittal": ("Noncommittal detection", "noncommittal", "render"),
     "reasons": ("Reason codes against hand labels", "reasons", "render"),
+    "estimate_error": ("Estimate before a run", "estimate_error", "render"),
     "completeness": ("Completeness candidates", "completeness", "render"),
     "speedups": ("Speed-ups tried", "throughput", "render_speedups"),
+    "one_slot": ("Concurrency on a one-slot server", "one_slot", "render"),
     "omp_wait": ("OpenMP waiting policy (measurement trap and proposal)", "omp_wait", "render"),
 }
 
@@ -183,6 +211,7 @@ def machine() -> dict[str, Any]:
         "streamlit",
         "umap-learn",
         "numba",
+        "ray",
     ):
         try:
             versions[pkg] = metadata.version(pkg)

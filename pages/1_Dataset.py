@@ -9,9 +9,10 @@ import streamlit as st
 
 from relevancy import RelevancyError, apply_mapping
 from relevancy.dashboard import datasets
+from relevancy.dashboard.costs import estimate_panel
 from relevancy.dashboard.drilldown import render_row
 from relevancy.dashboard.labels import chance_for
-from relevancy.dashboard.models import embedder_for, estimate_for, generator_limit, get_metric
+from relevancy.dashboard.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.runner import interrupted_job, score_run
 from relevancy.dashboard.state import (
@@ -61,10 +62,12 @@ def _new_run() -> None:
         frame, mapping, long_text=generator_limit(settings), embedded=settings.embedded
     )
     show_preview_and_issues(frame, issues)
-    if mapping.get("response") in frame.columns:
-        plan = estimate_for(settings, frame[mapping["response"]].astype(str).tolist())
-        if plan is not None:
-            st.caption(f"⏱️ Estimate: {plan.describe()}.")
+    if mapping.get("response") in frame.columns and mapping.get("user_input") in frame.columns:
+        estimate_panel(
+            settings,
+            frame[mapping["user_input"]].astype(str).tolist(),
+            frame[mapping["response"]].astype(str).tolist(),
+        )
     stamp = datetime.now().strftime("%Y-%m-%d %H:%M")
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     name = c1.text_input(

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 
-import pandas as pd
 import streamlit as st
 
 from relevancy import RelevancyError
+from relevancy.dashboard.costs import current_prices, usage_metrics
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.report import build_report
 from relevancy.dashboard.state import active_run, get_store, list_runs, set_active_run
+from relevancy.dashboard.tables import run_models, runs_table
 from relevancy.dashboard.ui import esc, fmt, mode_text
 from relevancy.store import RunStore, import_demo
 
@@ -37,35 +37,7 @@ if not runs:
     st.stop()
 
 
-def _models(settings_: dict) -> str:
-    llm = settings_.get("llm_name") or settings_.get("llm", "")
-    emb = settings_.get("embeddings_name") or settings_.get("embeddings", "")
-    return f"{llm} + {emb}"
-
-
-with_ragas = any((r.mode or r.resume_mode) not in ("", "ragas") for r in runs)
-table = pd.DataFrame(
-    [
-        {
-            "id": r.id,
-            "name": r.name,
-            "created": r.created.replace("T", " ")[:16],
-            "status": r.status,
-            "rows": f"{r.n_scored}/{r.n_rows}",
-            "mode": (r.mode or r.resume_mode),
-            "mean": None if math.isnan(r.mean) else r.mean,
-            **(
-                {"ragas_mean": None if math.isnan(r.ragas_mean) else r.ragas_mean}
-                if with_ragas
-                else {}
-            ),
-            "models": _models(r.settings),
-            "strictness": r.settings.get("strictness"),
-            "source": r.source,
-        }
-        for r in runs
-    ]
-)
+table = runs_table(runs, current_prices())
 
 
 def _pick() -> None:
@@ -93,6 +65,12 @@ st.dataframe(
             "comparable across runs.",
         ),
         "name": st.column_config.TextColumn(width="medium"),
+        "tokens": st.column_config.TextColumn(
+            "tokens", help="Tokens billed: generation in + out, and embeddings"
+        ),
+        "cost": st.column_config.TextColumn(
+            "cost", help="At the sidebar's Prices table; unknown when a model has no price"
+        ),
     },
 )
 
@@ -109,11 +87,13 @@ with st.container(border=True):
     if run_mode not in ("", "ragas"):
         c[3].metric("Mean Ragas value", fmt(info.ragas_mean), border=True)
     st.caption(
-        f"Created {info.created} · source {esc(info.source or '?')} · {esc(_models(info.settings))}"
+        f"Created {info.created} · source {esc(info.source or '?')} · "
+        f"{esc(run_models(info.settings))}"
         f" · noncommittal {esc(info.settings.get('noncommittal', '?'))}"
     )
     if run_mode:
         st.caption(f"Scores: {mode_text(run_mode)}.")
+    usage_metrics(info)
     with st.expander("Settings saved with this run (never any API key)"):
         st.json(info.settings)
 

@@ -753,6 +753,7 @@ RESULT_COLUMNS = (
     "cached",
     "prompt_tokens",
     "completion_tokens",
+    "embedding_tokens",
 )
 
 
@@ -782,6 +783,7 @@ def result_record(r: RelevancyResult) -> dict[str, Any]:
         "cached": r.cached,
         "prompt_tokens": usage.get("prompt_tokens", math.nan),
         "completion_tokens": usage.get("completion_tokens", math.nan),
+        "embedding_tokens": usage.get("embedding_tokens", math.nan),
     }
 
 

@@ -50,6 +50,15 @@ ProgressCallback = Callable[[int, int], None]
 ResultCallback = Callable[[int, RelevancyResult], None]
 
 
+#: rows at once when not given: the embedded generator serialises rows, API requests mostly wait
+EMBEDDED_CONCURRENCY, API_CONCURRENCY = 4, 16
+
+
+def default_concurrency(llm: Any) -> int:
+    """Rows scored at once by default with this generator (see ``AnswerRelevancy``)."""
+    return EMBEDDED_CONCURRENCY if getattr(llm, "embedded", False) else API_CONCURRENCY
+
+
 class AnswerRelevancy:
     """Answer Relevancy of a response to a user's question (the Ragas definition).
 
@@ -82,8 +91,10 @@ class AnswerRelevancy:
         Ragas value in every mode.
     cache : Cache, bool or path, default True
         ``True``: the user cache folder; ``False``/``None``: no cache; a path or a ``Cache``.
-    concurrency : int, default 4
-        Rows scored at once in batch mode.
+    concurrency : int, optional
+        Rows scored at once in batch mode. Default: 4 for the embedded generator (it runs one
+        row at a time anyway), 16 for an API generator (requests mostly wait; Ragas'
+        ``evaluate()`` also runs 16; 429s are retried honouring ``Retry-After``).
 
     Examples
     --------
@@ -106,7 +117,7 @@ class AnswerRelevancy:
         noncommittal_threshold: float = DEFAULT_EXEMPLAR_THRESHOLD,
         mode: str = "auto",
         cache: Cache | bool | str | None = True,
-        concurrency: int = 4,
+        concurrency: int | None = None,
     ) -> None:
         if (
             isinstance(strictness, bool)
@@ -122,7 +133,9 @@ class AnswerRelevancy:
             check_mode(mode)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        if not isinstance(concurrency, int) or concurrency < 1:
+        if concurrency is not None and (
+            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+        ):
             raise InputError(f"concurrency must be a positive integer, got {concurrency!r}")
         if not (-1.0 <= float(noncommittal_threshold) <= 1.0):
             raise InputError(
@@ -142,7 +155,7 @@ class AnswerRelevancy:
         self.strictness = strictness
         self.noncommittal = noncommittal
         self.noncommittal_threshold = float(noncommittal_threshold)
-        self.concurrency = concurrency
+        self.concurrency = concurrency or default_concurrency(llm)
         self.mode = resolve_mode(mode, embedded=is_embedded(llm, embeddings))
         self._generator = CachedGenerator(llm, cache)
         self._embedder = EmbeddingService(embeddings, cache)
@@ -196,7 +209,7 @@ class AnswerRelevancy:
         plan = _EmbeddingPlan.make(user_input, response, usable, detector)
         t0 = time.perf_counter()
         try:
-            vectors = await self._embedder.embed(plan.texts)
+            vectors, embedded_tokens = await self._embedder.embed_counted(plan.texts)
         except Exception as exc:
             result.error = redact(f"embedding failed: {exc}")
             result.reason, result.flags = "error", ["error"]
@@ -207,6 +220,8 @@ class AnswerRelevancy:
             result.timings = {"generation_s": t_gen, "total_s": time.perf_counter() - started}
             return result
         t_emb = time.perf_counter() - t0
+        if embedded_tokens is not None:
+            result.usage["embedding_tokens"] = embedded_tokens
         v = plan.split(vectors)
         sims = cosine_similarities(v.questions, v.user_input) if usable else np.zeros(0)
         result.answer_similarity = float(cosine_similarities(v.response[None, :], v.user_input)[0])

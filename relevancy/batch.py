@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from relevancy._errors import InputError
 from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
 from relevancy._metric import AnswerRelevancy
 from relevancy.agreement import parse_labels
 from relevancy.chance import MAX_ROWS, ChanceLevel, chance_level
-from relevancy.estimate import cached_rows, record_speed
+from relevancy.cost import group_usage
+from relevancy.estimate import InputStats, record_speed, record_usage, usage_points
 from relevancy.importers import ImportReport
 from relevancy.store import RunStore
 
@@ -52,6 +54,8 @@ class Survey:
     label_column: str | None = None
     labelled: int = 0  #: rows with a human label
     notes: list[str] = field(default_factory=list)  #: e.g. a label column that is not one
+    #: the rows' text as an estimate needs it (characters, a sample to measure on)
+    stats: InputStats = field(default_factory=InputStats)
 
 
 @dataclass
@@ -71,6 +75,8 @@ class FileRun:
     groups: np.ndarray | None = None  #: each row's question (a hash), when there are labels
     chance: ChanceLevel | None = None  #: what unrelated pairs of this file's rows score
     negative: int = 0  #: rows with a generated question at a negative cosine to the question
+    #: tokens and seconds per (llm, embeddings, cached): :func:`relevancy.cost.usage_totals`
+    usage: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def survey(
@@ -114,9 +120,8 @@ def survey(
         problems = inspector.inspect(chunk)
         found.n_problems += len(problems)
         found.problems += problems[: max(0, keep - len(found.problems))]
-        pairs = zip(chunk["user_input"], chunk["response"])
-        answers = [r for u, r in pairs if u.strip() and r.strip()]
-        found.cached += cached_rows(metric, answers)
+        found.stats.add(metric, chunk["user_input"].tolist(), chunk["response"].tolist())
+    found.cached = found.stats.cached
     found.rows, found.scoreable = inspector.rows, inspector.scoreable
     name = Path(path).name
     if not found.rows:
@@ -171,6 +176,8 @@ def score_file(
     errors: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
     cached = 0
+    usage: list[pd.DataFrame] = []
+    points: list[tuple[int, ...]] = []  # token rates are fitted on the first 2,000 fresh rows
     started = time.perf_counter()
     partial = out.with_name(out.name + ".partial.jsonl")
     with TableWriter(out) as writer, partial.open("w", encoding="utf-8") as checkpoint:
@@ -191,7 +198,10 @@ def score_file(
                     progress(1)
 
             results = metric.score_many(chunk, on_result=on_result)
-            writer.write(results_to_frame(results, chunk))
+            frame = results_to_frame(results, chunk)
+            writer.write(frame)
+            usage.append(group_usage(frame))
+            points += usage_points(results)[: max(0, CHUNK_ROWS - len(points))]
             if store is not None and run_id is not None:
                 store.append_results(run_id, ((start + i, r) for i, r in enumerate(results)))
             values += [r.value for r in results]
@@ -215,12 +225,14 @@ def score_file(
     partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - started
     record_speed(metric, rows=len(values) - cached, seconds=seconds)  # cached rows cost ~0
+    record_usage(metric, points)
+    totals = group_usage(pd.concat(usage)) if usage else pd.DataFrame()
     return FileRun(
         out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id,
         ragas=np.asarray(ragas, dtype=float), noncommittal=np.asarray(noncommittal, dtype=bool),
         labels=np.concatenate(labels) if labels else None,
         groups=np.asarray(groups, dtype=np.int64) if labels else None,
-        chance=_chance(sample), negative=negative,
+        chance=_chance(sample), negative=negative, usage=totals,
     )  # fmt: skip
 
 

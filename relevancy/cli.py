@@ -25,7 +25,17 @@ from relevancy.agreement import agreement
 from relevancy.backends import BACKEND_SPECS
 from relevancy.batch import CHUNK_ROWS, FileRun, score_file, survey
 from relevancy.compare import regression_check
-from relevancy.estimate import estimate
+from relevancy.cost import (
+    DEFAULT_PRICES,
+    PRICES_AS_OF,
+    PRICES_SOURCE,
+    Price,
+    describe_prices,
+    parse_price,
+    usage_totals,
+)
+from relevancy.distributed import score_path
+from relevancy.estimate import estimate, measure_sample
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
@@ -68,7 +78,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
 
 
-def _metric(args: argparse.Namespace, concurrency: int = 4, *, check: bool = True) -> Any:
+def _metric(args: argparse.Namespace, concurrency: int | None = None, *, check: bool = True) -> Any:
     """The metric the options describe, checked against its servers (one line when not)."""
     cache: Any = False if args.no_cache else (Cache(args.cache_dir) if args.cache_dir else True)
     metric = build_metric(
@@ -106,6 +116,8 @@ def _embedded_line(metric: Any) -> str | None:
 def cmd_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    if args.engine == "ray":
+        return _score_on_ray(args)
     out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
     if out.suffix.lower() not in OUTPUT_FORMATS:
         raise InputError(
@@ -126,8 +138,24 @@ def cmd_score(args: argparse.Namespace) -> int:
     if found.n_problems > len(found.problems):
         more = found.n_problems - len(found.problems)
         print(f"note: ... and {more:,} more rows with problems", file=sys.stderr)
-    plan = estimate(metric, found.rows, cached=found.cached)
+    prices = _prices(args)
+    if args.sample < 0:
+        raise InputError(f"--sample must be 0 or more rows, got {args.sample}")
+    if args.sample:
+        preflight(metric)
+        measured = measure_sample(metric, found.stats, args.sample)
+        print(f"sample          scored {len(measured)} rows of the file to measure these models "
+              "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
+        found = survey(
+            args.input, metric, source_format=found.source.format,
+            label_column=found.label_column,
+        )  # fmt: skip
+    plan = estimate(metric, found.stats)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
+    print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
+    models = (plan.llm, plan.embeddings)
+    print(f"  cost          {_cost_hint(plan.describe_cost(prices), models, prices)}",
+          file=sys.stderr)  # fmt: skip
     if args.estimate:
         return 0
     preflight(metric)
@@ -146,6 +174,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             source_format=found.source.format,  # detected once, by the survey
             label_column=found.label_column,
         )
+    return _report(args, metric, run, store)
+
+
+def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
+    """The summary of a finished run, and the exit code (--fail-under)."""
     stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
         f"rows            {stats['rows']:,}  (scored {stats['scored']:,}, NaN {stats['nan']:,}, "
@@ -163,6 +196,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     _print_agreement(run)
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    prices = _prices(args)
+    spent = usage_totals(run.usage, prices)
+    print(f"tokens          {spent.describe_tokens()}")
+    print(f"cost            {_cost_hint(spent.describe_cost(), spent.models, prices)}")
     for error, count in run.errors.most_common(5):
         print(f"failed ({count:>3})    {error[:160]}")
     _print_judge(metric)
@@ -222,6 +259,63 @@ def _print_agreement(run: FileRun) -> None:
         print(f"recall          {a.recall.format()}")
     for note in a.notes:
         print(f"note            {note}")
+
+
+def _prices(args: argparse.Namespace) -> dict[str, Price]:
+    """The default price table with the user's ``--price`` entries on top."""
+    table = dict(DEFAULT_PRICES)
+    table.update(parse_price(text) for text in args.price or ())
+    return table
+
+
+def _cost_hint(text: str, models: Any, prices: dict[str, Price]) -> str:
+    if text.startswith("unknown"):
+        return f"{text} (add --price MODEL=INPUT/OUTPUT, dollars per 1M tokens)"
+    used = describe_prices(models, prices)
+    if text.startswith("$0 (") or not text or not used:
+        return text
+    return f"{text} at {used}; change with --price"
+
+
+def _score_on_ray(args: argparse.Namespace) -> int:
+    """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
+    from tqdm import tqdm
+
+    if args.estimate or args.save_run or args.store or args.label_column:
+        raise InputError(
+            "--estimate, --save-run, --store and --label-column work with --engine local only"
+        )
+    source = Path(args.input)
+    # by default in the working folder, as with the local engine; a folder for a folder
+    out = Path(
+        args.output or source.stem + (".relevancy.parquet" if source.is_file() else ".relevancy")
+    )
+    metric = _metric(args, concurrency=args.concurrency)  # checks the servers from here
+    settings = {
+        "llm": args.llm,
+        "embeddings": args.embeddings,
+        "base_url": args.base_url,
+        "api_key": args.api_key,
+        "strictness": args.strictness,
+        "noncommittal": args.noncommittal,
+        "mode": args.mode,
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "cache": False if args.no_cache else (args.cache_dir or True),
+        "concurrency": args.concurrency,
+    }
+    with tqdm(unit="row", desc="scoring", file=sys.stderr, disable=args.quiet) as bar:
+        run = score_path(
+            source,
+            out,
+            settings=settings,
+            address=args.address,
+            workers=args.workers,
+            part_rows=args.chunk_rows,
+            progress=bar.update,
+            quiet=args.quiet,
+        )
+    return _report(args, metric, run, None)
 
 
 def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
@@ -419,7 +513,13 @@ def make_parser() -> argparse.ArgumentParser:
         + "; ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()),
     )
     p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
-    p.add_argument("--concurrency", type=int, default=4, help="rows scored at once")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="rows scored at once (default: 4 with the embedded generator, 16 with an API; "
+        "1 for llama-cpp-python's one-request-at-a-time server)",
+    )
     p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
     p.add_argument(
         "--fail-under",
@@ -428,6 +528,21 @@ def make_parser() -> argparse.ArgumentParser:
         help="exit with code 1 when the mean score is below this",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=IN/OUT",
+        help="dollars per 1M tokens for a model (input/output; repeatable), e.g. "
+        "gpt-4o-mini=0.15/0.60; the defaults are " + f"{PRICES_SOURCE} of {PRICES_AS_OF}",
+    )
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="K",
+        help="before estimating, score K rows drawn from the file to measure these models' "
+        "speed and tokens (they are cached for the run)",
+    )
     p.add_argument(
         "--estimate", action="store_true", help="check the file and print the estimate only"
     )
@@ -452,6 +567,20 @@ def make_parser() -> argparse.ArgumentParser:
         "and the best threshold (default: a column named label, human_score, rating or "
         "relevant; '' for none)",
     )
+    g = p.add_argument_group("engine")
+    g.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: score here; ray: on a Ray cluster, INPUT a file or a folder of files "
+        '(pip install "relevancy[ray]")',
+    )
+    g.add_argument(
+        "--address", default=None, help="Ray cluster (default: $RAY_ADDRESS, else a local one)"
+    )
+    g.add_argument(
+        "--workers", type=int, default=None, help="Ray workers (default: from the cluster's CPUs)"
+    )
     _add_backend_options(p)
     p.set_defaults(func=cmd_score)
 
@@ -466,7 +595,12 @@ def make_parser() -> argparse.ArgumentParser:
         help="measure whether the configured LLM + embedder prefer complete answers, on a "
         "small labelled set shipped with the package",
     )
-    p.add_argument("--concurrency", type=int, default=4, help="answers scored at once")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="answers scored at once (default: 4 embedded, 16 API)",
+    )
     p.add_argument("--json", default=None, metavar="OUT", help="also write the check as JSON")
     p.add_argument(
         "--fail-under", type=float, default=None, help="exit with code 1 below this agreement"

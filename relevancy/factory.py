@@ -36,7 +36,7 @@ def build_metric(
     seed: int = 0,
     timeout: float = 60.0,
     cache: Cache | bool | str | None = True,
-    concurrency: int = 4,
+    concurrency: int | None = None,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 

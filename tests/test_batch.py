@@ -118,3 +118,17 @@ def test_blocking_api_works_inside_a_running_event_loop():
 
     one, many = asyncio.run(inside())
     assert one.ok and many[0].ok
+
+
+def test_default_concurrency_follows_the_generator():
+    """The embedded generator serialises rows (4 at once is plenty); API rows mostly wait (16)."""
+    api = AnswerRelevancy(llm=FakeGenerator(), embeddings=FakeEmbedder(), cache=False)
+    assert api.concurrency == 16
+    embedded = FakeGenerator()
+    embedded.embedded = True
+    assert AnswerRelevancy(llm=embedded, embeddings=FakeEmbedder(), cache=False).concurrency == 4
+    given = AnswerRelevancy(llm=FakeGenerator(), embeddings=FakeEmbedder(), concurrency=2)
+    assert given.concurrency == 2
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(InputError, match="concurrency must be a positive integer"):
+            AnswerRelevancy(llm=FakeGenerator(), embeddings=FakeEmbedder(), concurrency=bad)

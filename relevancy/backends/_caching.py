@@ -102,6 +102,8 @@ class EmbeddingService:
         self._pending: dict[str, asyncio.Future[np.ndarray]] = {}
         self._queue: list[str] = []
         self._flusher: asyncio.Task[None] | None = None
+        #: tokens of texts the backend embedded, until the row that asked for them reads them
+        self._tokens: dict[str, int | None] = {}
 
     def _remember(self, text: str, vector: np.ndarray) -> None:
         self._memo[text] = vector
@@ -111,9 +113,19 @@ class EmbeddingService:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` (float32, one row each), however they were obtained."""
+        return (await self.embed_counted(texts))[0]
+
+    async def embed_counted(self, texts: Sequence[str]) -> tuple[np.ndarray, int | None]:
+        """Vectors for ``texts`` and the tokens this call sent to the backend.
+
+        Texts found in memory or in the cache cost nothing; a text another concurrent call is
+        already waiting for is counted there. The count is None when the backend does not say
+        (it has no ``aembed_counted``).
+        """
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (e.g. another score() call)
             self._loop, self._pending, self._queue, self._flusher = loop, {}, [], None
+            self._tokens = {}
         unique = list(dict.fromkeys(texts))
         got: dict[str, np.ndarray] = {t: self._memo[t] for t in unique if t in self._memo}
         wanted = [t for t in unique if t not in got]
@@ -126,28 +138,42 @@ class EmbeddingService:
                     self._remember(t, found[k])
             wanted = [t for t in wanted if t not in got]
         futures: dict[str, asyncio.Future[np.ndarray]] = {}
+        owned: list[str] = []  # texts this call sends to the backend (and pays for)
         for t in wanted:
             fut = self._pending.get(t)
             if fut is None:
                 fut = loop.create_future()
                 self._pending[t] = fut
                 self._queue.append(t)
+                owned.append(t)
             futures[t] = fut
         if self._queue and (self._flusher is None or self._flusher.done()):
             self._flusher = loop.create_task(self._flush())
         if futures:
-            await asyncio.gather(*futures.values())
+            try:
+                await asyncio.gather(*futures.values())
+            finally:
+                counts = [self._tokens.pop(t, None) for t in owned]
             got.update({t: f.result() for t, f in futures.items()})
+        else:
+            counts = []
+        tokens = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
         if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.vstack([got[t] for t in texts])
+            return np.zeros((0, 0), dtype=np.float32), tokens
+        return np.vstack([got[t] for t in texts]), tokens
 
     async def _flush(self) -> None:
         await asyncio.sleep(0)  # let rows that are ready in this tick join the batch
         while self._queue:
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
             try:
-                vectors = np.asarray(await self.embedder.aembed(batch), dtype=np.float32)
+                counts: list[int] | None = None
+                counted = getattr(self.embedder, "aembed_counted", None)
+                if counted is not None:
+                    raw, counts = await counted(batch)
+                else:
+                    raw = await self.embedder.aembed(batch)
+                vectors = np.asarray(raw, dtype=np.float32)
                 if vectors.ndim != 2 or vectors.shape[0] != len(batch):
                     raise EmbeddingError(
                         f"{self.name} returned {vectors.shape[0] if vectors.ndim else 0} "
@@ -173,6 +199,8 @@ class EmbeddingService:
                 continue
             self.backend_calls += 1
             self.backend_texts += len(batch)
+            for i, t in enumerate(batch):
+                self._tokens[t] = None if counts is None else int(counts[i])
             if self.cache is not None:
                 items = {cache_key(self._fp, "embedding", t): v for t, v in zip(batch, vectors)}
                 await asyncio.to_thread(self.cache.put_embeddings, items)

@@ -94,10 +94,14 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Synchronous embedding; see :meth:`aembed`."""
+        return self._embed(texts)[0]
+
+    def _embed(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+        """Vectors and each text's token count (special tokens included, after truncation)."""
         texts = [str(t) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
+            return out, []
         session = _session(self._path, self.threads)
         encodings = self._tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
@@ -125,7 +129,11 @@ class MiniLMEmbedder:
             out[idx] = pooled / np.clip(norms, 1e-12, None)
         if not np.all(np.isfinite(out)):
             raise EmbeddingError("the embedding model returned non-finite values")
-        return out
+        return out, [len(e.ids) for e in encodings]
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embed, list(texts))
+
+    async def aembed_counted(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+        """Vectors and the tokens of each text, counted by the model's tokenizer."""
+        return await asyncio.to_thread(self._embed, list(texts))

@@ -82,6 +82,19 @@ def make_async_client(
     )
 
 
+def share_by_length(total: int, texts: Sequence[str]) -> list[int]:
+    """Split ``total`` tokens among ``texts`` in proportion to their length (largest remainder,
+    so the shares add up to ``total``)."""
+    lengths = [max(len(t), 1) for t in texts]
+    whole = sum(lengths)
+    exact = [total * n / whole for n in lengths]
+    shares = [int(x) for x in exact]
+    by_remainder = sorted(range(len(texts)), key=lambda i: exact[i] - shares[i], reverse=True)
+    for i in by_remainder[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
+
+
 def describe_api_error(exc: BaseException, where: str) -> str:
     """One redacted line naming what went wrong, e.g. ``HTTP 503 from http://...: overloaded``."""
     import openai
@@ -399,10 +412,16 @@ class OpenAIEmbedder(_ClientPerLoop):
         }
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        return (await self.aembed_counted(texts))[0]
+
+    async def aembed_counted(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int] | None]:
+        """Vectors, and each text's tokens: the API reports them per request, so a request's
+        tokens are shared out among its texts by length (None when the server reports none)."""
         import openai
 
         texts = [t if t.strip() else " " for t in map(str, texts)]
         rows: list[np.ndarray] = []
+        counts: list[int] | None = []
         for start in range(0, len(texts), self.batch_size):
             chunk = texts[start : start + self.batch_size]
             kwargs: dict[str, Any] = {}
@@ -410,7 +429,12 @@ class OpenAIEmbedder(_ClientPerLoop):
                 kwargs["dimensions"] = self.dimensions
             for attempt in range(self.max_retries + 1):
                 try:
-                    rows.append(await self._embed_chunk(chunk, kwargs, rows))
+                    vectors, used = await self._embed_chunk(chunk, kwargs, rows)
+                    rows.append(vectors)
+                    if counts is not None and used is not None:
+                        counts += share_by_length(used, chunk)
+                    else:
+                        counts = None
                     break
                 except openai.APIError as exc:  # the SDK has already retried what it could
                     raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
@@ -422,12 +446,12 @@ class OpenAIEmbedder(_ClientPerLoop):
                         raise EmbeddingError(describe_api_error(exc, self.base_url)) from None
                     await asyncio.sleep(min(0.25 * (attempt + 1), 2.0))
         if not rows:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.vstack(rows)
+            return np.zeros((0, 0), dtype=np.float32), []
+        return np.vstack(rows), counts
 
     async def _embed_chunk(
         self, chunk: list[str], kwargs: dict[str, Any], previous: list[np.ndarray]
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, int | None]:
         result = await self.client().embeddings.create(model=self.model, input=chunk, **kwargs)
         data = getattr(result, "data", None)
         if not data:
@@ -442,4 +466,9 @@ class OpenAIEmbedder(_ClientPerLoop):
             raise EmbeddingError(
                 f"{self.base_url} returned embeddings of mixed dimensions {sorted(dims)}"
             )
-        return np.asarray([d.embedding for d in ordered], dtype=np.float32)
+        usage = getattr(result, "usage", None)
+        used = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        return (
+            np.asarray([d.embedding for d in ordered], dtype=np.float32),
+            int(used) if isinstance(used, (int, float)) else None,
+        )

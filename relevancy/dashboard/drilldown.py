@@ -304,6 +304,17 @@ def _sentences(e: Explanation, title: str) -> None:
         st.caption(f"Score = {e.worked_score}")  # numbers only: no user text
 
 
+def row_usage(result: RelevancyResult) -> str:
+    """``"312 in + 41 out (generation, from cache: not billed), 58 embedded"``."""
+    u = result.usage or {}
+    if not u:
+        return "not recorded"
+    gen = f"{u.get('prompt_tokens', 0):,} in + {u.get('completion_tokens', 0):,} out (generation"
+    gen += ", from cache: not billed)" if result.cached else ")"
+    emb = u.get("embedding_tokens")
+    return gen + (f", {emb:,} embedded" if emb is not None else "")
+
+
 def _details(result: RelevancyResult) -> None:
     with st.expander("Details", expanded=False):
         gen_errors = [q.error for q in result.questions if q.error]
@@ -315,6 +326,7 @@ def _details(result: RelevancyResult) -> None:
             + ("" if result.mode == "ragas" else f" · **Ragas value:** {fmt(result.ragas_value)}"),
             f"- **Time:** {fmt(result.timings.get('total_s', float('nan')), 2)} s"
             + (" (from cache)" if result.cached else ""),
+            f"- **Tokens:** {row_usage(result)}",
         ]
         if result.error:
             lines.append(f"- **Error:** {esc(result.error)}")

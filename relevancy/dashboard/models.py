@@ -19,7 +19,7 @@ from relevancy._cache import Cache, default_cache_dir
 from relevancy._modes import resolve_mode
 from relevancy._redact import register_secret
 from relevancy.backends import make_embedder
-from relevancy.estimate import Estimate, cached_rows, estimate
+from relevancy.estimate import Estimate, InputStats, estimate, measure_sample
 from relevancy.factory import build_metric
 from relevancy.judge import JudgeCheck, last_check
 
@@ -37,6 +37,7 @@ __all__ = [
     "judge_of",
     "generator_limit",
     "estimate_for",
+    "measure_for",
 ]
 
 BACKENDS = {
@@ -225,16 +226,37 @@ def generator_limit(settings: Settings) -> int | None:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _estimate(settings: Settings, digest: str, _answers: list[str]) -> Estimate | None:
+def _estimate(
+    settings: Settings, digest: str, measured: int, _pairs: list[tuple[str, str]]
+) -> Estimate | None:
     try:
         metric = get_metric(settings)
     except Exception:  # no key yet: nothing to estimate with
         return None
-    return estimate(metric, len(_answers), cached=cached_rows(metric, _answers))
+    stats = InputStats.of(metric, [u for u, _ in _pairs], [r for _, r in _pairs])
+    return estimate(metric, stats)
 
 
-def estimate_for(settings: Settings, responses: list[str]) -> Estimate | None:
-    """How long scoring these answers will take with these settings (None: unknown yet)."""
-    answers = [r for r in responses if isinstance(r, str) and r.strip()]
-    digest = hashlib.blake2b("\x1f".join(answers).encode(), digest_size=16).hexdigest()
-    return _estimate(settings, digest, answers)
+def _pairs(user_inputs: list[str], responses: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    pairs = [(str(u), str(r)) for u, r in zip(user_inputs, responses)]
+    text = "\x1e".join(u + "\x1f" + r for u, r in pairs)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest(), pairs
+
+
+def estimate_for(
+    settings: Settings, user_inputs: list[str], responses: list[str]
+) -> Estimate | None:
+    """Time, tokens and cost of scoring these rows with these settings (None: no backend yet).
+    Recomputed after :func:`measure_for`."""
+    digest, pairs = _pairs(user_inputs, responses)
+    return _estimate(settings, digest, st.session_state.get("ds_measured", 0), pairs)
+
+
+def measure_for(settings: Settings, user_inputs: list[str], responses: list[str], k: int) -> int:
+    """Score ``k`` of these rows to measure the models' speed and tokens; returns how many."""
+    metric = get_metric(settings)
+    _, pairs = _pairs(user_inputs, responses)
+    stats = InputStats.of(metric, [u for u, _ in pairs], [r for _, r in pairs])
+    done = measure_sample(metric, stats, k)
+    st.session_state["ds_measured"] = st.session_state.get("ds_measured", 0) + 1
+    return len(done)

@@ -8,8 +8,10 @@ import streamlit as st
 
 from relevancy import __version__
 from relevancy._cache import default_cache_dir
+from relevancy._metric import API_CONCURRENCY, EMBEDDED_CONCURRENCY
 from relevancy._modes import MODES
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
+from relevancy.dashboard.costs import price_editor
 from relevancy.dashboard.models import (
     BACKENDS,
     EMBEDDED_EMB,
@@ -119,12 +121,18 @@ def _backend_settings() -> Settings:
         help="N in the formula; Ragas uses 3.",
         **bind("sb_strictness", 3),
     )
+    embedded = backend == "embedded"
     concurrency = st.slider(
         "Concurrency (rows at once)",
         1,
-        16,
-        help="The embedded generator runs one row at a time; more helps API backends.",
-        **bind("sb_concurrency", 4),
+        32,
+        help="The embedded generator runs one row at a time (default 4); API requests mostly "
+        "wait, so more rows at once go faster (default 16; lower it if the API answers 429 "
+        "too often, and use 1 for llama-cpp-python's one-request-at-a-time server).",
+        **bind(
+            "sb_concurrency" if embedded else "sb_concurrency_api",
+            EMBEDDED_CONCURRENCY if embedded else API_CONCURRENCY,
+        ),
     )
     noncommittal = st.selectbox(
         "Noncommittal detector",
@@ -210,6 +218,8 @@ def render_sidebar() -> Settings:
             settings = _backend_settings()
         settings = replace(settings, mode=mode or "auto", threshold=float(threshold))
         notes.caption(_mode_note(settings) + "  \n" + _judge_note(settings))
+        with st.expander("💲 Prices", expanded=False):
+            price_editor()
         with st.expander("💾 Storage", expanded=False):
             st.text_input(
                 "Run store (SQLite file or folder)",

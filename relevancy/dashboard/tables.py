@@ -1,11 +1,16 @@
-"""The Dataset page's results grid: filter widgets, a page of rows filtered and sorted in the
-store, paging, and row selection."""
+"""The Dataset page's results grid (filter widgets, a page of rows filtered and sorted in the
+store, paging, and row selection) and the Runs page's table of runs."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from relevancy.cost import Price, money
+from relevancy.dashboard.costs import compact, run_totals, usage_caption
 from relevancy.dashboard.datasets import results_table
 from relevancy.dashboard.state import (
     input_columns,
@@ -18,7 +23,14 @@ from relevancy.dashboard.ui import embedded_caveat, esc, fmt, mode_text, pct, re
 from relevancy.explain import REASONS
 from relevancy.store import SORTS, RowQuery, RunInfo
 
-__all__ = ["PAGE_ROWS", "results_summary", "filter_widgets", "results_grid"]
+__all__ = [
+    "PAGE_ROWS",
+    "results_summary",
+    "filter_widgets",
+    "results_grid",
+    "run_models",
+    "runs_table",
+]
 
 #: rows per page of the grid
 PAGE_ROWS = 500
@@ -48,6 +60,7 @@ def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> Non
     if with_ragas:
         m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
     st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
+    usage_caption(info)
 
 
 def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
@@ -171,3 +184,38 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
         },
     )
     return page
+
+
+def run_models(settings: dict[str, Any]) -> str:
+    """``"openai:gpt-4o-mini + openai:text-embedding-3-small"`` from a run's saved settings."""
+    llm = settings.get("llm_name") or settings.get("llm", "")
+    emb = settings.get("embeddings_name") or settings.get("embeddings", "")
+    return f"{llm} + {emb}"
+
+
+def runs_table(runs: list[RunInfo], prices: dict[str, Price]) -> pd.DataFrame:
+    """The Runs page's table: one line per saved run, with its tokens and cost."""
+    with_ragas = any((r.mode or r.resume_mode) not in ("", "ragas") for r in runs)
+    lines = []
+    for r in runs:
+        totals = run_totals(r.id, prices)
+        line: dict[str, Any] = {
+            "id": r.id,
+            "name": r.name,
+            "created": r.created.replace("T", " ")[:16],
+            "status": r.status,
+            "rows": f"{r.n_scored}/{r.n_rows}",
+            "mode": r.mode or r.resume_mode,
+            "mean": None if math.isnan(r.mean) else r.mean,
+        }
+        if with_ragas:
+            line["ragas_mean"] = None if math.isnan(r.ragas_mean) else r.ragas_mean
+        line |= {
+            "tokens": compact(totals.billed_tokens),
+            "cost": money(totals.cost),
+            "models": run_models(r.settings),
+            "strictness": r.settings.get("strictness"),
+            "source": r.source,
+        }
+        lines.append(line)
+    return pd.DataFrame(lines)

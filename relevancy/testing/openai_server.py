@@ -61,10 +61,22 @@ This module holds the HTTP server and its command line; the toy model is in
 ``relevancy/testing/_toy_model.py`` and the faults in ``relevancy/testing/_faults.py``. Their
 public names are importable from here.
 
+Cost model. By default every request is answered at once (after ``latency``, if set) and
+usage counts words. For a server that behaves like a remote API (benches), set
+``token_latency`` (seconds per completion token: a request takes ``latency`` plus the longest
+choice's tokens times this, the ``n`` choices decoded side by side), ``tokenizer="approx"``
+(usage counted like a BPE tokenizer, :func:`approx_tokens`) and, for a server with a fixed number
+of slots (llama.cpp's is one), ``slots`` (requests served at once; the others wait their turn).
+Usage is reported as OpenAI does: the prompt once per request whatever ``n`` is, the completion
+tokens of every choice, and ``*_tokens_details``. ``usage_log`` appends one JSON line per answered
+request (endpoint, status, tokens, choices, seconds queued and served) to a file, for benches
+that run the server in its own process.
+
 Run it by hand with::
 
     python -m relevancy.testing.openai_server --port 8765 [--api-key K] [--fault-rate 0.3]
-        [--embedding-dim 64] [--no-n]
+        [--embedding-dim 64] [--no-n] [--latency 0.3 --token-latency 0.01 --tokenizer approx]
+        [--slots 1] [--usage-log usage.jsonl]
 """
 
 from __future__ import annotations
@@ -104,6 +116,7 @@ from relevancy.testing._toy_model import (
     EMBEDDING_MODEL,
     TEXT_MODES,
     answer_text,
+    approx_tokens,
     embed_text,
     embed_token_ids,
     is_noncommittal,
@@ -136,6 +149,8 @@ _ROUTES: dict[str, tuple[str, str]] = {
 }
 
 _MAX_N = 128
+#: how usage is counted: the old toy count, or close to a BPE tokenizer's
+_TOKENIZERS = {"words": word_count, "approx": approx_tokens}
 _MAX_DIMENSIONS = 65_536
 _MAX_BODY_BYTES = 64 * 1024 * 1024
 
@@ -162,6 +177,7 @@ _CONNECTION_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedEr
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # many clients connecting at once (socketserver's default is 5)
 
     def __init__(self, address: tuple[str, int], app: OpenAICompatServer) -> None:
         self.app = app
@@ -277,8 +293,9 @@ class OpenAICompatServer:
     rejects that ``response_format`` with 400), ``text_mode`` (``"json"``, ``"prose"``,
     ``"lines"``: reply shape without ``response_format``), ``retry_after`` (seconds announced by a
     429), ``slow_seconds`` (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and
-    the response ids), ``latency`` (fixed delay before every response), ``log_requests`` (print
-    an access log line per request to stderr).
+    the response ids), ``latency`` (fixed delay before every response), ``token_latency``,
+    ``slots``, ``tokenizer`` and ``usage_log`` (the cost model: see the module docstring),
+    ``log_requests`` (print an access log line per request to stderr).
     """
 
     def __init__(
@@ -298,6 +315,10 @@ class OpenAICompatServer:
         slow_seconds: float = 5.0,
         seed: int = 0,
         latency: float = 0.0,
+        token_latency: float = 0.0,
+        slots: int | None = None,
+        tokenizer: str = "words",
+        usage_log: str | None = None,
         log_requests: bool = False,
     ) -> None:
         if embedding_dim < 1:
@@ -306,8 +327,14 @@ class OpenAICompatServer:
             raise ValueError("max_n must be at least 1 (or None)")
         if text_mode not in TEXT_MODES:
             raise ValueError(f"text_mode must be one of {TEXT_MODES}, got {text_mode!r}")
-        if min(retry_after, slow_seconds, latency) < 0:
-            raise ValueError("retry_after, slow_seconds and latency must not be negative")
+        if min(retry_after, slow_seconds, latency, token_latency) < 0:
+            raise ValueError(
+                "retry_after, slow_seconds, latency and token_latency must not be negative"
+            )
+        if slots is not None and slots < 1:
+            raise ValueError("slots must be at least 1 (or None)")
+        if tokenizer not in _TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {tuple(_TOKENIZERS)}, got {tokenizer!r}")
         self.host = host
         self._requested_port = port
         self._api_key = api_key
@@ -323,7 +350,13 @@ class OpenAICompatServer:
         self.slow_seconds = slow_seconds
         self.seed = seed
         self.latency = latency
+        self.token_latency = token_latency
+        self.slots = slots
+        self._slot = threading.BoundedSemaphore(slots) if slots else None
+        self._count = _TOKENIZERS[tokenizer]
+        self.usage_log = usage_log
         self.log_requests = log_requests
+        self._in_flight = self._max_in_flight = 0  # requests being served (slots taken)
 
         self._lock = threading.Lock()
         self._plan: FaultPlan | None = None
@@ -434,10 +467,13 @@ class OpenAICompatServer:
             return [dict(entry) for entry in self._log]
 
     def stats(self) -> dict[str, Any]:
-        """Counts: ``total``, ``by_path``, ``by_fault`` (applied faults only), ``by_status``."""
+        """Counts: ``total``, ``by_path``, ``by_fault`` (applied faults only), ``by_status``,
+        ``max_in_flight`` (the most requests served at once so far)."""
         with self._lock:
             log = list(self._log)
+            most = self._max_in_flight
         return {
+            "max_in_flight": most,
             "total": len(log),
             "by_path": dict(Counter(entry["path"] for entry in log)),
             "by_fault": dict(Counter(entry["fault"] for entry in log if entry["fault"])),
@@ -494,14 +530,42 @@ class OpenAICompatServer:
         with self._lock:
             self._log.append(entry)
 
-        if self.latency and self._stopping.wait(self.latency):
-            return Reply(drop=True)
-        reply = self._route(
-            method=method, path=path, authorised=authorised, raw=raw, body=body, entry=entry
-        )
+        arrived = time.perf_counter()
+        if self._slot is not None:  # wait for a free slot (a stop wakes the waiters)
+            while not self._slot.acquire(timeout=0.05):
+                if self._stopping.is_set():
+                    return Reply(drop=True)
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            started = time.perf_counter()
+            if self.latency and self._stopping.wait(self.latency):
+                return Reply(drop=True)
+            reply = self._route(
+                method=method, path=path, authorised=authorised, raw=raw, body=body, entry=entry
+            )
+            decode = self.token_latency * entry.get("decode_tokens", 0)
+            if decode and self._stopping.wait(decode):
+                return Reply(drop=True)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+            if self._slot is not None:
+                self._slot.release()
         with self._lock:
             entry["status"] = None if reply.drop else reply.status
+            entry["queued_s"] = started - arrived
+            entry["served_s"] = time.perf_counter() - started
+        if self.usage_log:
+            self._write_usage(entry)
         return reply
+
+    def _write_usage(self, entry: dict[str, Any]) -> None:
+        line = {k: entry.get(k) for k in ("path", "status", "choices", "queued_s", "served_s")}
+        line.update(entry.get("usage") or {})
+        with self._lock, open(self.usage_log, "a", encoding="utf-8") as fh:  # type: ignore[arg-type]
+            fh.write(json.dumps(line) + "\n")
 
     def _route(
         self,
@@ -555,9 +619,9 @@ class OpenAICompatServer:
                         "The request body must be a JSON object.", code="invalid_json"
                     )
                 if endpoint == "chat":
-                    payload = self._chat(body, fault)
+                    payload = self._chat(body, fault, entry)
                 else:
-                    payload = self._embeddings(body, fault)
+                    payload = self._embeddings(body, fault, entry)
         except _BadRequestError as exc:
             if fault not in (None, "slow"):
                 with self._lock:  # the fault never reached the client
@@ -586,7 +650,9 @@ class OpenAICompatServer:
             ],
         }
 
-    def _chat(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+    def _chat(
+        self, body: dict[str, Any], fault: str | None, entry: dict[str, Any]
+    ) -> dict[str, Any]:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise _BadRequestError("You must provide a model parameter.", param="model")
@@ -617,8 +683,21 @@ class OpenAICompatServer:
         if fault == "empty_content":
             contents = ["" for _ in contents]
 
-        prompt_tokens = sum(word_count(message_text(m.get("content"))) for m in messages)
-        completion_tokens = sum(word_count(c) for c in contents)
+        count = self._count
+        prompt_tokens = sum(count(message_text(m.get("content"))) for m in messages)
+        if count is approx_tokens:  # OpenAI's chat format adds a few tokens per message
+            prompt_tokens += 3 * len(messages) + 3
+        per_choice = [count(c) for c in contents]
+        completion_tokens = sum(per_choice)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        with self._lock:
+            entry["decode_tokens"] = max(per_choice, default=0)
+            entry["choices"] = len(contents)
+            entry["usage"] = usage
         return {
             "id": f"chatcmpl-{self.seed}-{next(self._ids):08d}",
             "object": "chat.completion",
@@ -635,9 +714,9 @@ class OpenAICompatServer:
                 for i, content in enumerate(contents)
             ],
             "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+                **usage,
+                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
             },
         }
 
@@ -676,7 +755,9 @@ class OpenAICompatServer:
             f"Unknown response_format type {kind!r}.", param="response_format.type"
         )
 
-    def _embeddings(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+    def _embeddings(
+        self, body: dict[str, Any], fault: str | None, entry: dict[str, Any]
+    ) -> dict[str, Any]:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise _BadRequestError("You must provide a model parameter.", param="model")
@@ -714,7 +795,9 @@ class OpenAICompatServer:
                 return vector
             return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
 
-        tokens = sum(word_count(i) if isinstance(i, str) else len(i) for i in items)
+        tokens = sum(self._count(i) if isinstance(i, str) else len(i) for i in items)
+        with self._lock:
+            entry["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
         return {
             "object": "list",
             "data": [
@@ -775,7 +858,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-json-object", action="store_true")
     parser.add_argument("--retry-after", type=float, default=1.0)
     parser.add_argument("--slow-seconds", type=float, default=5.0)
-    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument(
+        "--token-latency", type=float, default=0.0, help="seconds per completion token"
+    )
+    parser.add_argument("--slots", type=int, default=None, help="requests served at once")
+    parser.add_argument("--tokenizer", choices=tuple(_TOKENIZERS), default="words")
+    parser.add_argument("--usage-log", default=None, help="append a JSON line per request")
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
     return parser.parse_args(argv)
 
@@ -802,6 +891,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         slow_seconds=args.slow_seconds,
         seed=args.seed,
         latency=args.latency,
+        token_latency=args.token_latency,
+        slots=args.slots,
+        tokenizer=args.tokenizer,
+        usage_log=args.usage_log,
         log_requests=args.verbose,
     )
     with server:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -70,9 +70,24 @@ def shot(page: Page, name: str) -> Path:
     return path
 
 
+def open_options(page: Page, box: Locator) -> None:
+    """Open a selectbox's or multiselect's list. A click that lands while the script is still
+    re-drawing the widget opens nothing, so wait for a quiet page and try again."""
+    for _ in range(4):
+        settle(page)
+        box.scroll_into_view_if_needed()
+        box.click()
+        try:
+            expect(page.get_by_role("option").first).to_be_visible(timeout=4000)
+            return
+        except AssertionError:
+            page.keyboard.press("Escape")
+    raise AssertionError(f"the options of {box} never opened")
+
+
 def pick(page: Page, label: str, option: str) -> None:
     """Choose ``option`` in the selectbox labelled ``label``."""
-    page.get_by_role("combobox", name=label).click()
+    open_options(page, page.get_by_role("combobox", name=label))
     page.get_by_role("option").filter(has_text=option).first.click()
     settle(page)
 
@@ -92,7 +107,7 @@ def test_home_with_the_demo_loaded(page: Page, app_url: str):
     expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text(demo_mean())
     # the precomputed example is explained without running anything
     expect(page.locator('[data-testid="stPlotlyChart"]')).to_have_count(2)
-    expect(page.get_by_text("Part of the question is not answered")).to_be_visible()
+    expect(page.get_by_text("Part of the question is not answered").first).to_be_visible()
     expect(page.locator(".rel-shaded").first).to_be_visible()
     # edit an answer and score both live with the embedded models
     page.get_by_role("textbox", name="Answer B").fill(
@@ -275,7 +290,7 @@ def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_hom
     expect(page.get_by_text(re.compile(r"10,000 of 10,000 rows \(page 1 of 20\)"))).to_be_visible()
     inspect = page.get_by_role("combobox", name="Row to inspect")
     before = inspect.input_value()
-    page.get_by_role("combobox", name="Row to inspect").click()
+    open_options(page, inspect)
     page.get_by_role("option").nth(3).click()
     settle(page)
     expect(inspect).not_to_have_value(before)
@@ -290,9 +305,9 @@ KINDS = (
     "question,answer,kind\n"
     "What is the capital of Japan?,Tokyo is the capital of Japan.,good\n"
     "Where is France and what is its capital?,France is in western Europe.,partial\n"
-    '"How long should I boil an egg for a soft yolk?","Boil it for six minutes, then cool it in '
-    "cold water. My grandmother kept chickens. She loved gardening in the spring and painting "
-    'watercolours.",padded\n'
+    '"How long should I boil an egg for a soft yolk?","Boil an egg for six minutes for a soft '
+    "yolk, then cool it in cold water. My grandmother kept chickens. She loved gardening in the "
+    'spring and painting watercolours.",padded\n'
     "What is the capital of Japan?,Bananas are rich in potassium and grow in warm climates.,"
     "off topic\n"
     "How do vaccines work?,I don't know.,evasive\n"
@@ -328,12 +343,12 @@ def test_each_kind_of_answer_gets_its_reason_in_the_grid_and_the_report(
     # so the rows kept are read from the count and from the drill-down, which follows them)
     reasons = page.get_by_role("combobox", name="Reason")
     for kind, reason in EXPECTED_REASONS.items():
-        reasons.click()
+        open_options(page, reasons)
         page.get_by_role("option", name=reason, exact=True).click()
         page.keyboard.press("Escape")
         settle(page)
         expect(page.get_by_text("1 of 5 rows", exact=True)).to_be_visible()
-        expect(page.get_by_text(f"kind: {kind}", exact=True)).to_be_visible()
+        expect(page.get_by_text(re.compile(f"^row \\d+ · kind: {kind}$"))).to_be_visible()
         expect(page.get_by_text(re.compile(f"Main reason: {reason}")).first).to_be_visible()
         reasons.click()
         page.keyboard.press("Backspace")  # removes the chosen reason again

@@ -1,0 +1,368 @@
+"""Scoring on Ray: a real local cluster (``ray start --head``), the CLI connecting to it with
+``--address``, the Python API, a worker killed mid-run. Values must equal the single-process
+run's, row for row.
+
+Ray is an optional extra; without it these tests are skipped on a workstation and fail in CI
+(``CI`` set), where ``scripts/setup.sh dev`` installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+try:
+    import ray
+    import ray.data
+except ImportError:  # pragma: no cover - depends on the install
+    if os.environ.get("CI"):
+        raise
+    pytest.skip('Ray is not installed (pip install "relevancy[ray]")', allow_module_level=True)
+
+from relevancy._io import RESULT_COLUMNS, results_to_frame
+from relevancy.distributed import score_batch, score_dataset
+from relevancy.factory import build_metric
+from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+from relevancy.testing.processes import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+#: columns that may differ between two runs of the same rows (time, cache state, and which
+#: of two rows sharing a text was first to embed it: the total is checked instead)
+UNSTABLE = {"seconds", "cached", "embedding_tokens"}
+NUMBERS = {"score", "ragas_value", "answer_similarity", "similarity_std", "strictness",
+           "prompt_tokens", "completion_tokens"}  # fmt: skip
+# Ray's own modules warn about their internals; that is not ours to fail on
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+
+@dataclass
+class Cluster:
+    address: str
+    marker: str
+    cache_dir: Path
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """A real one-node Ray cluster in its own process group, stopped by its pid."""
+    temp = Path(tempfile.mkdtemp(prefix="rr-", dir="/tmp"))  # Ray's socket paths must be short
+    marker = uuid.uuid4().hex
+    port = free_port()
+    env = dict(
+        os.environ,
+        RAY_AUTH_MODE="disabled",  # drivers connect with Ray's default
+        RELEVANCY_CACHE_DIR=str(temp / "node-cache"),  # the node's cache folder
+        RELEVANCY_TEST_CLUSTER=marker,  # finds this cluster's worker processes
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    ports = [
+        f"--{name}={free_port()}"
+        for name in (
+            "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port",
+            "runtime-env-agent-port",
+            "metrics-export-port",
+            "node-manager-port",
+            "object-manager-port",
+        )
+    ]
+    ray_cli = Path(sys.executable).with_name("ray")
+    cmd = [str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=4",
+           "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}",
+           *ports]  # fmt: skip
+    log = temp / "ray-start.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + 120
+    while b"Ray runtime started" not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("ray start --head failed:\n" + log.read_text(errors="replace")[-3000:])
+        time.sleep(0.3)
+    try:
+        yield Cluster(f"127.0.0.1:{port}", marker, temp / "node-cache", env)
+    finally:
+        stop_group(proc)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the cluster: the process group `ray start` leads (its own session), by its id."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 15)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and group_alive(proc.pid):
+            proc.poll()
+            time.sleep(0.2)
+        if not group_alive(proc.pid):
+            break
+    proc.wait(15)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def connected(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """This test process as a driver of the cluster."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+
+
+def pairs(n: int) -> pd.DataFrame:
+    """Distinct rows: on topic, partial, off topic, evasive; an id and a user column."""
+    kinds = ["on", "partial", "off", "evasive"]
+    rows = []
+    for i in range(n):
+        kind = kinds[i % 4]
+        question = f"Which river flows through city number {i}, and how long is it?"
+        answer = {
+            "on": f"The river Alda{i} flows through city {i}; it is {100 + i} km long.",
+            "partial": f"The river Alda{i} flows through that city.",
+            "off": f"The museum of city {i} opens at nine and sells postcards.",
+            "evasive": f"I don't know which river that is, sorry ({i}).",
+        }[kind]
+        rows.append({"id": f"r{i:04d}", "question": question, "answer": answer, "kind": kind})
+    return pd.DataFrame(rows)
+
+
+def settings(srv: OpenAICompatServer, **extra: object) -> dict[str, object]:
+    return {
+        "llm": f"openai:{CHAT_MODEL}",
+        "embeddings": f"openai:{EMBEDDING_MODEL}",
+        "base_url": srv.base_url,
+        **extra,
+    }
+
+
+def reference(frame: pd.DataFrame, srv: OpenAICompatServer) -> pd.DataFrame:
+    """The single-process run of the same rows, as ``relevancy score`` exports it."""
+    metric = build_metric(**settings(srv, cache=False))  # type: ignore[arg-type]
+    mapped = frame.rename(columns={"question": "user_input", "answer": "response"})
+    return results_to_frame(metric.score_many(mapped), mapped)
+
+
+def assert_same_rows(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    """Every row once, and every result column equal to the single-process run's."""
+    assert got["id"].is_unique and len(got) == len(want)
+    got = got.set_index("id").loc[want["id"]].reset_index()
+    for column in [c for c in RESULT_COLUMNS if c not in UNSTABLE]:
+        a, b = got[column].tolist(), want[column].tolist()
+        if column in NUMBERS:
+            assert [float(x) for x in a] == pytest.approx(
+                [float(x) for x in b], abs=1e-12, nan_ok=True
+            ), column
+        else:
+            assert [str(x) for x in a] == [str(x) for x in b], column
+    # a text two rows share is billed to whichever embedded it first, once per batch
+    sent = got["embedding_tokens"].astype(float).sum()
+    assert sent >= want["embedding_tokens"].astype(float).sum() > 0
+
+
+def cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "relevancy.cli", "score", *args, "--engine", "ray", "-q"],
+        capture_output=True,
+        text=True,
+        env=dict(cluster.env, RELEVANCY_CACHE_DIR=str(cluster.cache_dir.parent / "driver")),
+        timeout=300,
+    )
+
+
+# ------------------------------------------------------------------------------ no cluster
+
+
+def test_score_batch_keeps_every_row_when_a_batch_cannot_be_scored() -> None:
+    with OpenAICompatServer() as srv:
+        metric = build_metric(**settings(srv, cache=False))  # type: ignore[arg-type]
+        good = score_batch(metric, pairs(3))
+        bad = score_batch(metric, pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}))
+    assert list(good.columns) == ["id", "user_input", "response", "kind", *RESULT_COLUMNS]
+    assert good["score"].notna().all() and not good["error"].any()
+    assert list(bad["id"]) == ["a", "b"] and bad["score"].isna().all()
+    assert bad["error"].str.contains("missing column 'user_input'").all()
+    assert set(bad["reason"]) == {"error"}
+
+
+# ------------------------------------------------------------------------------ on the cluster
+
+
+def test_python_api_equals_the_single_process_run(connected: Cluster) -> None:
+    frame = pairs(240)
+    with OpenAICompatServer() as srv:
+        want = reference(frame, srv)
+        scored = score_dataset(
+            ray.data.from_pandas(frame), workers=2, batch_size=40, **settings(srv, cache=False)
+        )
+        got = scored.to_pandas()
+    assert list(got.columns) == list(want.columns)
+    assert_same_rows(got, want)
+    assert set(got["reason"]) >= {"ok", "noncommittal"}  # the rows are not all alike
+
+
+def test_cli_connects_with_address_and_the_node_cache_serves_a_rerun(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    frame = pairs(200)
+    src = tmp_path / "pairs.csv"
+    frame.to_csv(src, index=False)
+    with OpenAICompatServer() as srv:
+        want = reference(frame, srv)
+        backend = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
+                   "--base-url", srv.base_url]  # fmt: skip
+        out = tmp_path / "scored.parquet"
+        done = cli(cluster, str(src), "-o", str(out), "--address", cluster.address,
+                   "--workers", "2", *backend)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        chat_calls = srv.stats()["by_path"]["/v1/chat/completions"]
+
+        # the same command again: every row from the node's cache, no new generation
+        again = cli(cluster, str(src), "-o", str(tmp_path / "again.csv"), "--address",
+                    cluster.address, "--workers", "2", "--fail-under", "0.99",
+                    *backend)  # fmt: skip
+        assert srv.stats()["by_path"]["/v1/chat/completions"] == chat_calls
+    assert "rows            200  (scored 200, NaN 0, from cache 0)" in done.stdout
+    assert "mean " in done.stdout and "reasons " in done.stdout
+    got = pd.read_parquet(out)
+    assert list(got["id"]) == list(frame["id"])  # a file keeps its order
+    assert_same_rows(got, want)
+    # --fail-under works as with the local engine: exit 1, the output still written
+    assert again.returncode == 1, again.stderr[-3000:]
+    assert "from cache 200" in again.stdout and "is below --fail-under 0.99" in again.stderr
+    assert pd.read_csv(tmp_path / "again.csv")["score"].tolist() == pytest.approx(
+        got["score"].tolist()
+    )
+
+
+def test_cli_scores_a_folder_into_a_folder_of_parquet(cluster: Cluster, tmp_path: Path) -> None:
+    frame = pairs(260)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i, part in enumerate((frame[:100], frame[100:200], frame[200:])):
+        part.to_json(folder / f"part{i}.jsonl", orient="records", lines=True)
+    with OpenAICompatServer() as srv:
+        want = reference(frame, srv)
+        out = tmp_path / "out"
+        done = cli(cluster, str(folder), "-o", str(out), "--address", cluster.address,
+                   "--chunk-rows", "50", "--llm", f"openai:{CHAT_MODEL}", "--embeddings",
+                   f"openai:{EMBEDDING_MODEL}", "--base-url", srv.base_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    parts = sorted(out.glob("part-*.parquet"))
+    assert [len(pd.read_parquet(p)) for p in parts] == [50, 50, 50, 50, 50, 10]
+    assert_same_rows(pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True), want)
+
+
+def test_cli_starts_a_local_cluster_without_an_address(tmp_path: Path) -> None:
+    src = tmp_path / "pairs.jsonl"
+    pairs(12).to_json(src, orient="records", lines=True)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    with OpenAICompatServer() as srv:
+        done = subprocess.run(
+            [sys.executable, "-m", "relevancy.cli", "score", str(src), "--engine", "ray",
+             "--workers", "1", "-q", "--llm", f"openai:{CHAT_MODEL}", "--embeddings",
+             f"openai:{EMBEDDING_MODEL}", "--base-url", srv.base_url],
+            capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rows            12  (scored 12" in done.stdout
+    assert len(pd.read_parquet(tmp_path / "pairs.relevancy.parquet")) == 12
+
+
+def test_options_that_need_the_local_engine_say_so(tmp_path: Path) -> None:
+    src = tmp_path / "pairs.csv"
+    pairs(2).to_csv(src, index=False)
+    from relevancy.cli import main
+
+    assert main(["score", str(src), "--engine", "ray", "--estimate"]) == 2
+    assert main(["score", str(src), "-o", str(tmp_path / "x.txt"), "--engine", "ray"]) == 2
+
+
+def test_a_worker_killed_mid_run_is_retried_and_nothing_is_lost(connected: Cluster) -> None:
+    frame = pairs(300)
+    with OpenAICompatServer(latency=0.03) as srv:
+        want = reference(frame, srv)
+        srv.clear()
+        killed: list[int] = []
+        finished = threading.Event()
+
+        def kill_one_worker() -> None:
+            # wait until the run is well under way, then kill a scoring actor's process
+            while srv.stats()["total"] < 120 and not finished.is_set():
+                time.sleep(0.05)
+            while not killed and not finished.is_set():
+                for pid in worker_pids(connected.marker):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    break
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_one_worker, daemon=True)
+        killer.start()
+        scored = score_dataset(
+            ray.data.from_pandas(frame), workers=2, batch_size=25, **settings(srv, cache=False)
+        )
+        got = scored.to_pandas()
+        finished.set()
+        killer.join(10)
+        chat_calls = srv.stats()["by_path"]["/v1/chat/completions"]
+    assert killed, "no scoring worker was found to kill"
+    assert chat_calls > len(frame)  # the killed worker's batch was scored again
+    assert (got["error"] == "").all()
+    assert_same_rows(got, want)
+
+
+def worker_pids(marker: str) -> list[int]:
+    """This cluster's scoring actors (their environment carries the fixture's marker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"ScoreBatches" in title and f"RELEVANCY_TEST_CLUSTER={marker}".encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.models
+def test_the_embedded_models_score_on_a_worker_as_here(connected: Cluster) -> None:
+    frame = pairs(4)
+    scored = score_dataset(ray.data.from_pandas(frame), workers=1, batch_size=4, cache=False)
+    got = scored.to_pandas()
+    metric = build_metric(cache=False)
+    mapped = frame.rename(columns={"question": "user_input", "answer": "response"})
+    want = results_to_frame(metric.score_many(mapped), mapped)
+    assert got["llm"].str.startswith("local:").all() and got["score"].notna().all()
+    assert_same_rows(got, want)
