@@ -20,7 +20,7 @@ import relevancy._stats
 import relevancy.agreement
 from relevancy import InputError, RelevancyResult, read_table
 from relevancy._result import QuestionScore
-from relevancy._stats import group_bootstrap
+from relevancy._stats import group_bootstrap, group_weights
 from relevancy.agreement import (
     agreement,
     auroc,
@@ -131,6 +131,61 @@ def test_group_bootstrap_moves_whole_groups_and_repeats_with_its_seed():
                     seed=3)  # fmt: skip
     assert again == seen
     assert 2 <= low[0] <= high[0] <= 9
+
+
+def test_group_weights_are_the_draws_of_group_bootstrap():
+    groups = ["a", "a", "b", "c", "c", "c", "d"]
+    drawn: list[np.ndarray] = []
+    group_bootstrap(lambda i: drawn.append(np.bincount(i, minlength=7)) or [0.0], groups,
+                    n_boot=57, seed=5)  # fmt: skip
+    for chunk in (1, 10, 100):
+        weights = np.concatenate(list(group_weights(groups, n_boot=57, seed=5, chunk=chunk)))
+        assert weights.shape == (57, 7)
+        np.testing.assert_array_equal(weights, np.asarray(drawn, dtype=float))
+
+
+def _agreement_by_resampling(s, y, groups, *, n_boot, seed):
+    """The intervals as group_bootstrap gives them, the figures recomputed on each resample's
+    rows (what agreement() did before it computed resamples as weights)."""
+    kind = label_kind(y)
+    cut = relevancy.agreement.default_cut(y) if kind == "graded" else None
+    good = positive_labels(y, cut)
+    t = best_threshold(s, good)[0]
+
+    def figures(idx):
+        si, yi, gi = s[idx], y[idx], good[idx]
+        called, ok = si >= t, gi == 1
+        hits = int((called & ok).sum())
+        return [
+            auroc(si, gi),
+            spearman(si, yi) if kind == "graded" else math.nan,
+            best_threshold(si, gi)[0],
+            hits / called.sum() if called.sum() else math.nan,
+            hits / ok.sum() if ok.sum() else math.nan,
+        ]
+
+    return group_bootstrap(figures, groups, n_boot=n_boot, seed=seed)
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_agreement_intervals_equal_resampling_the_rows(graded):
+    """The weighted, vectorised bootstrap gives the intervals of resampling the rows (the same
+    draws): scores with ties, uneven groups, resamples with one class only."""
+    rng = np.random.default_rng(11)
+    for trial in range(8):
+        n = int(rng.integers(3, 50))
+        s = np.round(rng.random(n), 1 + trial % 2)
+        y = rng.integers(1, 6, n).astype(float) if graded else (rng.random(n) < 0.3) * 1.0
+        if label_kind(y) == "none":
+            continue
+        groups = rng.integers(0, max(1, n // 3), n).tolist()
+        a = agreement(s, y, groups=groups, n_boot=150, seed=trial)
+        low, high = _agreement_by_resampling(s, y, groups, n_boot=150, seed=trial)
+        names = ("auroc", "spearman", "threshold", "precision", "recall")
+        got_low = [getattr(a, k).low for k in names]
+        got_high = [getattr(a, k).high for k in names]
+        np.testing.assert_allclose(got_low, low, rtol=0, atol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(got_high, high, rtol=0, atol=1e-12, equal_nan=True)
 
 
 def test_agreement_binary_graded_and_missing():
