@@ -186,9 +186,10 @@ def row_costs(frame: pd.DataFrame, prices: Mapping[str, Price] | None = None) ->
     billed = ~_flags(frame, "cached")
     llm = frame.get("llm", pd.Series("", index=frame.index)).astype(str)
     emb = frame.get("embeddings", pd.Series("", index=frame.index)).astype(str)
-    p_in = llm.map(lambda n: _rate(n, prices, "input"))
-    p_out = llm.map(lambda n: _rate(n, prices, "output"))
-    p_emb = emb.map(lambda n: _rate(n, prices, "input"))
+    # astype: mapping an empty string column keeps its string dtype
+    p_in = llm.map(lambda n: _rate(n, prices, "input")).astype("float64")
+    p_out = llm.map(lambda n: _rate(n, prices, "output")).astype("float64")
+    p_emb = emb.map(lambda n: _rate(n, prices, "input")).astype("float64")
     prompt, completion = _ints(frame, "prompt_tokens"), _ints(frame, "completion_tokens")
     embedded = _ints(frame, "embedding_tokens")
     # a term is 0 when nothing was billed, whatever the price; NaN when billed but unpriced

@@ -115,6 +115,9 @@ def test_totals_bill_fresh_rows_and_count_what_the_cache_saved():
     assert row_costs(other).isna().tolist() == [True, False, False]  # cached rows bill nothing
     free = frame.assign(llm="local:SmolLM2", embeddings="local:MiniLM")
     assert usage_totals(free).describe_cost() == "$0 (embedded models)"
+    # a run with no scored row yet (its model columns read back as strings) costs nothing
+    empty = frame.iloc[:0].astype({"llm": "string[pyarrow]", "embeddings": "string[pyarrow]"})
+    assert row_costs(empty).dtype == "float64" and usage_totals(empty).cost == 0.0
 
 
 def test_openai_embedding_tokens_are_shared_out_by_length():
