@@ -11,6 +11,7 @@ from relevancy import RelevancyError, apply_mapping
 from relevancy.dashboard import datasets
 from relevancy.dashboard.costs import estimate_panel
 from relevancy.dashboard.drilldown import render_row
+from relevancy.dashboard.labels import chance_for
 from relevancy.dashboard.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.permalink import linked_row, row_link, sync_link
@@ -193,4 +194,6 @@ render_row(
     threshold=threshold,
     embedder=embedder_for(result.embeddings, settings),
     band=row_band(info.id, row),
+    run_id=info.id,
+    chance=chance_for(info.id, result.embeddings),
 )

@@ -7,7 +7,9 @@ import streamlit as st
 
 from relevancy.dashboard import charts
 from relevancy.dashboard.datasets import reason_table
+from relevancy.dashboard.labels import chance_caption, run_chance
 from relevancy.dashboard.page import setup_page
+from relevancy.dashboard.reference import add_band, chance_summary
 from relevancy.dashboard.stability_panel import run_stability_figures
 from relevancy.dashboard.state import get_store, list_runs, run_columns, scored_run
 from relevancy.dashboard.ui import embedded_caveat, fmt, mode_text, pct
@@ -116,21 +118,37 @@ else:
         "Noncommittal answers sit at 0."
     )
 
+# chance level: what unrelated pairs of the active run score with its embedder (Ragas values)
+levels = run_chance(info.id) if value == "ragas_value" or mode == "ragas" else {}
+level = max(levels.values(), key=lambda c: c.rows, default=None)
+if level is not None:
+    own = run_columns(info.id, ["ragas_value", "noncommittal"])
+    st.markdown(chance_caption(level, chance_summary(level, own["ragas_value"],
+                                                     own["noncommittal"])))  # fmt: skip
+
+
 tab1, tab2, tab3 = st.tabs(["📊 Histogram", "📦 Box / violin", "📈 ECDF"])
 with tab1:
-    st.plotly_chart(charts.score_histogram(frame, threshold=threshold, by=by), key="dist_hist")
+    st.plotly_chart(
+        add_band(charts.score_histogram(frame, threshold=threshold, by=by), level), key="dist_hist"
+    )
     st.caption("How many rows fall in each score band; the dashed line is the threshold.")
 with tab2:
     kind = st.radio(
         "Shape", ["box", "violin"], horizontal=True, key="dist_kind", label_visibility="collapsed"
     )
-    st.plotly_chart(charts.score_box(frame, threshold=threshold, by=by, kind=kind), key="dist_box")
+    st.plotly_chart(
+        add_band(charts.score_box(frame, threshold=threshold, by=by, kind=kind), level, axis="y"),
+        key="dist_box",
+    )
     st.caption(
         "Each dot is a row; the box spans the middle half of the scores, the line inside is "
         "the median and the dashed line the mean. Hover a dot to see its question."
     )
 with tab3:
-    st.plotly_chart(charts.score_ecdf(frame, threshold=threshold, by=by), key="dist_ecdf")
+    st.plotly_chart(
+        add_band(charts.score_ecdf(frame, threshold=threshold, by=by), level), key="dist_ecdf"
+    )
     st.caption(
         "For each score x, the share of rows scoring at most x. Where a curve crosses the "
         "threshold line is the share of low rows; a curve further right is better."

@@ -49,13 +49,15 @@ __all__ = [
     "TableWriter",
 ]
 
-#: the columns a table's own columns are mapped to (the first two are required)
-ROLES = ("user_input", "response", "variant", "id")
+#: the columns a table's own columns are mapped to (the first two are required); ``label`` is
+#: a human label (see :func:`relevancy.agreement.parse_labels`)
+ROLES = ("user_input", "response", "variant", "id", "label")
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "user_input": ("user_input", "question", "query", "input", "prompt"),
     "response": ("response", "answer", "output", "completion"),
     "variant": ("variant", "model", "system", "prompt_version"),
     "id": ("id", "row_id", "pair_id", "question_id", "qid"),
+    "label": ("label", "human_score", "human_label", "rating", "relevant", "is_relevant"),
 }
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: A cell longer than this is listed as a problem when the generator states no limit of its own.
@@ -72,6 +74,7 @@ def read_table(
     normalize: bool = True,
     source_format: str = "auto",
     report: ImportReport | None = None,
+    label_column: str | None = None,
 ) -> pd.DataFrame:
     """Read a table of question/answer pairs and normalise its column names.
 
@@ -80,11 +83,12 @@ def read_table(
     :func:`guess_mapping` and :func:`apply_mapping`). ``source_format`` is ``"auto"`` (detect
     an export of Langfuse, LangSmith, Phoenix, OpenAI chat messages or a Hugging Face dataset
     from the content) or one of :data:`relevancy.importers.SOURCE_FORMATS`; ``report``, when
-    given, is filled with what was found. Large files: :func:`iter_table`.
+    given, is filled with what was found. ``label_column`` names the human labels' column
+    (``None``: found by name, ``""``: none). Large files: :func:`iter_table`.
     """
     chunks = iter_table(
         path, format=format, normalize=normalize, chunk_rows=None, source_format=source_format,
-        report=report,
+        report=report, label_column=label_column,
     )  # fmt: skip
     return list(chunks)[0]
 
@@ -97,6 +101,7 @@ def iter_table(
     chunk_rows: int | None = 5000,
     source_format: str = "auto",
     report: ImportReport | None = None,
+    label_column: str | None = None,
 ) -> Iterator[pd.DataFrame]:
     """The table in ``path``, ``chunk_rows`` rows at a time (None: all in one chunk).
 
@@ -104,7 +109,8 @@ def iter_table(
     memory; JSON (one array or object) is read whole. A folder is a Hugging Face dataset saved
     with ``save_to_disk``. The format is detected on the first chunk (see :func:`read_table`)
     and every chunk is converted and mapped as the first one was. Errors are the one-line
-    :class:`InputError` of :func:`read_table_bytes`.
+    :class:`InputError` of :func:`read_table_bytes`. ``label_column`` names the column of human
+    labels (``None``: found by name, ``""``: none).
     """
     path = Path(path)
     if not path.exists():
@@ -121,7 +127,7 @@ def iter_table(
         chunks, source = _open_file(path, name, suffix, head, chunk_rows)
     if source_format == "hf":
         source = source or _HF
-    yield from _convert(chunks, name, source_format, source, normalize, report)
+    yield from _convert(chunks, name, source_format, source, normalize, report, label_column)
 
 
 def read_table_bytes(
@@ -164,6 +170,7 @@ def _convert(
     source: str,
     normalize: bool,
     report: ImportReport | None,
+    label_column: str | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Parsed chunks -> detected once, converted (:mod:`relevancy.importers`), mapped."""
     importer = Importer(name, source_format, source=source, report=report)
@@ -173,8 +180,11 @@ def _convert(
         if not len(chunk) and importer.report.format != "table":
             continue  # every record skipped: the next chunk sets the columns
         if mapping is None and normalize:
-            mapping = _mapping_of(chunk, name)
-        yield _finish(chunk, name, mapping)
+            mapping = _mapping_of(chunk, name, label_column)
+        finished = _finish(chunk, name, mapping)
+        if mapping and mapping.get("label"):  # the label column's own name, for messages
+            finished.attrs["label_column"] = str(mapping["label"])
+        yield finished
     importer.finish()
 
 
@@ -636,7 +646,7 @@ def guess_mapping(columns: Sequence[Any]) -> dict[str, str | None]:
     """Which column plays each role, by name: the role itself, else an alias (any case).
 
     >>> guess_mapping(["Question", "answer", "notes"])
-    {'user_input': 'Question', 'response': 'answer', 'variant': None, 'id': None}
+    {'user_input': 'Question', 'response': 'answer', 'variant': None, 'id': None, 'label': None}
     """
     names = [str(c) for c in columns]
     lower: dict[str, str] = {}
@@ -658,7 +668,8 @@ def guess_mapping(columns: Sequence[Any]) -> dict[str, str | None]:
 def apply_mapping(
     frame: pd.DataFrame, mapping: dict[str, str | None], *, name: str = "the table"
 ) -> pd.DataFrame:
-    """Rename the mapped columns to ``user_input``/``response``/``variant``/``id``, as text.
+    """Rename the mapped columns to ``user_input``/``response``/``variant``/``id``/``label``, as
+    text.
 
     Other columns are kept (they travel with the results); a column already named like a role
     but not chosen for it is renamed with a ``source_`` prefix so it cannot be mistaken. Missing
@@ -682,10 +693,25 @@ def _check_columns(frame: pd.DataFrame) -> None:
         raise InputError(f"column {dup!r} appears twice: give each column a distinct name")
 
 
-def _mapping_of(frame: pd.DataFrame, name: str) -> dict[str, str | None]:
-    """The roles of a table's columns by name; :class:`InputError` when a required one lacks."""
+def _mapping_of(
+    frame: pd.DataFrame, name: str, label_column: str | None = None
+) -> dict[str, str | None]:
+    """The roles of a table's columns by name; :class:`InputError` when a required one lacks.
+    ``label_column``: the human labels' column (``None``: by name, ``""``: none)."""
     _check_columns(frame)
     mapping = guess_mapping(list(frame.columns))
+    if label_column is not None:
+        if label_column and label_column not in [str(c) for c in frame.columns]:
+            found = ", ".join(repr(str(c)) for c in list(frame.columns)[:20])
+            raise InputError(
+                f"no label column {label_column!r} in {name!r}; columns found: {found}"
+            )
+        taken = {role for role, col in mapping.items() if col == label_column and role != "label"}
+        if taken:
+            raise InputError(
+                f"column {label_column!r} is the {taken.pop()} column: choose another label column"
+            )
+        mapping["label"] = label_column or None
     for required in ("user_input", "response"):
         if mapping[required] is None:
             found = ", ".join(repr(str(c)) for c in list(frame.columns)[:20])

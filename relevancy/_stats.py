@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-__all__ = ["bootstrap_ci", "summarize"]
+__all__ = ["bootstrap_ci", "group_bootstrap", "group_weights", "summarize"]
 
 
 #: above this many values the interval is the normal one (the bootstrap's, to the third digit)
@@ -55,3 +55,82 @@ def summarize(values: Sequence[float], *, threshold: float = 0.5) -> dict[str, A
         "threshold": threshold,
         "below_threshold": float((finite < threshold).mean()) if finite.size else float("nan"),
     }
+
+
+def group_bootstrap(
+    statistic: Callable[[np.ndarray], Sequence[float]],
+    groups: Sequence[Hashable],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap intervals of the figures ``statistic(idx)`` returns, resampling
+    whole groups.
+
+    ``groups`` gives each row's group (for answers, their question: all answers to one question
+    move together). Each of ``n_boot`` resamples draws as many groups as there are, with
+    replacement (``numpy.random.default_rng(seed).integers(0, G, size=G)`` once per resample),
+    and passes the row positions of the drawn groups, group after group, to ``statistic``,
+    which returns one value per figure. Groups are numbered in order of first appearance.
+    Resamples where a figure is NaN are left out of that figure's interval.
+
+    Returns ``(low, high)``: one bound per figure (NaN where no resample gave a value).
+
+    >>> import numpy as np
+    >>> x = np.array([0.1, 0.4, 0.35, 0.8])
+    >>> low, high = group_bootstrap(lambda i: [x[i].mean()], ["a", "a", "b", "c"], n_boot=200)
+    >>> bool(low[0] <= x.mean() <= high[0])
+    True
+    """
+    members: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    sizes = np.array([len(m) for m in members.values()], dtype=np.int64)
+    flat = np.array([i for m in members.values() for i in m], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if sizes.size else sizes
+    rng = np.random.default_rng(seed)
+    boots: list[Sequence[float]] = []
+    for _ in range(n_boot):
+        picks = rng.integers(0, sizes.size, size=sizes.size)
+        lens = sizes[picks]
+        # the drawn groups' rows, group after group: start of each group + 0..size-1
+        offsets = np.repeat(starts[picks] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())
+        boots.append(statistic(flat[offsets]))
+    values = np.asarray(boots, dtype=np.float64).reshape(n_boot, -1)
+    alpha = (1 - confidence) / 2
+    low, high = [], []
+    for column in values.T:
+        finite = column[np.isfinite(column)]
+        if finite.size:
+            lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+        else:
+            lo = hi = float("nan")
+        low.append(float(lo))
+        high.append(float(hi))
+    return np.asarray(low), np.asarray(high)
+
+
+def group_weights(
+    groups: Sequence[Hashable], *, n_boot: int = 2000, seed: int = 0, chunk: int = 100
+) -> Iterator[np.ndarray]:
+    """The resamples of :func:`group_bootstrap` as row weights, ``chunk`` resamples at a time.
+
+    Each yielded array has one line per resample and one column per row: how many times the
+    row's group was drawn (the same draws as :func:`group_bootstrap` with the same ``seed``).
+    A figure computed with these weights equals the figure of the resampled rows, without
+    building them: fast for figures that vectorise over resamples.
+
+    >>> next(group_weights(["a", "a", "b"], n_boot=2, seed=0)).tolist()
+    [[0.0, 0.0, 2.0], [1.0, 1.0, 1.0]]
+    """
+    codes: dict[Hashable, int] = {}
+    row_group = np.array([codes.setdefault(g, len(codes)) for g in groups], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_boot, chunk):
+        size = min(chunk, n_boot - start)
+        counts = np.stack(
+            [np.bincount(rng.integers(0, len(codes), size=len(codes)), minlength=len(codes))
+             for _ in range(size)]
+        )  # fmt: skip
+        yield counts[:, row_group].astype(np.float64)

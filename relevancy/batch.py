@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import json
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ import pandas as pd
 from relevancy._errors import InputError
 from relevancy._io import RowInspector, RowProblem, TableWriter, iter_table, results_to_frame
 from relevancy._metric import AnswerRelevancy
+from relevancy.agreement import parse_labels
+from relevancy.chance import MAX_ROWS, ChanceLevel, chance_level
 from relevancy.cost import group_usage
 from relevancy.estimate import InputStats, record_speed, record_usage, usage_points
 from relevancy.importers import ImportReport
@@ -57,6 +60,10 @@ class Survey:
     problems: list[RowProblem] = field(default_factory=list)  #: the first ``keep`` problems
     n_problems: int = 0
     source: ImportReport = field(default_factory=ImportReport)  #: the format read, in words
+    #: the human labels' column to score with (``None``: found by name; ``""``: none)
+    label_column: str | None = None
+    labelled: int = 0  #: rows with a human label
+    notes: list[str] = field(default_factory=list)  #: e.g. a label column that is not one
     #: the rows' text as an estimate needs it (characters, a sample to measure on)
     stats: InputStats = field(default_factory=InputStats)
 
@@ -72,6 +79,12 @@ class FileRun:
     cached: int
     seconds: float
     run_id: int | None = None
+    ragas: np.ndarray | None = None  #: each row's Ragas value
+    noncommittal: np.ndarray | None = None  #: each row's noncommittal verdict
+    labels: np.ndarray | None = None  #: each row's human label (NaN: none); None: no column
+    groups: np.ndarray | None = None  #: each row's question (a hash), when there are labels
+    chance: ChanceLevel | None = None  #: what unrelated pairs of this file's rows score
+    negative: int = 0  #: rows with a generated question at a negative cosine to the question
     #: tokens and seconds per (llm, embeddings, cached): :func:`relevancy.cost.usage_totals`
     usage: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: with ``repeats`` > 1: the seeds and each row's sd, noncommittal flip and repeats with
@@ -117,19 +130,37 @@ def survey(
     keep: int = 10,
     chunk_rows: int = CHUNK_ROWS,
     source_format: str = "auto",
+    label_column: str | None = None,
 ) -> Survey:
     """Count the rows, list the first ``keep`` problems and the rows already in the cache.
 
     ``source_format`` is ``"auto"`` or one of :data:`relevancy.importers.SOURCE_FORMATS`;
     ``Survey.source`` says what was read. Raises :class:`InputError` (one line) when the file
-    has no row, or no row with both a question and an answer.
+    has no row, or no row with both a question and an answer, or when ``label_column`` (the
+    human labels) holds a value that is not a label. A label column found by name that holds
+    one is not used: ``Survey.notes`` says so and ``Survey.label_column`` is ``""``.
     """
-    found = Survey()
+    found = Survey(label_column=label_column)
     inspector = RowInspector(long_text=getattr(metric.llm, "max_response_chars", None))
     chunks = iter_table(
-        path, chunk_rows=chunk_rows, source_format=source_format, report=found.source
-    )
+        path, chunk_rows=chunk_rows, source_format=source_format, report=found.source,
+        label_column=label_column,
+    )  # fmt: skip
+    seen = 0
     for chunk in chunks:
+        if "label" in chunk.columns and found.label_column != "":
+            column = chunk.attrs.get("label_column", "label")
+            try:
+                labels = parse_labels(chunk["label"].tolist(), column=column, start=seen)
+            except InputError as exc:
+                if label_column:
+                    raise
+                found.notes.append(f"not used as human labels: {exc}")
+                found.label_column, found.labelled = "", 0
+            else:
+                found.label_column = column
+                found.labelled += int(np.isfinite(labels).sum())
+        seen += len(chunk)
         problems = inspector.inspect(chunk)
         found.n_problems += len(problems)
         found.problems += problems[: max(0, keep - len(found.problems))]
@@ -159,6 +190,7 @@ def score_file(
     settings: Mapping[str, Any] | None = None,
     source_format: str = "auto",
     repeats: int = 1,
+    label_column: str | None = None,
 ) -> FileRun:
     """Score every row of ``path`` and write ``out`` (.csv, .json, .jsonl or .parquet).
 
@@ -170,7 +202,10 @@ def score_file(
 
     ``progress(n)`` is called as each row finishes. With ``store``, the run is also saved
     there as ``run_name`` (its inputs first, then each chunk's results as they finish).
-    ``source_format`` is as for :func:`survey`.
+    ``source_format`` is as for :func:`survey`; ``label_column`` too (pass the survey's
+    ``label_column``). The human labels travel with the rows to ``out`` and the store; the
+    :class:`FileRun` keeps them with each row's question for :func:`relevancy.agreement.agreement`,
+    and a sample of the rows' vectors for the chance level (:mod:`relevancy.chance`).
     """
     path, out = Path(path), Path(out)
     seeds = repeat_seeds(getattr(metric.llm, "seed", 0), repeats, metric.strictness)
@@ -180,10 +215,19 @@ def score_file(
     mismatch = other_language = 0
     run_id = None
     if store is not None:
-        inputs = iter_table(path, chunk_rows=chunk_rows, source_format=source_format)
+        inputs = iter_table(
+            path, chunk_rows=chunk_rows, source_format=source_format, label_column=label_column
+        )
         run_id = store.create_run(
             run_name or path.name, dict(settings or {}), inputs, source=path.name
         )
+    ragas: list[float] = []
+    noncommittal: list[bool] = []
+    labels: list[np.ndarray] = []
+    groups: list[int] = []
+    sample: list[tuple[Any, ...]] = []  # reservoir of (ui vector, question vectors, key, embedder)
+    picker = random.Random(0)
+    negative = 0
     values: list[float] = []
     errors: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
@@ -193,8 +237,14 @@ def score_file(
     started = time.perf_counter()
     partial = out.with_name(out.name + ".partial.jsonl")
     with TableWriter(out) as writer, partial.open("w", encoding="utf-8") as checkpoint:
-        for chunk in iter_table(path, chunk_rows=chunk_rows, source_format=source_format):
+        for chunk in iter_table(
+            path, chunk_rows=chunk_rows, source_format=source_format, label_column=label_column
+        ):
             start = len(values)
+            if "label" in chunk.columns:
+                column = chunk.attrs.get("label_column", "label")
+                labels.append(parse_labels(chunk["label"].tolist(), column=column, start=start))
+                groups += [hash(q) for q in chunk["user_input"]]
 
             def on_result(i: int, result: Any, start: int = start) -> None:
                 record = {"row": start + i + 1, **result.to_dict(embeddings=False)}
@@ -236,6 +286,20 @@ def score_file(
                          for i in range(len(results))),
                     )  # fmt: skip
             values += [r.value for r in results]
+            ragas += [r.ragas_value for r in results]
+            noncommittal += [bool(r.noncommittal) for r in results]
+            for i, r in enumerate(results):
+                negative += any(s < 0 for s in r.similarities)
+                if r.user_input_embedding is None or not r.question_embeddings:
+                    continue
+                item = (np.asarray(r.user_input_embedding, dtype=np.float32),
+                        np.asarray(r.question_embeddings, dtype=np.float32),
+                        r.user_input, r.embeddings)  # fmt: skip
+                seen = start + i + 1
+                if len(sample) < MAX_ROWS:
+                    sample.append(item)
+                elif (k := picker.randrange(seen)) < MAX_ROWS:
+                    sample[k] = item
             errors.update(r.error for r in results if r.error)
             reasons.update(r.reason or "error" for r in results)
             cached += sum(r.cached for r in results)
@@ -246,11 +310,27 @@ def score_file(
     record_usage(metric, points)
     totals = group_usage(pd.concat(usage)) if usage else pd.DataFrame()
     run = FileRun(
-        out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id, totals
-    )
-    run.question_languages = question_languages
-    run.language_mismatch, run.answer_other_language = mismatch, other_language
+        out, np.asarray(values, dtype=float), errors, reasons, cached, seconds, run_id,
+        ragas=np.asarray(ragas, dtype=float), noncommittal=np.asarray(noncommittal, dtype=bool),
+        labels=np.concatenate(labels) if labels else None,
+        groups=np.asarray(groups, dtype=np.int64) if labels else None,
+        chance=_chance(sample), negative=negative, usage=totals,
+        question_languages=question_languages, language_mismatch=mismatch,
+        answer_other_language=other_language,
+    )  # fmt: skip
     if len(seeds) > 1:
         run.seeds, run.row_sd = seeds, np.asarray(sds, dtype=float)
         run.flips, run.near_duplicate_rows = flips, near
     return run
+
+
+def _chance(sample: list[tuple[Any, ...]]) -> ChanceLevel | None:
+    """The chance level of the sampled rows with the most common embedder."""
+    if not sample:
+        return None
+    embedder = collections.Counter(s[3] for s in sample).most_common(1)[0][0]
+    rows = [s for s in sample if s[3] == embedder]
+    return chance_level(
+        np.stack([s[0] for s in rows]), [s[1] for s in rows], [s[2] for s in rows],
+        embedder=embedder,
+    )  # fmt: skip

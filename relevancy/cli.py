@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from relevancy._cache import Cache
@@ -21,6 +22,7 @@ from relevancy._modes import MODE_DESCRIPTIONS, MODES, describe_mode
 from relevancy._noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy._redact import redact
 from relevancy._stats import summarize
+from relevancy.agreement import agreement
 from relevancy.backends import BACKEND_SPECS
 from relevancy.batch import CHUNK_ROWS, FileRun, score_file, survey
 from relevancy.compare import regression_check
@@ -133,8 +135,15 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
     repeats = _repeats(args)
     metric = _metric(args, concurrency=args.concurrency, check=False)
-    found = survey(args.input, metric, source_format=args.source_format)
+    found = survey(
+        args.input, metric, source_format=args.source_format, label_column=args.label_column
+    )
     print(f"input           {found.source.describe()}", file=sys.stderr)
+    if found.label_column:
+        print(f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
+              file=sys.stderr)  # fmt: skip
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
     for problem in found.problems:
         print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
     if found.n_problems > len(found.problems):
@@ -148,7 +157,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         measured = measure_sample(metric, found.stats, args.sample)
         print(f"sample          scored {len(measured)} rows of the file to measure these models "
               "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
-        found = survey(args.input, metric, source_format=found.source.format)
+        found = survey(
+            args.input, metric, source_format=found.source.format,
+            label_column=found.label_column,
+        )  # fmt: skip
     stats = found.stats
     if repeats > 1:  # every repeat is scored (its cache is not looked up: an upper bound)
         stats = dataclasses.replace(
@@ -181,6 +193,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             settings=_run_settings(args, metric),
             source_format=found.source.format,  # detected once, by the survey
             repeats=repeats,
+            label_column=found.label_column,
         )
     return _report(args, metric, run, store)
 
@@ -200,6 +213,8 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
     print(f"median          {_fmt(stats['median'])}")
     print(f"below {args.threshold:<9} {_fmt(100 * stats['below_threshold'], 1)}%")
     print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
+    _print_chance(run)
+    _print_agreement(run)
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
     prices = _prices(args)
@@ -264,6 +279,49 @@ def _print_stability(run: Any) -> None:
     )
 
 
+def _print_chance(run: FileRun) -> None:
+    """What unrelated pairs score with this embedder, and the rows scoring no better (their
+    Ragas value; noncommittal rows, zeroed on purpose, aside)."""
+    if run.chance is None:
+        return
+    ragas = run.ragas if run.ragas is not None else run.values
+    answered = np.isfinite(ragas)
+    if run.noncommittal is not None:
+        answered &= ~run.noncommittal
+    below = int((ragas[answered] < run.chance.p95).sum())
+    what = "" if np.array_equal(ragas, run.values, equal_nan=True) else " (Ragas value)"
+    rows = "1 row scores" if below == 1 else f"{below:,} rows score"
+    print(f"chance          {run.chance.describe()}; {rows} below that{what}")
+    if run.negative:
+        print(f"negative cosine {run.negative:,} rows have a generated question with a negative "
+              "cosine to the question (counted as it is in the mean)")  # fmt: skip
+
+
+def _print_agreement(run: FileRun) -> None:
+    """The scores' agreement with the human labels (AUROC or Spearman, best threshold)."""
+    if run.labels is None:
+        return
+    a = agreement(run.values, run.labels, groups=run.groups)
+    if not a.rows:
+        print("labels          no labelled row has a score")
+        return
+    split = (
+        f"{a.positives:,} at or above {a.cut:g}, {a.negatives:,} below"
+        if a.cut is not None
+        else f"{a.positives:,} good, {a.negatives:,} bad"
+    )
+    print(f"labels          {a.rows:,} rows ({a.kind}: {split}) on {a.questions:,} questions")
+    if a.kind == "graded":
+        print(f"spearman        {a.spearman.format()}")
+    print(f"auroc           {a.auroc.format()}")
+    if math.isfinite(a.threshold.value):
+        print(f"best threshold  {a.threshold.format()}")
+        print(f"precision       {a.precision.format()} at that threshold")
+        print(f"recall          {a.recall.format()}")
+    for note in a.notes:
+        print(f"note            {note}")
+
+
 def _prices(args: argparse.Namespace) -> dict[str, Price]:
     """The default price table with the user's ``--price`` entries on top."""
     table = dict(DEFAULT_PRICES)
@@ -284,9 +342,10 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
     from tqdm import tqdm
 
-    if args.estimate or args.save_run or args.store or _repeats(args) > 1:
+    if args.estimate or args.save_run or args.store or _repeats(args) > 1 or args.label_column:
         raise InputError(
-            "--estimate, --save-run, --store and --repeats work with --engine local only"
+            "--estimate, --save-run, --store, --repeats and --label-column work with --engine "
+            "local only"
         )
     source = Path(args.input)
     # by default in the working folder, as with the local engine; a folder for a folder
@@ -571,6 +630,15 @@ def make_parser() -> argparse.ArgumentParser:
         help="score every row K times under generator seeds that share no sample (seed, "
         "seed+N, ...): adds score_sd (population sd), score_min, score_max, ragas_sd, "
         "noncommittal_flips and near_duplicates columns and a stability summary",
+    )
+    p.add_argument(
+        "--label-column",
+        default=None,
+        metavar="COL",
+        help="column of human labels: binary (1/0, yes/no, true/false, relevant/irrelevant, "
+        "good/bad) or graded (numbers); the summary then gives the scores' AUROC or Spearman "
+        "and the best threshold (default: a column named label, human_score, rating or "
+        "relevant; '' for none)",
     )
     g = p.add_argument_group("engine")
     g.add_argument(

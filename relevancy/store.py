@@ -10,6 +10,9 @@ Made for runs of hundreds of thousands of rows: nothing is read that a caller do
   float32 bytes.
 * ``questions``: the generated questions of each result with their similarity, noncommittal
   flag, error and embedding (float32 bytes).
+* ``labels``: human labels, from the input's label column (``source = 'input'``, written with
+  the run) or set in the dashboard (``'dashboard'``, which wins), each with the time it was set.
+  A table of its own, created when a store opens (older stores gain it then).
 
 A run is created with its input rows (in chunks for large files) before scoring starts; results
 are written as they finish (:meth:`RunStore.append_results`), so a cancelled or interrupted run
@@ -56,6 +59,7 @@ from relevancy._io import (
 )
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
+from relevancy.agreement import parse_labels
 from relevancy.cost import TOKEN_COLUMNS
 from relevancy.stability import near_duplicate_pairs
 from relevancy.summary import mode_label
@@ -165,6 +169,23 @@ CREATE TABLE IF NOT EXISTS repeats (
     PRIMARY KEY (run_id, idx, seed)
 );
 """
+#: human labels: one per row and source ('input': the input's label column; 'dashboard': set
+#: by hand, wins over the input's; a NULL label there clears it); no schema version of its own
+_LABELS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS labels (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('input', 'dashboard')),
+    label REAL,
+    set_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx, source)
+);
+"""
+#: each row's label: the dashboard's when set, else the input's (SQL on ``r``: results)
+_LABEL_SQL = (
+    "(SELECT l.label FROM labels l WHERE l.run_id = r.run_id AND l.idx = r.idx "
+    "ORDER BY l.source = 'dashboard' DESC LIMIT 1)"
+)
 #: input columns kept in typed columns (``id`` is ``item_id``: a run has an id of its own)
 _TYPED = {"user_input": "user_input", "response": "response", "variant": "variant", "id": "item_id"}
 #: result columns a page can ask for (besides the input columns and ``row``)
@@ -443,6 +464,7 @@ class RunStore:
                         "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
                         (SCHEMA_VERSION,),
                     )
+            db.executescript(_LABELS_SCHEMA)
         finally:
             db.close()
 
@@ -499,6 +521,13 @@ class RunStore:
                         "item_id, extra) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         _input_rows(run_id, n, chunk),
                     )
+                    if "label" in chunk.columns:  # the input's human labels
+                        labels = parse_labels(chunk["label"].tolist(), start=n)
+                        db.executemany(
+                            "INSERT INTO labels VALUES (?, ?, 'input', ?, ?)",
+                            [(run_id, n + i, float(v), now)
+                             for i, v in enumerate(labels) if v == v],
+                        )  # fmt: skip
                     n += len(chunk)
                 if not n:
                     raise InputError("a run needs at least one input row")
@@ -599,10 +628,11 @@ class RunStore:
         ]
 
     def version(self, run_id: int) -> str:
-        """Changes whenever the run changes (for caches keyed on a run)."""
+        """Changes whenever the run changes (for caches keyed on a run), its labels included."""
         rows = self._run(
             "SELECT r.updated, r.name, (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id), "
-            "(SELECT COUNT(*) FROM repeats y WHERE y.run_id = r.id) FROM runs r WHERE r.id = ?",
+            "(SELECT COUNT(*) FROM repeats y WHERE y.run_id = r.id), "
+            "(SELECT value FROM meta WHERE key = 'labels:' || r.id) FROM runs r WHERE r.id = ?",
             (int(run_id),),
         )
         return "|".join(str(v) for v in rows[0]) if rows else "missing"
@@ -648,6 +678,8 @@ class RunStore:
         for name in names:
             if name in SCALARS:
                 selects.append(f"r.{name}")
+            elif name == "label":  # the row's human label (the dashboard's, else the input's)
+                selects.append(_LABEL_SQL)
             elif name in _TYPED:
                 selects.append(f"i.{_TYPED[name]}")
             elif name in info.columns:
@@ -667,7 +699,7 @@ class RunStore:
         for name in names:
             if name in ("noncommittal", "cached"):
                 frame[name] = frame[name].astype(bool)
-            elif name in ("score", "ragas_value", "answer_similarity", "similarity_std"):
+            elif name in ("score", "ragas_value", "answer_similarity", "similarity_std", "label"):
                 frame[name] = pd.to_numeric(frame[name]).astype(float)
         return frame
 
@@ -864,10 +896,22 @@ class RunStore:
         result columns of :func:`relevancy.results_to_frame` (no embeddings)."""
         rows = [int(r[0]) for r in self._run(
             "SELECT idx FROM results WHERE run_id = ? ORDER BY idx", (int(run_id),))]  # fmt: skip
+        labelled = self.has_labels(run_id)
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            yield _export_frame(self.inputs(run_id, part).reset_index(drop=True),
-                                self.results(run_id, part, vectors=False))  # fmt: skip
+            inputs = self.inputs(run_id, part)
+            frame = _export_frame(inputs.reset_index(drop=True),
+                                  self.results(run_id, part, vectors=False))  # fmt: skip
+            if labelled:  # each row's label as a number (importing the export maps it back)
+                found = self.labels(run_id, part).set_index("row")["label"]
+                values = pd.Series([found.get(r, np.nan) for r in part], dtype=float)
+                if (values.dropna() % 1 == 0).all():  # 1/0 or whole grades: written as such
+                    values = values.astype("Int64")
+                if "label" in frame.columns:
+                    frame["label"] = values.array
+                else:
+                    frame.insert(len(inputs.columns), "label", values.array)
+            yield frame
 
     def export_frame(self, run_id: int) -> pd.DataFrame:
         """Every scored row as one table (the export's columns)."""
@@ -888,6 +932,90 @@ class RunStore:
             raise InputError(f"cannot export as {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
         with tempfile.TemporaryDirectory() as tmp:
             return self.export(run_id, Path(tmp) / f"run.{fmt}").read_bytes()
+
+    # labels ------------------------------------------------------------------------------
+    def set_label(
+        self, run_id: int, row: int, label: float | str | None, *, source: str = "dashboard"
+    ) -> None:
+        """Set a row's human label (a number, or a word like yes/no; None clears it), with the
+        time it was set. A ``"dashboard"`` label wins over the input's."""
+        self._require(run_id)
+        if not self._run(
+            "SELECT 1 FROM inputs WHERE run_id = ? AND idx = ?", (int(run_id), int(row))
+        ):
+            raise InputError(f"run #{run_id} has no row {int(row) + 1}")
+        if source not in ("input", "dashboard"):
+            raise InputError(f"a label's source is 'input' or 'dashboard', not {source!r}")
+        value = None if label is None else float(parse_labels([label])[0])
+        value = None if value is not None and math.isnan(value) else value
+        db = self._connect()
+        try:
+            with db:
+                db.execute(
+                    "INSERT OR REPLACE INTO labels (run_id, idx, source, label, set_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (int(run_id), int(row), source, value, _now()),
+                )
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('labels:' || ?, '1') ON CONFLICT(key) "
+                    "DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                    (int(run_id),),
+                )
+        finally:
+            db.close()
+
+    def labels(self, run_id: int, rows: Sequence[int] | None = None) -> pd.DataFrame:
+        """Each labelled row's label (the dashboard's when set, else the input's): ``row``,
+        ``label``, ``source`` and ``set_at``, by row. Rows whose label was cleared are left out."""
+        where, params = "", [int(run_id)]
+        if rows is not None:
+            where = f" AND idx IN ({_marks(len(rows))})"
+            params += [int(r) for r in rows]
+        found = self._run(
+            "SELECT idx, label, source, set_at FROM labels WHERE run_id = ?"
+            f"{where} ORDER BY idx, source = 'dashboard'",
+            params,
+        )
+        latest = {int(idx): (label, source, at) for idx, label, source, at in found}
+        table = [(idx, *v) for idx, v in sorted(latest.items()) if v[0] is not None]
+        frame = pd.DataFrame(table, columns=["row", "label", "source", "set_at"])
+        frame["label"] = frame["label"].astype(float)
+        return frame
+
+    def has_labels(self, run_id: int) -> bool:
+        """Whether any row of the run has a label."""
+        return bool(self._run(
+            f"SELECT 1 FROM results r WHERE r.run_id = ? AND {_LABEL_SQL} IS NOT NULL LIMIT 1",
+            (int(run_id),),
+        ))  # fmt: skip
+
+    # vectors -----------------------------------------------------------------------------
+    def vectors(
+        self, run_id: int, rows: Sequence[int] | None = None
+    ) -> tuple[pd.DataFrame, np.ndarray, list[np.ndarray]]:
+        """The embeddings of scored rows (all, or ``rows``) that have them: a table (``row``,
+        ``user_input``, ``embeddings``), the user questions' vectors (one row each) and each
+        row's generated-question vectors (for :func:`relevancy.chance.chance_level`)."""
+        where, params = "", [int(run_id)]
+        if rows is not None:
+            where = f" AND r.idx IN ({_marks(len(rows))})"
+            params += [int(r) for r in rows]
+        found = self._run(
+            "SELECT r.idx, i.user_input, r.embeddings, r.ui_vec FROM results r JOIN inputs i ON "
+            f"i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ? AND r.ui_vec IS NOT NULL"
+            f"{where} ORDER BY r.idx",
+            params,
+        )
+        table = pd.DataFrame([f[:3] for f in found], columns=["row", "user_input", "embeddings"])
+        if not found:
+            return table, np.zeros((0, 0), dtype=np.float32), []
+        questions = self._questions(run_id, table["row"].tolist(), vectors=True)
+        user = np.stack([_vector(f[3]) for f in found])
+        generated = []
+        for idx in table["row"]:
+            vecs = [v for _, v in questions.get(int(idx), []) if v is not None]
+            generated.append(np.stack(vecs) if vecs else np.zeros((0, user.shape[1]), np.float32))
+        return table, user, generated
 
     # meta --------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -1123,8 +1251,13 @@ def _export_frame(inputs: pd.DataFrame, results: list[RelevancyResult]) -> pd.Da
 
 
 def demo_inputs() -> pd.DataFrame:
+    """The bundled demo's rows, with a human ``label``: 1 where its hand label ``answer_type``
+    is on-topic (direct and complete), 0 for partial, padded, off-topic and evasive answers."""
     with resources.as_file(resources.files("relevancy") / "data" / "demo.csv") as path:
-        return read_table(path)
+        frame = read_table(path)
+    if "label" not in frame.columns and "answer_type" in frame.columns:
+        frame["label"] = np.where(frame["answer_type"] == "on-topic", "1", "0").astype(object)
+    return frame
 
 
 def demo_results() -> list[RelevancyResult]:

@@ -43,6 +43,7 @@ SHOTS = {
     "07-dataset-stability-language.jpg": ("Dataset", "Noncommittal:"),
     # run 1: the demo scored through the test server, billed as gpt-4o-mini (see _priced_run)
     "05-runs-cost.jpg": ("Runs?run=1", "Tokens billed"),
+    "07-agreement.jpg": ("Agreement", "Where the score and the label disagree"),
 }
 PRICED_RUN = "demo via the test server, billed as gpt-4o-mini"
 

@@ -574,6 +574,7 @@ def test_read_upload_formats_and_mapping(tmp_path):
         "response": "Answer",
         "variant": "model",
         "id": None,
+        "label": None,
     }
     mapped = apply_mapping(frame, mapping)
     assert list(mapped.columns) == ["user_input", "response", "variant"]

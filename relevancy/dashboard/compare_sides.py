@@ -37,8 +37,9 @@ def pair_frame(run: RunInfo, extra: list[str] | None = None) -> pd.DataFrame:
 
 
 def _splittable(info: RunInfo) -> list[str]:
-    """The run's columns that can split it into sides: variant first, then the user's own."""
-    own = [c for c in info.columns if c not in ("user_input", "response", "id")]
+    """The run's columns that can split it into sides: variant first, then the user's own (not
+    the human label: good and bad answers are not two variants)."""
+    own = [c for c in info.columns if c not in ("user_input", "response", "id", "label")]
     return sorted(own, key=lambda c: c != "variant")
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from relevancy._errors import InputError
 from relevancy._io import FORMATS, ROLES, apply_mapping, inspect_rows, read_table_bytes
+from relevancy.agreement import label_kind, parse_labels
 from relevancy.importers import ImportReport
 
 __all__ = [
@@ -77,6 +78,17 @@ def validate(
     for role, column in mapping.items():
         if column and column not in frame.columns:
             issues.append(Issue("error", f"Column {column!r} (for {role}) is not in the table."))
+    label = mapping.get("label")
+    if label and label in frame.columns:
+        try:
+            values = parse_labels(frame[label].tolist(), column=label)
+        except InputError as exc:
+            issues.append(Issue("error", f"{exc}; or choose (none) for the label column."))
+        else:
+            n = int((values == values).sum())
+            issues.append(Issue("info", f"Human labels in {label!r}: {n} row(s), "
+                                f"{label_kind(values)}; the Agreement page compares them with "
+                                "the scores."))  # fmt: skip
     if any(i.level == "error" for i in issues):
         return issues
     try:

@@ -18,7 +18,8 @@ import streamlit as st
 
 from relevancy._redact import redact
 from relevancy._result import QuestionScore, RelevancyResult
-from relevancy.dashboard import charts
+from relevancy.chance import ChanceLevel
+from relevancy.dashboard import charts, labels, reference
 from relevancy.dashboard.stability_panel import draw_band
 from relevancy.dashboard.ui import MODE_SHORT, esc, fmt, score_badge
 from relevancy.explain import (
@@ -134,14 +135,22 @@ def render_row(
     threshold: float,
     embedder: Any | None,
     band: pd.Series | None = None,
+    run_id: int | None = None,
+    chance: ChanceLevel | None = None,
 ) -> None:
     """One row of a run in a bordered box: its number and columns, the question, the
-    explanation (wide); with ``band`` (its re-scorings), the row's stability band."""
+    explanation (wide). With ``band`` (its re-scorings), the row's stability band; with
+    ``run_id``, the row's human label can be set; ``chance`` (the run's chance level) says
+    where the score sits against unrelated pairs."""
     with st.container(border=True):
         shown = [f"{name}: {esc(value)}" for name, value in meta.items() if str(value)]
         st.caption(" · ".join([f"row {int(row) + 1}", *shown]))  # 1-based, as in the CLI
+        if run_id is not None:
+            labels.label_control(run_id, row, key=key)
         st.markdown("**Question**")
         st.text(result.user_input)
+        for severity, text in reference.row_notes(result, chance):
+            (st.warning(text, icon="⚠️") if severity == "warning" else st.caption(text))
         if band is not None:
             draw_band(band, result.value, key=key)
         render_result(result, key=key, threshold=threshold, embedder=embedder, wide=True)

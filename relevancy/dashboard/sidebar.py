@@ -40,6 +40,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/3_Embeddings.py", "Embeddings", "🧭", "Where generated questions land vs. originals."),
     ("pages/4_Compare.py", "Compare", "⚖️", "Paired A/B: wins, losses, biggest regressions."),
     ("pages/5_Runs.py", "Runs", "💾", "Saved runs: reopen, rename, delete, export."),
+    ("pages/6_Agreement.py", "Agreement", "🤝", "Scores beside human labels: AUROC, threshold."),
 ]
 MODE_HELP = (
     "What the score is.  \n"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relevancy._errors import RelevancyError
+from relevancy._errors import InputError, RelevancyError
 from relevancy._io import guess_mapping
+from relevancy.agreement import parse_labels
 from relevancy.dashboard import datasets
 from relevancy.dashboard.state import bind
 from relevancy.dashboard.ui import esc
@@ -110,9 +111,15 @@ def choose_mapping(frame: pd.DataFrame, source: str) -> dict[str, str | None]:
         return {role: role for role in datasets.ROLES}
     st.markdown("**Map columns**")
     guess, none = guess_mapping(list(frame.columns)), "(none)"
-    labels = ("Question column", "Answer column", "Variant column (optional)", "ID (optional)")
+    if guess.get("label"):  # found by name: used only if it holds labels
+        try:
+            parse_labels(frame[guess["label"]].tolist(), column=guess["label"])
+        except InputError:
+            guess["label"] = None
+    labels = ("Question column", "Answer column", "Variant column (optional)", "ID (optional)",
+              "Human label (optional)")  # fmt: skip
     mapping: dict[str, str | None] = {}
-    for col, role, label in zip(st.columns(4), datasets.ROLES, labels):
+    for col, role, label in zip(st.columns(len(datasets.ROLES)), datasets.ROLES, labels):
         options = [none, *frame.columns]
         with col:
             choice = st.selectbox(

@@ -1,0 +1,380 @@
+"""Human labels beside scores: label parsing, AUROC, Spearman, the best threshold, bootstrap by
+question, disagreements; the store's labels table and exports; and the figures the Agreement
+view shows against ``bench/_agreement_stats.py`` on HaluQuestQA (scores already on disk)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+import relevancy._stats
+import relevancy.agreement
+from relevancy import InputError, RelevancyResult, read_table
+from relevancy._result import QuestionScore
+from relevancy._stats import group_bootstrap, group_weights
+from relevancy.agreement import (
+    agreement,
+    auroc,
+    best_threshold,
+    disagreements,
+    label_kind,
+    parse_labels,
+    positive_labels,
+    rankdata,
+    spearman,
+)
+from relevancy.dashboard import agreement_view
+from relevancy.store import RunStore, demo_inputs, import_demo
+
+ROOT = Path(__file__).resolve().parents[1]
+HALU = ROOT.parent / "shared" / "data" / "haluquestqa"
+SCORES = ROOT / "bench" / "agreement_out" / "haluquestqa_heldout_focus_s0_ragas.txt"
+
+
+@pytest.mark.parametrize("module", [relevancy.agreement, relevancy._stats])
+def test_the_docstring_examples_run(module):
+    failed, tried = doctest.testmod(module)
+    assert tried and not failed
+
+
+# --- labels -------------------------------------------------------------------------------
+def test_labels_are_read_from_words_and_numbers():
+    words = ["yes", "No", " TRUE ", "false", "relevant", "irrelevant", "good", "bad", "1", "0"]
+    assert parse_labels(words).tolist() == [1, 0] * 5
+    assert parse_labels([0.75, "0.5", 3, "", None, "nan", "NA"]).tolist()[:3] == [0.75, 0.5, 3]
+    assert np.isnan(parse_labels(["", None, "nan", "NA"])).all()
+
+
+def test_a_value_that_is_no_label_is_one_line_quoting_it():
+    with pytest.raises(InputError) as exc:
+        parse_labels(["yes", "no", "maybe"], column="rating", start=10)
+    text = str(exc.value)
+    assert "\n" not in text
+    assert text.startswith("column 'rating', row 13: 'maybe' is not a label")
+    assert "yes/no" in text
+
+
+def test_label_kinds_and_which_labels_are_good():
+    assert label_kind([1, 0, np.nan]) == "binary"
+    assert label_kind([1, 1]) == "binary"
+    assert label_kind([4, 5, 5]) == "binary"
+    assert label_kind([1, 2, 3, 4]) == "graded"
+    assert label_kind([np.nan]) == "none"
+    assert positive_labels([4, 5, np.nan]).tolist()[:2] == [0, 1]  # the higher of two values
+    assert positive_labels([1, 2, 3, 4]).tolist() == [0, 0, 1, 1]  # graded: middle of 1-4
+    assert positive_labels([1, 2, 3, 4], cut=4).tolist() == [0, 0, 0, 1]
+
+
+# --- the figures, against brute force and scipy -------------------------------------------
+def _data(n: int = 60, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n).astype(float)
+    scores = np.round(0.3 * labels + rng.normal(0.5, 0.2, n), 1)  # rounded: many ties
+    return scores, labels
+
+
+def test_auroc_is_the_share_of_good_over_bad_pairs_ties_one_half():
+    s, y = _data()
+    pos, neg = s[y == 1], s[y == 0]
+    wins = [(1.0 if p > q else 0.5 if p == q else 0.0) for p in pos for q in neg]
+    assert auroc(s, y) == pytest.approx(np.mean(wins), abs=1e-12)
+    assert math.isnan(auroc(s, np.ones_like(y)))
+
+
+def test_spearman_and_ranks_equal_scipy():
+    s, _ = _data()
+    rng = np.random.default_rng(2)
+    graded = rng.integers(1, 5, s.size).astype(float)
+    assert rankdata(s).tolist() == sps.rankdata(s).tolist()
+    assert spearman(s, graded) == pytest.approx(sps.spearmanr(s, graded).statistic, abs=1e-12)
+
+
+def test_best_threshold_maximises_recall_minus_false_positive_rate():
+    s, y = _data()
+    t, precision, recall = best_threshold(s, y)
+    best = -1.0
+    for c in np.unique(s):  # every possible cut, by brute force
+        called = s >= c
+        best = max(best, called[y == 1].mean() - called[y == 0].mean())
+    called = s >= t
+    assert called[y == 1].mean() - called[y == 0].mean() == pytest.approx(best)
+    assert precision == pytest.approx(y[called].mean())
+    assert recall == pytest.approx(called[y == 1].mean())
+    assert not np.isclose(s, t).any()  # halfway between two scores
+
+
+def test_group_bootstrap_moves_whole_groups_and_repeats_with_its_seed():
+    groups = ["a", "a", "b", "c", "c", "c"]
+    seen: list[list[int]] = []
+
+    def record(idx: np.ndarray) -> list[float]:
+        seen.append(sorted(idx.tolist()))
+        return [float(len(idx))]
+
+    low, high = group_bootstrap(record, groups, n_boot=50, seed=3)
+    whole = {"a": [0, 1], "b": [2], "c": [3, 4, 5]}
+    for idx in seen:
+        for members in whole.values():  # a group is in a draw whole, as often as drawn
+            counts = {i: idx.count(i) for i in members}
+            assert len(set(counts.values())) == 1
+    again: list[list[int]] = []
+    group_bootstrap(lambda i: again.append(sorted(i.tolist())) or [0.0], groups, n_boot=50,
+                    seed=3)  # fmt: skip
+    assert again == seen
+    assert 2 <= low[0] <= high[0] <= 9
+
+
+def test_group_weights_are_the_draws_of_group_bootstrap():
+    groups = ["a", "a", "b", "c", "c", "c", "d"]
+    drawn: list[np.ndarray] = []
+    group_bootstrap(lambda i: drawn.append(np.bincount(i, minlength=7)) or [0.0], groups,
+                    n_boot=57, seed=5)  # fmt: skip
+    for chunk in (1, 10, 100):
+        weights = np.concatenate(list(group_weights(groups, n_boot=57, seed=5, chunk=chunk)))
+        assert weights.shape == (57, 7)
+        np.testing.assert_array_equal(weights, np.asarray(drawn, dtype=float))
+
+
+def _agreement_by_resampling(s, y, groups, *, n_boot, seed):
+    """The intervals as group_bootstrap gives them, the figures recomputed on each resample's
+    rows (what agreement() did before it computed resamples as weights)."""
+    kind = label_kind(y)
+    cut = relevancy.agreement.default_cut(y) if kind == "graded" else None
+    good = positive_labels(y, cut)
+    t = best_threshold(s, good)[0]
+
+    def figures(idx):
+        si, yi, gi = s[idx], y[idx], good[idx]
+        called, ok = si >= t, gi == 1
+        hits = int((called & ok).sum())
+        return [
+            auroc(si, gi),
+            spearman(si, yi) if kind == "graded" else math.nan,
+            best_threshold(si, gi)[0],
+            hits / called.sum() if called.sum() else math.nan,
+            hits / ok.sum() if ok.sum() else math.nan,
+        ]
+
+    return group_bootstrap(figures, groups, n_boot=n_boot, seed=seed)
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_agreement_intervals_equal_resampling_the_rows(graded):
+    """The weighted, vectorised bootstrap gives the intervals of resampling the rows (the same
+    draws): scores with ties, uneven groups, resamples with one class only."""
+    rng = np.random.default_rng(11)
+    for trial in range(8):
+        n = int(rng.integers(3, 50))
+        s = np.round(rng.random(n), 1 + trial % 2)
+        y = rng.integers(1, 6, n).astype(float) if graded else (rng.random(n) < 0.3) * 1.0
+        if label_kind(y) == "none":
+            continue
+        groups = rng.integers(0, max(1, n // 3), n).tolist()
+        a = agreement(s, y, groups=groups, n_boot=150, seed=trial)
+        low, high = _agreement_by_resampling(s, y, groups, n_boot=150, seed=trial)
+        names = ("auroc", "spearman", "threshold", "precision", "recall")
+        got_low = [getattr(a, k).low for k in names]
+        got_high = [getattr(a, k).high for k in names]
+        np.testing.assert_allclose(got_low, low, rtol=0, atol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(got_high, high, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_agreement_binary_graded_and_missing():
+    s, y = _data()
+    groups = [f"q{i // 2}" for i in range(s.size)]
+    a = agreement(s, y, groups=groups, n_boot=300)
+    assert a.kind == "binary" and a.rows == s.size and a.questions == s.size // 2
+    assert a.auroc.value == pytest.approx(auroc(s, y))
+    assert a.auroc.low < a.auroc.value < a.auroc.high
+    assert math.isnan(a.spearman.value)
+    assert a.threshold.low <= a.threshold.high and 0 <= a.precision.low <= a.precision.high <= 1
+    # NaN scores and rows without a label are left out, and said
+    s2, y2 = s.copy(), y.copy()
+    s2[0], y2[1] = np.nan, np.nan
+    b = agreement(s2, y2, n_boot=0)
+    assert b.rows == s.size - 2 and b.labelled == s.size - 1
+    assert b.notes == ["1 labelled rows have no score (NaN): left out"]
+    assert math.isnan(b.auroc.low)
+    # graded labels: Spearman, and AUROC on label >= the middle of the range
+    graded = np.clip(np.round(y * 3 + s * 2), 1, 5)
+    c = agreement(s, graded, n_boot=0)
+    assert c.kind == "graded" and c.cut == 3.0 and c.headline[0] == "Spearman"
+    assert c.spearman.value == pytest.approx(spearman(s, graded))
+    assert c.auroc.value == pytest.approx(auroc(s, graded >= 3))
+    words = ["yes" if v else "no" for v in y]  # words or numbers: the same labels
+    assert agreement(s, words, n_boot=0).auroc.value == a.auroc.value
+
+
+def test_disagreements_are_the_wrong_side_of_the_threshold_furthest_first():
+    s = np.array([0.9, 0.2, 0.6, 0.7, 0.1, 0.55])
+    y = np.array([0, 1, 1, 0, 0, 1])
+    found = disagreements(s, y, threshold=0.5)
+    assert found["position"].tolist() == [0, 3, 1]
+    assert found["kind"].tolist() == ["high score, bad label"] * 2 + ["low score, good label"]
+    assert found["gap"].tolist() == pytest.approx([0.4, 0.2, 0.3])
+
+
+# --- the store ------------------------------------------------------------------------------
+def _result(question: str, answer: str, value: float) -> RelevancyResult:
+    return RelevancyResult(
+        user_input=question,
+        response=answer,
+        value=value,
+        questions=[QuestionScore("What is it?", value, None)],
+        ragas_value=value,
+        llm="fake",
+        embeddings="fake-emb",
+    )
+
+
+def _labelled_run(store: RunStore, labels: list[str]) -> int:
+    inputs = pd.DataFrame(
+        {
+            "user_input": [f"question {i // 2}" for i in range(len(labels))],
+            "response": [f"answer {i}" for i in range(len(labels))],
+            "label": labels,
+        }
+    )
+    run = store.create_run("labelled", {}, inputs)
+    pairs = zip(inputs["user_input"], inputs["response"])
+    store.append_results(run, [(i, _result(u, r, 0.1 * i)) for i, (u, r) in enumerate(pairs)])
+    return run
+
+
+def test_store_keeps_input_labels_and_dashboard_labels_win(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = _labelled_run(store, ["yes", "no", "", "yes"])
+    found = store.labels(run)
+    assert found["row"].tolist() == [0, 1, 3] and found["label"].tolist() == [1, 0, 1]
+    assert set(found["source"]) == {"input"}
+    before = store.version(run)
+    store.set_label(run, 1, "yes")  # the analyst disagrees with the input
+    store.set_label(run, 2, 0)
+    assert store.version(run) != before  # caches keyed on the version are refreshed
+    found = store.labels(run).set_index("row")
+    assert found.loc[1, "label"] == 1 and found.loc[1, "source"] == "dashboard"
+    assert found.loc[2, "label"] == 0 and found.loc[2, "set_at"]
+    v = store.version(run)
+    store.set_label(run, 0, None)  # cleared: the input's label no longer counts
+    assert 0 not in store.labels(run)["row"].tolist() and store.version(run) != v
+    assert store.columns(run, ["label"])["label"].tolist()[1:] == [1.0, 0.0, 1.0]
+    with pytest.raises(InputError, match="has no row 9"):
+        store.set_label(run, 8, 1)
+    with pytest.raises(InputError, match="'maybe' is not a label"):
+        store.set_label(run, 1, "maybe")
+    store.delete(run)
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 0
+
+
+def test_a_bad_input_label_creates_no_run(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    inputs = pd.DataFrame({"user_input": ["q", "q"], "response": ["a", "b"], "label": ["1", "x"]})
+    with pytest.raises(InputError, match="row 2: 'x' is not a label"):
+        store.create_run("bad", {}, inputs)
+    assert store.list_runs() == []
+
+
+def test_labels_export_with_the_run_and_import_back(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = _labelled_run(store, ["yes", "no", "", "no"])
+    store.set_label(run, 2, 1)
+    store.set_label(run, 3, 1)
+    for fmt in ("csv", "jsonl", "parquet"):
+        path = store.export(run, tmp_path / f"out.{fmt}")
+        table = read_table(path)  # mapped by name, as any input: the label column is a label
+        assert table["label"].tolist() == ["1", "0", "1", "1"]
+        again = store.create_run(f"again {fmt}", {}, table)
+        assert store.labels(again)["label"].tolist() == [1, 0, 1, 1]
+        assert set(store.labels(again)["source"]) == {"input"}
+    # a run without labels exports no label column
+    plain = store.create_run("plain", {}, pd.DataFrame({"user_input": ["q"], "response": ["a"]}))
+    store.append_results(plain, [(0, _result("q", "a", 0.5))])
+    assert "label" not in store.export_frame(plain).columns
+
+
+def test_older_stores_gain_the_labels_table(tmp_path):
+    old = ROOT / "tests" / "data" / "store_v1.sqlite3"
+    path = tmp_path / "v1.sqlite3"
+    path.write_bytes(old.read_bytes())
+    store = RunStore(path)
+    run = store.list_runs()[-1].id
+    store.set_label(run, 0, 1)
+    assert store.labels(run)["label"].tolist() == [1.0]
+
+
+def test_the_demo_has_labels_from_its_hand_labelled_answer_types(tmp_path):
+    inputs = demo_inputs()
+    assert (inputs["label"] == "1").sum() == (inputs["answer_type"] == "on-topic").sum()
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = import_demo(store)
+    assert len(store.labels(run)) == len(inputs)
+
+
+# --- the Agreement view against the bench -------------------------------------------------
+def _halu_store(tmp_path: Path, label: str) -> tuple[RunStore, int, list[dict], list[float]]:
+    """HaluQuestQA's held-out rows, scored earlier (the Ragas value of the embedded default in
+    bench/agreement_out), saved as a run with its labels mapped: nothing is scored here."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _agreement_stats import load_rows
+    from agreement import _common_mask, read_scores, subset_mask
+
+    rows = load_rows(HALU)
+    mask = _common_mask(rows, subset_mask(rows, "heldout"), [SCORES])
+    chosen = [r for r, m in zip(rows, mask) if m]
+    scores = [s for s, m in zip(read_scores(SCORES), mask) if m]
+    table = pd.DataFrame(
+        {
+            "question": [r["user_input"] for r in chosen],
+            "answer": [r["response"] for r in chosen],
+            "role": [r["role"] for r in chosen],
+            "pair_id": [r["pair_id"] for r in chosen],
+            label: [r[label] for r in chosen],
+        }  # fmt: skip
+    )
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "halu.csv"
+    table.to_csv(path, index=False)
+    mapped = read_table(path, label_column=label)  # question/answer/pair_id by name
+    mapped = mapped.rename(columns={"role": "variant"})
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_run("HaluQuestQA held out", {}, mapped)
+    store.append_results(run, [(i, _result(r["user_input"], r["response"], s))
+                               for i, (r, s) in enumerate(zip(chosen, scores))])  # fmt: skip
+    return store, run, chosen, scores
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (HALU / "pairs.jsonl").exists(), reason=f"no development data at {HALU}")
+@pytest.mark.parametrize("label", ["label_binary", "label"])
+def test_agreement_view_equals_the_bench_on_haluquestqa(tmp_path, label):
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _agreement_stats import evaluate
+
+    store, run, chosen, scores = _halu_store(tmp_path, label)
+    bench = evaluate(chosen, scores)  # the bench's figures and question-bootstrap CIs
+    view = agreement_view.load(store, run)
+    assert view.overall.rows == len(chosen) == 932 and view.overall.questions == 466
+
+    def same(ours, theirs) -> None:
+        assert ours.value == pytest.approx(theirs["value"], abs=1e-12)
+        assert [ours.low, ours.high] == pytest.approx(theirs["ci"], abs=1e-12)
+
+    if label == "label_binary":  # AUROC within each answer source, as the bench reports it
+        assert view.overall.kind == "binary" and set(view.by_group) == {
+            "human_answer", "model_answer"}  # fmt: skip
+        for role, a in view.by_group.items():
+            same(a.auroc, bench[f"auroc_{role}"])
+    else:  # graded: Spearman over all answers
+        assert view.overall.kind == "graded"
+        same(view.overall.spearman, bench["spearman"])
+    json.dumps(view.overall.to_dict())  # plain data
