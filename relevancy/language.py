@@ -26,6 +26,8 @@ from relevancy._prompt import LANGUAGE_NAMES
 __all__ = [
     "DIFFERENT_BELOW",
     "detect",
+    "load",
+    "ready",
     "probability",
     "different",
     "row_languages",
@@ -50,6 +52,16 @@ def _identifier() -> Any:
 
             _IDENTIFIER = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
         return _IDENTIFIER
+
+
+def ready() -> bool:
+    """Whether the identifier's model is loaded (loading takes about 0.5 s; a row, 0.5 ms)."""
+    return _IDENTIFIER is not None
+
+
+def load() -> None:
+    """Load the identifier's model now (for a caller that should not wait on it later)."""
+    _identifier()
 
 
 def _ranked(text: str) -> dict[str, float]:
