@@ -1,7 +1,8 @@
 """Reason codes against hand labels: the demo's ``answer_type`` and the judge check set's kinds.
 
 Every result carries one main reason (``relevancy.explain.triage``: ok, partial, padded,
-off_topic, noncommittal, generator_suspect, error). Two labelled sets say what it should be:
+off_topic, noncommittal, language_mismatch, generator_suspect, error). Two labelled sets say
+what it should be:
 
 * the bundled demo (48 answers, ``relevancy/data/demo.csv``): its ``answer_type`` column,
   written with the demo (on-topic, partial, padded, off-topic, evasive); its shipped results
@@ -82,8 +83,8 @@ def main() -> int:
 
 
 def _table(fig: dict[str, Any]) -> str:
-    reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "generator_suspect",
-               "error"]  # fmt: skip
+    reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "language_mismatch",
+               "generator_suspect", "error"]  # fmt: skip
     rows = []
     for label, counts in fig["counts"].items():
         per = fig["per_label"][label]
