@@ -13,7 +13,7 @@ __all__ = ["bootstrap_ci", "group_bootstrap", "group_weights", "summarize"]
 
 
 #: above this many values the interval is the normal one (the bootstrap's, to the third digit)
-NORMAL_ABOVE = 10_000
+NORMAL_ABOVE = 2_000
 
 
 def bootstrap_ci(
@@ -21,7 +21,7 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of the finite values (NaNs when fewer than 2).
 
-    Above ``NORMAL_ABOVE`` values, where the bootstrap distribution of a mean is normal to
+    Above ``NORMAL_ABOVE`` values (2,000), where the bootstrap distribution of a mean is normal to
     within its own noise, the interval is ``mean ± z * sd / sqrt(n)`` (no resampling: a
     100,000-row run gets its interval in microseconds, not gigabytes).
     """

@@ -75,7 +75,8 @@ def chance_for(run_id: int, embedder: str) -> ChanceLevel | None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _scale(path: str, run_id: int, version: str) -> tuple[str, tuple[float, ...]]:
-    labels = RunStore(path).columns(run_id, ["label"])["label"].dropna()
+    # the labels table alone: a run without labels reads nothing (not a column of every row)
+    labels = RunStore(path).labels(run_id)["label"].dropna()
     return label_kind(labels.to_numpy()), tuple(sorted(set(labels.tolist())))
 
 

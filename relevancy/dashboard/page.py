@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from relevancy.dashboard.models import Settings
 from relevancy.dashboard.permalink import notes_slot, open_link, sync_link
 from relevancy.dashboard.sidebar import render_sidebar
+from relevancy.language import load as load_languages
 
 __all__ = ["setup_page", "header"]
 
@@ -63,6 +66,7 @@ def setup_page(title: str, icon: str, subtitle: str = "", *, row_links: bool = F
         menu_items={"About": "relevancy: compute and explain the Answer Relevancy of LLM answers."},
     )
     st.markdown(_CSS, unsafe_allow_html=True)
+    _warm_up()
     open_link(title, rows=row_links)
     settings = render_sidebar()
     header(title, icon, subtitle)
@@ -70,6 +74,14 @@ def setup_page(title: str, icon: str, subtitle: str = "", *, row_links: bool = F
     if not row_links:  # the sidebar has just settled the active run
         sync_link(st.session_state.get("active_run"))
     return settings
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_up() -> bool:
+    """Load the language identifier (0.5 s) in the background, once per server: stored runs
+    have their rows' languages detected when a drill-down opens them."""
+    threading.Thread(target=load_languages, name="relevancy-warm-up", daemon=True).start()
+    return True
 
 
 def header(title: str, icon: str, subtitle: str = "") -> None:

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from relevancy._result import RelevancyResult
-from relevancy.chance import MAX_ROWS, ChanceLevel, chance_level
+from relevancy.chance import ChanceLevel, chance_level
 from relevancy.store import RunStore
 
 __all__ = ["run_chance", "add_band", "chance_summary", "row_notes", "BAND_COLOR"]
@@ -22,8 +22,13 @@ __all__ = ["run_chance", "add_band", "chance_summary", "row_notes", "BAND_COLOR"
 BAND_COLOR = "#64748b"
 
 
+#: rows of a run the dashboard measures its chance level on: 500 rows are 250,000 unrelated
+#: pairs, percentiles steady to the second decimal, in a tenth of the time of 2,000
+PAGE_ROWS = 500
+
+
 def run_chance(
-    store: RunStore, run_id: int, *, max_rows: int = MAX_ROWS, seed: int = 0
+    store: RunStore, run_id: int, *, max_rows: int = PAGE_ROWS, seed: int = 0
 ) -> dict[str, ChanceLevel]:
     """The chance level of each embedder of a run (most runs have one), from up to
     ``max_rows`` rows of it (a seeded sample of a large run): embedder name -> level."""
