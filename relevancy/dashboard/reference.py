@@ -31,18 +31,27 @@ def run_chance(
     store: RunStore, run_id: int, *, max_rows: int = PAGE_ROWS, seed: int = 0
 ) -> dict[str, ChanceLevel]:
     """The chance level of each embedder of a run (most runs have one), from up to
-    ``max_rows`` rows of it (a seeded sample of a large run): embedder name -> level."""
-    rows = store.columns(run_id, ["embeddings"])
+    ``max_rows`` rows of it (a seeded sample of a large run): embedder name -> level.
+
+    A large run is sampled by row number before anything is read (2 x ``max_rows`` rows, so an
+    embedder of half the rows still gets its share), not by reading every row first."""
+    n_rows = store.get_run(run_id).n_rows
+    sample = None
+    if n_rows > 2 * max_rows:
+        rng = np.random.default_rng(seed)
+        sample = np.sort(rng.choice(n_rows, 2 * max_rows, replace=False)).tolist()
+    table, user, generated = store.vectors(run_id, sample)
     out: dict[str, ChanceLevel] = {}
-    for embedder, part in rows.groupby("embeddings", sort=True):
-        picked = part["row"].to_numpy()
-        if picked.size > max_rows:
-            picked = np.sort(np.random.default_rng(seed).choice(picked, max_rows, replace=False))
-        table, user, generated = store.vectors(run_id, picked.tolist())
-        if table.empty:
-            continue
+    for embedder, part in table.groupby("embeddings", sort=True):
+        keep = part.index.to_numpy()
+        if keep.size > max_rows:
+            keep = np.sort(np.random.default_rng(seed).choice(keep, max_rows, replace=False))
         level = chance_level(
-            user, generated, table["user_input"].tolist(), embedder=str(embedder), seed=seed
+            user[keep],
+            [generated[i] for i in keep],
+            table["user_input"].iloc[keep].tolist(),
+            embedder=str(embedder),
+            seed=seed,
         )
         if level is not None:
             out[str(embedder)] = level
