@@ -8,15 +8,15 @@ from __future__ import annotations
 import streamlit as st
 
 from relevancy import RelevancyError
-from relevancy.dashboard.drilldown import render_result
-from relevancy.dashboard.examples import demo_examples, precomputed
-from relevancy.dashboard.judge_panel import render_judge_panel
-from relevancy.dashboard.models import embedder_for, get_metric
-from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.sidebar import PAGES
-from relevancy.dashboard.state import active_run, demo_run, load_run, run_columns
-from relevancy.dashboard.ui import embedded_caveat, error_text, esc, fmt, pct
-from relevancy.summary import mode_label
+from relevancy.analysis.summary import mode_label
+from relevancy.dashboard.views.examples import demo_examples, precomputed
+from relevancy.dashboard.views.format import embedded_caveat, error_text, esc, fmt, pct
+from relevancy.dashboard.widgets.drilldown import render_result
+from relevancy.dashboard.widgets.judge_panel import render_judge_panel
+from relevancy.dashboard.widgets.models import embedder_for, get_metric
+from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.sidebar import PAGES
+from relevancy.dashboard.widgets.state import active_run, demo_run, load_run, run_columns
 
 settings = setup_page(
     "Answer Relevancy",

@@ -47,7 +47,7 @@ class _Vectors:
         self.table = table
         self.model = None
         if table is None:
-            from relevancy.backends._local_embedder import MiniLMEmbedder
+            from relevancy.backends import MiniLMEmbedder
 
             self.model = MiniLMEmbedder()
 

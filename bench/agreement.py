@@ -154,7 +154,7 @@ def cmd_baselines(args: argparse.Namespace) -> None:
 
 def cmd_run(args: argparse.Namespace) -> None:
     from relevancy import AnswerRelevancy
-    from relevancy.backends._local_generator import SmolLMGenerator
+    from relevancy.backends import SmolLMGenerator
 
     rows = _data_or_exit(args.data)
     mask = subset_mask(rows, args.subset)

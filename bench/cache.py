@@ -1,4 +1,4 @@
-"""First run against cached re-run of the same rows (the SQLite cache in ``relevancy/_cache.py``).
+"""First run against cached re-run of the same rows (the SQLite cache in ``relevancy/backends/cache.py``).
 
 Two set-ups, each with a fresh cache folder; the re-run uses a new ``AnswerRelevancy`` on the
 same folder (so nothing comes from the first metric's in-memory memo):
@@ -107,7 +107,7 @@ def measure(args: Any) -> dict[str, Any]:
             out["api"]["generator"] = "toy OpenAI-compatible server (instant), MiniLM int8"
 
     if args.embedded_rows > 0:
-        from relevancy.backends._local_generator import SmolLMGenerator
+        from relevancy.backends import SmolLMGenerator
 
         gen = SmolLMGenerator()
         gen.generate("Warm-up: water boils at 100 degrees Celsius.", 1)

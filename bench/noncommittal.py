@@ -16,7 +16,7 @@ Detectors:
     reported on the held-out half.
 ``llm``
     SmolLM2-135M's own flag, as an OpenAI-compatible server running it would return it: the API
-    prompt (``relevancy._prompt.chat_messages``) with the JSON schema as grammar, run in-process
+    prompt (``relevancy.core.prompt.chat_messages``) with the JSON schema as grammar, run in-process
     by llama-cpp-python, ``--strictness`` samples at temperature 0.7; noncommittal when every
     sample is flagged (Ragas' rule), and also "any sample flagged" for reference.
 
@@ -47,14 +47,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEMO_CSV, emit, fmt, log, r, table  # noqa: E402
 
-from relevancy._formula import cosine_similarities  # noqa: E402
-from relevancy._noncommittal import (  # noqa: E402
+from relevancy.backends import make_embedder  # noqa: E402
+from relevancy.core.formula import cosine_similarities
+from relevancy.core.noncommittal import (
     DEFAULT_EXEMPLAR_THRESHOLD,
     EVASIVE_EXEMPLARS,
     exemplar_verdict,
     without_question_words,
 )
-from relevancy.backends import make_embedder  # noqa: E402
 
 SET_PATH = Path(__file__).resolve().parent / "noncommittal_set.jsonl"
 THRESHOLDS = [round(x, 2) for x in np.arange(0.20, 0.81, 0.05)]
@@ -199,8 +199,8 @@ def french(question: str) -> bool:
 def llm_section(items: list[dict[str, Any]], strictness: int, prompts: list[str]) -> dict[str, Any]:
     from llama_cpp import Llama, LlamaGrammar
 
-    from relevancy._prompt import EXAMPLES, chat_messages, output_schema, parse_output
-    from relevancy.backends._local_generator import smollm_model_path
+    from relevancy.backends import smollm_model_path
+    from relevancy.core.prompt import EXAMPLES, chat_messages, output_schema, parse_output
 
     english = tuple(e for e in EXAMPLES if not french(e.output.question))
     in_french = tuple(e for e in EXAMPLES if french(e.output.question))

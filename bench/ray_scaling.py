@@ -5,7 +5,7 @@ OpenAI-compatible server (its own process) answering every request after a fixed
 ``--latency``: a latency-bound set-up, so on 2 cores more workers (each scoring
 ``--concurrency`` rows at once, 0.25 CPU each) should mean more rows/s until the CPUs run out.
 
-* **scaling**: ``relevancy.distributed.score_path`` (what ``relevancy score --engine ray``
+* **scaling**: ``relevancy.scoring.distributed.score_path`` (what ``relevancy score --engine ray``
   runs) on a CSV of ``--rows`` rows, from this process as the cluster's driver, with 1, 2 and 4
   workers, each count run ``--rounds`` times in the order 1, 2, 4, 4, 2, 1...; beside it the
   plain CLI (``relevancy score``, one process) on the same file. No cache (``--no-cache``).
@@ -130,7 +130,7 @@ def build_parser() -> Any:
 def measure(args: Any) -> dict[str, Any]:
     import ray
 
-    from relevancy.distributed import connect, score_path
+    from relevancy.scoring.distributed import connect, score_path
     from relevancy.testing.processes import ServerProcess, free_port
 
     out: dict[str, Any] = {

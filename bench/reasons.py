@@ -1,6 +1,6 @@
 """Reason codes against hand labels: the demo's ``answer_type`` and the judge check set's kinds.
 
-Every result carries one main reason (``relevancy.explain.triage``: ok, partial, padded,
+Every result carries one main reason (``relevancy.core.triage.triage``: ok, partial, padded,
 off_topic, noncommittal, language_mismatch, generator_suspect, error). Two labelled sets say
 what it should be:
 
@@ -58,9 +58,9 @@ def _confusion(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 def measure(args: Any) -> dict[str, Any]:
     from relevancy import AnswerRelevancy
-    from relevancy.explain import triage
-    from relevancy.judge import load_check_set
-    from relevancy.store import demo_inputs, demo_results
+    from relevancy.core.triage import triage
+    from relevancy.runs import demo_inputs, demo_results
+    from relevancy.scoring.judge import load_check_set
 
     labels = demo_inputs()["answer_type"].tolist()
     demo = [(label, r.reason or triage(r).reason) for label, r in zip(labels, demo_results())]
@@ -99,7 +99,7 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
     demo, check = fig["demo"], fig["check_set"]
     return "\n".join(
         [
-            "Each row's main reason (`relevancy.explain.triage`) against labels written by "
+            "Each row's main reason (`relevancy.core.triage.triage`) against labels written by "
             "hand, on the bundled demo (its shipped results, `answer_type` column) and on the "
             "judge check set (the complete answers should be `ok`, the worse ones their kind; "
             "scored with the embedded default). Neither set chose a threshold.",

@@ -4,7 +4,7 @@ For each row, the population standard deviation of its score across seeds; repor
 median and the 95th percentile over rows, for the mode's value and for the Ragas value of the
 same generations, with the rows whose noncommittal verdict flips and those whose generated
 questions hold a near-duplicate pair. The scoring and the figures come from
-``relevancy.stability`` (what ``relevancy score --repeats`` and the dashboard's "Re-score"
+``relevancy.analysis.stability`` (what ``relevancy score --repeats`` and the dashboard's "Re-score"
 use). Rows come from HaluQuestQA's development split (the first ``--rows`` rows in file
 order), so the data set must be present (``--data``); the script exits cleanly when it is not.
 
@@ -55,13 +55,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"skipped: no data at {args.data} (pass --data DIR holding pairs.jsonl)")
         return
     from relevancy import AnswerRelevancy
-    from relevancy.stability import (
-        repeat_seeds,
-        rescore,
-        row_stability,
-        stability_frame,
-        summarize_stability,
-    )
+    from relevancy.analysis.stability import row_stability, stability_frame, summarize_stability
+    from relevancy.scoring.repeats import repeat_seeds, rescore
 
     rows = load_rows(args.data)
     chosen = [r for r, m in zip(rows, subset_mask(rows, args.subset)) if m][: args.rows]
@@ -126,7 +121,7 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
         body += rows_of(old, f"seeds {', '.join(map(str, old['seeds']))}")
     lines = [
         f"The first {fig['rows']} rows of HaluQuestQA's development split scored under "
-        f"{len(fig['seeds'])} generator seeds through `relevancy.stability` (what "
+        f"{len(fig['seeds'])} generator seeds through `relevancy.analysis.stability` (what "
         "`relevancy score --repeats` and the dashboard's *Re-score k times* call), embedded "
         f"models, `{mode}` mode and the Ragas value of the same generations. Per-row population "
         "sd of the score across seeds, over rows; flips: rows whose noncommittal verdict "

@@ -5,7 +5,7 @@ split) as a CSV, scores it with ``relevancy score --repeats K --mode focus --sav
 throwaway run store (the same cache as the bench, so the same generations), then opens that
 store's Runs and Distributions pages under Streamlit's AppTest and reads their stability
 figures. Prints the bench's figures (from its JSON), the CLI's columns summarised by
-``relevancy.stability.summarize_stability``, and the pages' metrics, side by side.
+``relevancy.analysis.stability.summarize_stability``, and the pages' metrics, side by side.
 
     python bench/stability.py --rows 24 --repeats 5 --cache /tmp/relevancy-stab --out bench/out
     python bench/stability_paths.py --rows 24 --repeats 5 --cache /tmp/relevancy-stab \\
@@ -50,9 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from streamlit.testing.v1 import AppTest
 
+    from relevancy.analysis.stability import summarize_stability
     from relevancy.cli import main as cli
-    from relevancy.stability import summarize_stability
-    from relevancy.store import RunStore
+    from relevancy.runs import RunStore
 
     rows = load_rows(args.data)
     chosen = [r for r, m in zip(rows, subset_mask(rows, "dev")) if m][: args.rows]

@@ -207,7 +207,7 @@ RUNNABLE_VARIANTS = {**GENERATOR_VARIANTS, **METRIC_VARIANTS}
 
 def make_variant(name: str) -> Any:
     """The generator of a generator-level variant, warmed up."""
-    from relevancy.backends._local_generator import SmolLMGenerator
+    from relevancy.backends import SmolLMGenerator
 
     assert name == "gt1", name
     variant = SmolLMGenerator(threads=1)
@@ -266,7 +266,7 @@ def metric_ab(
     name: str, rows: list[dict[str, str]], *, gen: Any, emb: Any, tmp: str
 ) -> dict[str, Any]:
     """``AnswerRelevancy().score_many`` default against a variant, alternating chunks."""
-    from relevancy.backends._local_embedder import MiniLMEmbedder
+    from relevancy.backends import MiniLMEmbedder
 
     kw: dict[str, Any] = {"gen": gen, "emb": emb}
     if name == "c1":
@@ -417,8 +417,9 @@ def measure(args: Any) -> dict[str, Any]:
     if unknown:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; see the docstring")
 
-    from relevancy.backends._local_embedder import MiniLMEmbedder, _session
-    from relevancy.backends._local_generator import SmolLMGenerator, _load
+    from relevancy.backends import MiniLMEmbedder, SmolLMGenerator
+    from relevancy.backends._local_embedder import _session
+    from relevancy.backends._local_generator import _load
 
     rows = make_rows(args.rows)
     load_start = time.perf_counter()

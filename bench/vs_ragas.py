@@ -64,7 +64,7 @@ class LlamaServer:
     127.0.0.1. Its log goes to a temporary file, read back by :meth:`requests_since`."""
 
     def __init__(self, threads: int = 2) -> None:
-        from relevancy.backends._local_generator import smollm_model_path
+        from relevancy.backends import smollm_model_path
         from relevancy.testing.processes import ServerProcess, free_port
 
         self.port = free_port()
@@ -234,8 +234,8 @@ def multi_generator(base_url: str) -> Any:
     similarity of its questions fell (0.44 against 0.47-0.54) and its per-row scores agreed
     less with the shipped backend's (Pearson 0.57-0.70) than two seeds of the shipped backend
     agree with each other (0.80-0.88)."""
-    from relevancy._result import Generation, GenerationSet
-    from relevancy.backends._openai import OpenAIGenerator
+    from relevancy.backends import OpenAIGenerator
+    from relevancy.core.result import Generation, GenerationSet
 
     class MultiQuestionGenerator(OpenAIGenerator):
         def fingerprint(self) -> dict[str, Any]:

@@ -95,7 +95,7 @@ class ApiServer:
 
 
 def ours(rows: list[dict], base_url: str, concurrency: int | None) -> dict[str, Any]:
-    from relevancy.factory import build_metric
+    from relevancy.scoring.config import build_metric
 
     options: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
     with tempfile.TemporaryDirectory(prefix="bench-api-ours-") as tmp:

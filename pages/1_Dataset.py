@@ -8,29 +8,29 @@ from datetime import datetime
 import streamlit as st
 
 from relevancy import RelevancyError, apply_mapping
-from relevancy.dashboard import datasets
-from relevancy.dashboard.costs import estimate_panel
-from relevancy.dashboard.drilldown import render_row
-from relevancy.dashboard.labels import chance_for
-from relevancy.dashboard.models import embedder_for, generator_limit, get_metric
-from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.permalink import linked_row, row_link, sync_link
-from relevancy.dashboard.runner import interrupted_job, score_run
-from relevancy.dashboard.stability_panel import rescore_panel, row_band
-from relevancy.dashboard.state import (
+from relevancy.dashboard.views import datasets
+from relevancy.dashboard.views.format import error_text, esc, row_label
+from relevancy.dashboard.widgets.cost_panel import estimate_panel
+from relevancy.dashboard.widgets.drilldown import render_row
+from relevancy.dashboard.widgets.labels import chance_for
+from relevancy.dashboard.widgets.models import embedder_for, generator_limit, get_metric
+from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.permalink import linked_row, row_link, sync_link
+from relevancy.dashboard.widgets.runner import interrupted_job, score_run
+from relevancy.dashboard.widgets.stability_panel import rescore_panel, row_band
+from relevancy.dashboard.widgets.state import (
     active_run,
     get_store,
     input_columns,
     run_result,
     set_active_run,
 )
-from relevancy.dashboard.tables import results_grid, results_summary
-from relevancy.dashboard.ui import (
-    error_text,
-    esc,
-    row_label,
+from relevancy.dashboard.widgets.tables import results_grid, results_summary
+from relevancy.dashboard.widgets.upload import (
+    choose_mapping,
+    choose_source,
+    show_preview_and_issues,
 )
-from relevancy.dashboard.upload import choose_mapping, choose_source, show_preview_and_issues
 
 settings = setup_page(
     "Dataset",

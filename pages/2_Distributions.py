@@ -5,15 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from relevancy.dashboard import charts
-from relevancy.dashboard.datasets import reason_table
-from relevancy.dashboard.labels import chance_caption, run_chance
-from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.reference import add_band, chance_summary
-from relevancy.dashboard.stability_panel import run_stability_figures
-from relevancy.dashboard.state import get_store, list_runs, run_columns, scored_run
-from relevancy.dashboard.ui import embedded_caveat, fmt, mode_text, pct
-from relevancy.summary import comparable_value, frame_modes, mode_label, summary_table
+from relevancy.analysis.summary import comparable_value, frame_modes, mode_label, summary_table
+from relevancy.dashboard.views import charts
+from relevancy.dashboard.views.datasets import reason_table
+from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
+from relevancy.dashboard.views.reference import add_band, chance_summary
+from relevancy.dashboard.widgets.labels import chance_caption, run_chance
+from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.stability_panel import run_stability_figures
+from relevancy.dashboard.widgets.state import get_store, list_runs, run_columns, scored_run
 
 settings = setup_page(
     "Distributions",

@@ -6,12 +6,14 @@ import numpy as np
 import streamlit as st
 
 from relevancy import RelevancyError
-from relevancy.dashboard import charts
-from relevancy.dashboard.drilldown import render_row
-from relevancy.dashboard.models import embedder_for
-from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.permalink import row_link
-from relevancy.dashboard.state import (
+from relevancy.analysis.projection import METHODS, project, stratified_sample
+from relevancy.dashboard.views import projection_chart
+from relevancy.dashboard.views.format import esc
+from relevancy.dashboard.widgets.drilldown import render_row
+from relevancy.dashboard.widgets.models import embedder_for
+from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.permalink import row_link
+from relevancy.dashboard.widgets.state import (
     get_store,
     input_columns,
     run_columns,
@@ -19,8 +21,6 @@ from relevancy.dashboard.state import (
     run_result,
     scored_run,
 )
-from relevancy.dashboard.ui import esc
-from relevancy.projection import METHODS, project, stratified_sample
 
 #: above this many scored rows the map draws a stratified sample (all points one click away)
 SAMPLE_ROWS = 1500
@@ -112,14 +112,14 @@ st.caption(
     "the chart's toolbar) around points to open their rows below."
 )
 event = st.plotly_chart(
-    charts.projection_scatter(points, coords, color_by=color_by, dims=int(dims)),
+    projection_chart.projection_scatter(points, coords, color_by=color_by, dims=int(dims)),
     key="emb_chart",
     on_select="rerun",
     selection_mode=("points", "box", "lasso"),
 )
 
 
-selected_rows = charts.selected_rows(getattr(event, "selection", None))
+selected_rows = projection_chart.selected_rows(getattr(event, "selection", None))
 
 ROW_KEY = f"emb_row_{info.id}"
 options = selected_rows if len(selected_rows) > 1 else sorted(set(points["row"].astype(int)))
@@ -129,7 +129,7 @@ if selected_rows:
     st.session_state[ROW_KEY] = selected_rows[0]
 if st.session_state.get(ROW_KEY) not in options:
     st.session_state[ROW_KEY] = options[0]
-texts = charts.row_questions(points)
+texts = projection_chart.row_questions(points)
 row = st.selectbox(
     "Row", options, key=ROW_KEY, format_func=lambda r: f"row {r + 1} · {texts[r][:80]}"
 )

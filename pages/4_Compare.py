@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.compare import pair_runs, summarize_pairs
-from relevancy.dashboard import charts
-from relevancy.dashboard.compare_sides import choose_sides
-from relevancy.dashboard.comparison import pairs_table, verdict
-from relevancy.dashboard.drilldown import render_result
-from relevancy.dashboard.links import row_url
-from relevancy.dashboard.models import embedder_for
-from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.state import list_runs, run_distinct, run_result, scored_run
-from relevancy.dashboard.ui import esc, fmt
-from relevancy.summary import comparable_value, frame_modes, mode_label
+from relevancy.analysis.compare import pair_runs, summarize_pairs
+from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
+from relevancy.dashboard.views import compare_charts
+from relevancy.dashboard.views.compare_table import pairs_table, verdict
+from relevancy.dashboard.views.format import esc, fmt
+from relevancy.dashboard.views.links import row_url
+from relevancy.dashboard.widgets.compare_picker import choose_sides
+from relevancy.dashboard.widgets.drilldown import render_result
+from relevancy.dashboard.widgets.models import embedder_for
+from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.state import list_runs, run_distinct, run_result, scored_run
 
 settings = setup_page(
     "Compare",
@@ -94,7 +94,7 @@ st.markdown(verdict(s, label_a, label_b))
 left, right = st.columns([3, 2])
 with left:
     st.plotly_chart(
-        charts.ab_scatter(paired, label_a=label_a, label_b=label_b, tie_margin=tie_margin),
+        compare_charts.ab_scatter(paired, label_a=label_a, label_b=label_b, tie_margin=tie_margin),
         key="cmp_scatter",
     )
     st.caption(
@@ -103,7 +103,7 @@ with left:
     )
 with right:
     st.plotly_chart(
-        charts.diff_histogram(paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"),
+        compare_charts.diff_histogram(paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"),
         key="cmp_diffs",
     )
     st.caption("Distribution of paired differences; the grey band is the tie margin.")

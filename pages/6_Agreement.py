@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.dashboard.agreement_view import figures_table, score_label_chart
-from relevancy.dashboard.drilldown import render_row
-from relevancy.dashboard.labels import (
+from relevancy.dashboard.views.agreement import figures_table, score_label_chart
+from relevancy.dashboard.views.format import mode_text, row_label
+from relevancy.dashboard.views.reference import add_band
+from relevancy.dashboard.widgets.drilldown import render_row
+from relevancy.dashboard.widgets.labels import (
     NO_LABELS,
     agreement_metrics,
     chance_for,
@@ -15,11 +17,9 @@ from relevancy.dashboard.labels import (
     run_agreement,
     run_chance,
 )
-from relevancy.dashboard.models import embedder_for
-from relevancy.dashboard.page import setup_page
-from relevancy.dashboard.reference import add_band
-from relevancy.dashboard.state import get_store, input_columns, run_result, scored_run
-from relevancy.dashboard.ui import mode_text, row_label
+from relevancy.dashboard.widgets.models import embedder_for
+from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.state import get_store, input_columns, run_result, scored_run
 
 settings = setup_page(
     "Agreement",

@@ -1,13 +1,24 @@
 """relevancy: compute and explain the Answer Relevancy of LLM answers.
 
->>> from relevancy import AnswerRelevancy
+>>> from relevancy import AnswerRelevancy, explain_result
 >>> metric = AnswerRelevancy()                      # embedded offline default  # doctest: +SKIP
->>> metric.score(user_input="When was the first super bowl?",
-...              response="The first superbowl was held on Jan 15, 1967").value  # doctest: +SKIP
+>>> result = metric.score(user_input="When was the first super bowl?",
+...                       response="The first superbowl was held on Jan 15, 1967")  # doctest: +SKIP
+>>> [r.title for r in explain_result(result).reasons]  # doctest: +SKIP
+
+The package is layered by folder (see docs/ARCHITECTURE.md): ``core`` (what a score is),
+``backends`` (generators, embedders, the cache), ``io`` (tables in and out), ``analysis``,
+``runs`` (the run store), ``scoring`` (the metric and the one scoring loop), ``cli`` and
+``dashboard``. Everything a library user needs is importable from here.
 """
 
-from relevancy._cache import Cache, default_cache_dir
-from relevancy._errors import (
+from relevancy.analysis.explain import Explanation, explain_result
+from relevancy.backends import make_embedder, make_generator
+from relevancy.backends.cache import Cache
+from relevancy.core.formula import cosine_similarities, relevancy_score
+from relevancy.core.result import Generation, GenerationSet, QuestionScore, RelevancyResult
+from relevancy.core.stats import bootstrap_ci, summarize
+from relevancy.errors import (
     BackendError,
     ConfigError,
     EmbeddingError,
@@ -15,8 +26,7 @@ from relevancy._errors import (
     InputError,
     RelevancyError,
 )
-from relevancy._formula import cosine_similarities, relevancy_score
-from relevancy._io import (
+from relevancy.io import (
     RowProblem,
     apply_mapping,
     check_text,
@@ -28,17 +38,24 @@ from relevancy._io import (
     results_to_frame,
     write_results,
 )
-from relevancy._metric import AnswerRelevancy
-from relevancy._result import Generation, GenerationSet, QuestionScore, RelevancyResult
-from relevancy._stats import bootstrap_ci, summarize
-from relevancy.backends import make_embedder, make_generator
-from relevancy.factory import build_metric, preflight
-from relevancy.judge import JudgeCheck, check_judge
+from relevancy.paths import default_cache_dir
+from relevancy.runs import RunStore
+from relevancy.scoring.config import build_metric, preflight
+from relevancy.scoring.files import FileRun, Survey, score_file, survey
+from relevancy.scoring.judge import JudgeCheck, check_judge
+from relevancy.scoring.metric import AnswerRelevancy
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnswerRelevancy",
+    "explain_result",
+    "Explanation",
+    "RunStore",
+    "score_file",
+    "survey",
+    "Survey",
+    "FileRun",
     "build_metric",
     "preflight",
     "check_judge",

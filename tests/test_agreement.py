@@ -16,12 +16,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-import relevancy._stats
-import relevancy.agreement
+import relevancy.analysis.agreement
+import relevancy.core.stats
 from relevancy import InputError, RelevancyResult, read_table
-from relevancy._result import QuestionScore
-from relevancy._stats import group_bootstrap, group_weights
-from relevancy.agreement import (
+from relevancy.analysis.agreement import (
     agreement,
     auroc,
     best_threshold,
@@ -32,15 +30,17 @@ from relevancy.agreement import (
     rankdata,
     spearman,
 )
-from relevancy.dashboard import agreement_view
-from relevancy.store import RunStore, demo_inputs, import_demo
+from relevancy.core.result import QuestionScore
+from relevancy.core.stats import group_bootstrap, group_weights
+from relevancy.dashboard.views import agreement as agreement_view
+from relevancy.runs import RunStore, demo_inputs, import_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 HALU = ROOT.parent / "shared" / "data" / "haluquestqa"
 SCORES = ROOT / "bench" / "agreement_out" / "haluquestqa_heldout_focus_s0_ragas.txt"
 
 
-@pytest.mark.parametrize("module", [relevancy.agreement, relevancy._stats])
+@pytest.mark.parametrize("module", [relevancy.analysis.agreement, relevancy.core.stats])
 def test_the_docstring_examples_run(module):
     failed, tried = doctest.testmod(module)
     assert tried and not failed
@@ -148,7 +148,7 @@ def _agreement_by_resampling(s, y, groups, *, n_boot, seed):
     """The intervals as group_bootstrap gives them, the figures recomputed on each resample's
     rows (what agreement() did before it computed resamples as weights)."""
     kind = label_kind(y)
-    cut = relevancy.agreement.default_cut(y) if kind == "graded" else None
+    cut = relevancy.analysis.agreement.default_cut(y) if kind == "graded" else None
     good = positive_labels(y, cut)
     t = best_threshold(s, good)[0]
 

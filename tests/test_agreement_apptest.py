@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy.agreement import agreement
-from relevancy.dashboard.reference import run_chance
-from relevancy.store import RunStore, default_store_path
+from relevancy.analysis.agreement import agreement
+from relevancy.dashboard.views.reference import run_chance
+from relevancy.paths import default_store_path
+from relevancy.runs import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

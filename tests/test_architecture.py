@@ -1,12 +1,10 @@
-"""The layering holds: imports only point down, no cycles, no hidden imports, thin pages.
+"""The shape holds: a module's folder is its layer, imports follow the layers, no cycles, no hidden
+imports, private modules stay in their package, modules stay small, pages stay thin.
 
-Layers, bottom up (a module may import its own layer and the ones below):
-
-0. base: errors, redaction, results, the formula, text splitting, the prompt, the cache;
-1. backends: ``relevancy.backends``;
-2. core: the metric, modes, explanations, I/O, store, comparison, judge, factory, CLI;
-3. ``relevancy.dashboard`` (Streamlit) and ``relevancy.testing`` (test helpers);
-4. the pages: ``app.py`` and ``pages/*.py``.
+The layer of a module is the folder it sits in under ``relevancy/`` (``relevancy/io/readers.py``
+is in ``io``); the modules loose at the top are ``base`` (``errors``, ``paths``), the public API
+(``__init__``) or deprecated aliases of old paths. :data:`ALLOWED` says what each layer may
+import; a folder with no rule fails the test, so a new folder has to be given one.
 
 Read from the source with ``ast``: nothing is imported.
 """
@@ -19,17 +17,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE = {
-    "relevancy._errors",
-    "relevancy._redact",
-    "relevancy._sync",
-    "relevancy._result",
-    "relevancy._stats",
-    "relevancy._formula",
-    "relevancy._text",
-    "relevancy._prompt",
-    "relevancy._cache",
+PACKAGE = ROOT / "relevancy"
+BELOW_SCORING = {"base", "core", "backends", "io", "analysis", "runs", "scoring"}
+#: what each layer may import (besides itself)
+ALLOWED: dict[str, set[str]] = {
+    "base": set(),
+    "core": {"base"},
+    "backends": {"base", "core"},
+    "io": {"base", "core"},
+    "analysis": {"base", "core", "io"},
+    "runs": {"base", "core", "io", "analysis"},
+    "scoring": {"base", "core", "backends", "io", "analysis", "runs"},
+    "cli": {*BELOW_SCORING, "api"},
+    "dashboard": {*BELOW_SCORING, "api"},
+    "testing": {"base", "core", "backends", "io"},
+    "api": BELOW_SCORING,
+    "compat": BELOW_SCORING,
+    "pages": {*BELOW_SCORING, "dashboard", "api"},
 }
+BASE = {"errors", "paths"}
+#: old import paths kept for one release (they warn)
+COMPAT = {"store", "explain", "batch", "distributed"}
+MAX_LINES = 600
+MAX_LOOSE = 8
 PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 
 
@@ -40,38 +50,45 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _layer(module: str) -> int:
-    if module in BASE:
-        return 0
-    if module.startswith("relevancy.backends"):
-        return 1
-    if module.startswith(("relevancy.dashboard", "relevancy.testing")):
-        return 3
-    if module.startswith("relevancy"):
-        return 2
-    return 4
+def _layer(module: str) -> str:
+    """The layer of a module: its folder under relevancy/, or what a loose module is."""
+    parts = module.split(".")
+    if parts[0] != "relevancy":
+        return "pages"
+    if len(parts) == 1:
+        return "api"
+    if (PACKAGE / parts[1]).is_dir():
+        return parts[1]
+    if parts[1] in BASE:
+        return "base"
+    if parts[1] in COMPAT:
+        return "compat"
+    return "unknown"
 
 
-MODULES = {_module_name(p): p for p in [*sorted((ROOT / "relevancy").rglob("*.py")), *PAGES]}
+MODULES = {_module_name(p): p for p in [*sorted(PACKAGE.rglob("*.py")), *PAGES]}
 
 
 def _imports(path: Path, *, nested: bool) -> list[tuple[str, int]]:
     """Our own modules ``path`` imports: at module level, or (``nested``) inside functions."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     inside: set[int] = set()
+    typing_only: set[int] = set()  # `if TYPE_CHECKING:` imports are for annotations only
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inside |= {id(n) for n in ast.walk(node) if n is not node}
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {id(n) for n in ast.walk(node)}
     found = []
     for node in ast.walk(tree):
-        if (id(node) in inside) != nested:
+        if (id(node) in inside) != nested or id(node) in typing_only:
             continue
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             base = node.module
-            # "from relevancy.dashboard import charts" imports the submodule
+            # "from relevancy.dashboard.views import charts" imports the submodule
             names = [
                 f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
             ]
@@ -87,15 +104,30 @@ GRAPH = {m: sorted({n for n, _ in _imports(p, nested=False) if n != m}) for m, p
 
 
 def test_the_graph_covers_every_module():
-    assert "relevancy._metric" in GRAPH and "relevancy.dashboard.page" in GRAPH
+    assert "relevancy.scoring.metric" in GRAPH and "relevancy.dashboard.widgets.page" in GRAPH
     assert "pages.1_Dataset" in GRAPH and "app" in GRAPH
-    assert GRAPH["relevancy._metric"]  # it imports the formula, the modes...
+    assert GRAPH["relevancy.scoring.metric"]  # it imports the formula, the modes...
+
+
+def test_every_folder_is_a_layer_with_a_rule():
+    folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"
+                     and any(p.glob("*.py")))  # fmt: skip
+    assert [f for f in folders if f not in ALLOWED] == []
+    assert [m for m in GRAPH if _layer(m) == "unknown"] == []
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
-def test_imports_point_down(module):
-    upward = [n for n in GRAPH[module] if _layer(n) > _layer(module)]
-    assert not upward, f"{module} (layer {_layer(module)}) imports up: {upward}"
+def test_imports_follow_the_layers(module):
+    layer = _layer(module)
+    wrong = [n for n in GRAPH[module] if _layer(n) != layer and _layer(n) not in ALLOWED[layer]]
+    assert not wrong, f"{module} ({layer}) may not import {wrong}"
+
+
+def test_dashboard_views_never_import_widgets():
+    views = [m for m in GRAPH if m.startswith("relevancy.dashboard.views")]
+    assert views
+    wrong = {m: d for m in views if (d := [n for n in GRAPH[m] if ".widgets" in n])}
+    assert not wrong
 
 
 def test_only_tests_import_the_test_helpers():
@@ -136,24 +168,75 @@ def test_no_hidden_imports_of_our_own_modules():
     assert not hidden, hidden
 
 
-def test_the_library_never_imports_streamlit():
-    offenders = []
+def _streamlit_users() -> list[str]:
+    users = []
     for module, path in MODULES.items():
-        if _layer(module) >= 3:
-            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             if any(n.split(".")[0] == "streamlit" for n in names):
-                offenders.append(module)
-    assert not offenders
+                users.append(module)
+                break
+    return users
+
+
+def test_only_the_dashboard_widgets_and_pages_import_streamlit():
+    users = _streamlit_users()
+    assert "relevancy.dashboard.widgets.page" in users  # the check sees imports
+    wrong = [m for m in users if _layer(m) != "pages"
+             and not m.startswith("relevancy.dashboard.widgets")]  # fmt: skip
+    assert not wrong
+
+
+def _private_import_offenders(paths: list[Path]) -> list[str]:
+    """Modules named ``_x`` imported from outside the package that holds them."""
+    offenders = []
+    for path in paths:
+        importer = _module_name(path) if path.is_relative_to(PACKAGE) else ""
+        for name, line in _imports(path, nested=False) + _imports(path, nested=True):
+            leaf = name.rsplit(".", 1)[-1]
+            if not leaf.startswith("_") or leaf.startswith("__"):
+                continue
+            package = name.rsplit(".", 1)[0]
+            if not (importer == package or importer.startswith(package + ".")):
+                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    return offenders
+
+
+def test_private_modules_are_imported_only_inside_their_package():
+    """The library, the pages and the scripts use public names (benches may time internals)."""
+    paths = [*PACKAGE.rglob("*.py"), *PAGES, *(ROOT / "scripts").glob("*.py")]
+    assert _private_import_offenders(paths) == []
+
+
+def test_the_private_module_check_can_fail(tmp_path):
+    probe = PACKAGE / "cli" / "score.py"  # a real file that imports nothing private
+    assert _private_import_offenders([probe]) == []
+    fake = ROOT / "bench" / "_architecture_probe.py"
+    fake.write_text("from relevancy.backends._caching import CachedGenerator\n", encoding="utf-8")
+    try:
+        assert _private_import_offenders([fake]) == [
+            "bench/_architecture_probe.py:1 imports relevancy.backends._caching"
+        ]
+    finally:
+        fake.unlink()
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_modules_stay_small(path):
+    lines = path.read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it"
+
+
+def test_few_modules_are_loose_at_the_top():
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= MAX_LOOSE, loose
+    assert set(loose) <= {"__init__", "__main__", *BASE, *COMPAT}, loose
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_pages_are_thin(page):
     lines = page.read_text(encoding="utf-8").count("\n")
     assert lines <= 200, f"{page.name} has {lines} lines: move logic into relevancy/dashboard"
-    private = [n for n in GRAPH[_module_name(page)] if n.split(".")[-1].startswith("_")]
-    assert not private, f"{page.name} imports private modules {private}"

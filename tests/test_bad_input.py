@@ -109,7 +109,7 @@ def test_cli_scores_valid_rows_and_lists_bad_ones(tmp_path, capsys, monkeypatch)
     from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
     monkeypatch.setattr(
-        "relevancy.cli.build_metric",
+        "relevancy.cli.options.build_metric",
         lambda **settings: AnswerRelevancy(
             llm=FakeGenerator(), embeddings=FakeEmbedder(), cache=False
         ),

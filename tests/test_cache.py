@@ -99,8 +99,8 @@ CALLS: list[str] = []  # responses the stubbed embedded generator was asked abou
 
 def _stubbed_smollm(**options):
     """The embedded generator with its fingerprint as shipped; the model itself is not run."""
-    from relevancy._result import Generation, GenerationSet
-    from relevancy.backends._local_generator import SmolLMGenerator
+    from relevancy.backends import SmolLMGenerator
+    from relevancy.core.result import Generation, GenerationSet
 
     class Stubbed(SmolLMGenerator):
         def generate(self, response, n):
@@ -171,8 +171,8 @@ def test_openai_generator_settings_are_in_the_key(tmp_path, change):
 
 @pytest.mark.parametrize("name", ["INSTRUCTION", "EXAMPLES"])
 def test_openai_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name):
-    from relevancy import _prompt
     from relevancy.backends import _openai
+    from relevancy.core import prompt as _prompt
     from relevancy.testing.openai_server import OpenAICompatServer
 
     cache = Cache(tmp_path)
@@ -186,7 +186,7 @@ def test_openai_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name):
             monkeypatch.setattr(_prompt.chat_messages, "__kwdefaults__", {"examples": edited})
         else:
             edited = value + " Be brief."
-        # as an edit of relevancy/_prompt.py would: the prompt sent and the fingerprint's input
+        # as an edit of relevancy/core/prompt.py would: the prompt sent and the fingerprint's input
         monkeypatch.setattr(_prompt, name, edited)
         monkeypatch.setattr(_openai, name, edited)
         assert _openai_chats(srv, cache) == 1

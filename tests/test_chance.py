@@ -10,16 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import relevancy.chance
-from relevancy._result import QuestionScore, RelevancyResult
-from relevancy.chance import chance_level
-from relevancy.dashboard.charts import score_histogram
-from relevancy.dashboard.reference import add_band, chance_summary, row_notes, run_chance
-from relevancy.store import RunStore, demo_results, import_demo
+import relevancy.analysis.chance
+from relevancy.analysis.chance import chance_level
+from relevancy.core.result import QuestionScore, RelevancyResult
+from relevancy.dashboard.views.charts import score_histogram
+from relevancy.dashboard.views.reference import add_band, chance_summary, row_notes, run_chance
+from relevancy.runs import RunStore, demo_results, import_demo
 
 
 def test_the_docstring_example_runs():
-    failed, tried = doctest.testmod(relevancy.chance)
+    failed, tried = doctest.testmod(relevancy.analysis.chance)
     assert tried and not failed
 
 

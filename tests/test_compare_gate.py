@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from relevancy._errors import InputError
+from relevancy.analysis.compare import regression_check
 from relevancy.cli import main
-from relevancy.compare import regression_check
+from relevancy.errors import InputError
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,11 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from relevancy import AnswerRelevancy
-from relevancy._errors import InputError
-from relevancy.backends import make_embedder, make_generator
-from relevancy.backends._openai import share_by_length
-from relevancy.cli import main
-from relevancy.cost import (
+from relevancy.analysis.cost import (
     DEFAULT_PRICES,
     Price,
     describe_prices,
@@ -27,8 +23,13 @@ from relevancy.cost import (
     row_costs,
     usage_totals,
 )
-from relevancy.estimate import InputStats, estimate, measure_sample, measured_rates
-from relevancy.store import RunStore, default_store_path
+from relevancy.backends import make_embedder, make_generator
+from relevancy.backends._openai import share_by_length
+from relevancy.cli import main
+from relevancy.errors import InputError
+from relevancy.paths import default_store_path
+from relevancy.runs import RunStore
+from relevancy.scoring.estimate import InputStats, estimate, measure_sample, measured_rates
 from relevancy.testing._toy_model import word_count
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
@@ -159,7 +160,7 @@ def test_rows_record_the_servers_usage_and_embedding_tokens_once(tmp_path):
 def test_embedded_rows_count_tokens_with_the_models_own_tokenizers():
     from tokenizers import Tokenizer
 
-    from relevancy._metric import _EmbeddingPlan
+    from relevancy.scoring.metric import _EmbeddingPlan
 
     metric = AnswerRelevancy(cache=False)
     data = rows(2)
@@ -180,7 +181,7 @@ def test_embedded_rows_count_tokens_with_the_models_own_tokenizers():
 
 
 def _usable(r):
-    from relevancy._result import Generation
+    from relevancy.core.result import Generation
 
     return [Generation(q.question, q.noncommittal) for q in r.questions if q.similarity is not None]
 
@@ -313,8 +314,8 @@ def test_dashboard_prices_runs_totals_and_estimate(tmp_path):
 
 
 def test_default_prices_are_dated_and_cover_the_default_api_models():
+    from relevancy.analysis.cost import PRICES_AS_OF
     from relevancy.backends import DEFAULT_OPENAI_EMBEDDINGS, DEFAULT_OPENAI_LLM
-    from relevancy.cost import PRICES_AS_OF
 
     assert re.fullmatch(r"\d{4}-\d{2}", PRICES_AS_OF)
     assert DEFAULT_OPENAI_LLM in DEFAULT_PRICES and DEFAULT_OPENAI_EMBEDDINGS in DEFAULT_PRICES

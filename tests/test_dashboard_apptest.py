@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy.store import DEMO_RUN_NAME, RunStore, default_store_path
+from relevancy.paths import default_store_path
+from relevancy.runs import DEMO_RUN_NAME, RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -84,7 +85,7 @@ def _element_texts(at: AppTest) -> str:
 # --- home ---------------------------------------------------------------------------------
 def _demo_mean() -> str:
     """The shipped demo's mean score, from its results file (not copied from a page)."""
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     values = [r.value for r in demo_results() if r.ok]
     return f"{sum(values) / len(values):.3f}"
@@ -148,7 +149,7 @@ def test_dataset_results_filters_and_drilldown():
     assert ">similarity</th>" in sentences and ">without it</th>" not in sentences
     assert any("the score does not use these sentences" in c.value for c in at.caption)
     # rows by main reason, and the reason filter
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     partial = sum(r.reason == "partial" for r in demo_results())
     assert any(f"{partial} partial" in c.value for c in at.caption)
@@ -222,7 +223,7 @@ def test_resume_a_partial_run(monkeypatch):
                 out.append(result)
             return out
 
-    import relevancy.dashboard.models as models
+    import relevancy.dashboard.widgets.models as models
 
     monkeypatch.setattr(models, "_build_metric", lambda *a, **k: FakeMetric())
     at.session_state["active_run"] = run_id
@@ -394,7 +395,7 @@ def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
     assert FAKE_KEY not in dump
     for fmt in ("csv", "json", "parquet"):
         assert FAKE_KEY.encode() not in store.export_bytes(newest.id, fmt)
-    from relevancy.dashboard.report import build_report
+    from relevancy.dashboard.views.report import build_report
 
     assert FAKE_KEY not in build_report(store, newest.id)
 
@@ -462,8 +463,8 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     import relevancy
 
     llm, emb = _fake_backends()
-    monkeypatch.setattr(relevancy.factory, "make_generator", lambda *a, **k: llm)
-    monkeypatch.setattr(relevancy.factory, "make_embedder", lambda *a, **k: emb)
+    monkeypatch.setattr(relevancy.scoring.config, "make_generator", lambda *a, **k: llm)
+    monkeypatch.setattr(relevancy.scoring.config, "make_embedder", lambda *a, **k: emb)
     at = _app()
     control = at.sidebar.segmented_control(key="_w_sb_mode")
     assert control.value == "auto" and control.options == ["auto", "ragas", "focus", "blend"]
@@ -562,7 +563,7 @@ def test_a_store_from_the_previous_version_opens_everywhere():
     assert list(runs["mode"]) == ["ragas", "ragas"] and "ragas_mean" not in runs.columns
     at.sidebar.selectbox(key="_w_active_run").set_value(run).run()
     _ok(at)
-    from relevancy.dashboard.report import build_report
+    from relevancy.dashboard.views.report import build_report
 
     assert "Lowest 6 rows" in build_report(RunStore(path), run)
     _page(at, "4_Compare.py")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy.store import RowQuery, RunStore, default_store_path, demo_results
+from relevancy.paths import default_store_path
+from relevancy.runs import RowQuery, RunStore, demo_results
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -97,7 +98,7 @@ def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_session():
 def test_a_link_opens_its_run_as_the_active_run_on_any_page():
     store = RunStore(default_store_path())
     _fresh()  # the demo is imported on first start
-    from relevancy.store import import_demo
+    from relevancy.runs import import_demo
 
     newer = import_demo(store, force=True)
     assert newer is not None and newer > DEMO

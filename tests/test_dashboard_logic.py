@@ -15,24 +15,24 @@ import plotly.graph_objects as go
 import pytest
 
 from relevancy import RelevancyResult
-from relevancy._errors import InputError
-from relevancy._io import apply_mapping, guess_mapping
-from relevancy._result import QuestionScore
-from relevancy._text import split_question_parts, split_sentences
-from relevancy.compare import outcome, pair_runs, pair_variants, summarize_pairs
-from relevancy.dashboard import charts
-from relevancy.dashboard.datasets import read_upload, validate
-from relevancy.explain import (
+from relevancy.analysis.compare import outcome, pair_runs, pair_variants, summarize_pairs
+from relevancy.analysis.explain import (
     Analysis,
     PartCoverage,
-    SentenceScore,
     aanalyze,
     explain,
     explain_result,
     worked_mean,
 )
-from relevancy.projection import pca, project, stratified_sample
-from relevancy.store import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
+from relevancy.analysis.projection import pca, project, stratified_sample
+from relevancy.core.result import QuestionScore
+from relevancy.core.text import split_question_parts, split_sentences
+from relevancy.core.triage import SentenceScore
+from relevancy.dashboard.views import charts, compare_charts, projection_chart, sentence_table
+from relevancy.dashboard.views.datasets import read_upload, validate
+from relevancy.errors import InputError
+from relevancy.io import apply_mapping, guess_mapping
+from relevancy.runs import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-1234567890abcdef"
 
@@ -145,15 +145,15 @@ def test_projection_scatter_lines_and_colouring(store):
     results = [_result(sims=(0.9, 0.8), seed=1), _result("other?", sims=(0.3,), seed=2)]
     points, matrix = _points(store, results, ["A", "B"])
     coords = project(matrix, "pca", 2)
-    fig = charts.projection_scatter(points, coords, color_by="score")
+    fig = projection_chart.projection_scatter(points, coords, color_by="score")
     names = [t.name for t in fig.data]
     assert names == ["links", "generated questions", "original questions"]
     links = fig.data[0]
     assert sum(v is None for v in links.x) == 3  # one segment per generated question
     assert len(fig.data[1].x) == 3 and len(fig.data[2].x) == 2
-    by_variant = charts.projection_scatter(points, coords, color_by="variant")
+    by_variant = projection_chart.projection_scatter(points, coords, color_by="variant")
     assert [t.name for t in by_variant.data][1:3] == ["A", "B"]
-    fig3 = charts.projection_scatter(points, project(matrix, "pca", 3), dims=3)
+    fig3 = projection_chart.projection_scatter(points, project(matrix, "pca", 3), dims=3)
     assert all(t.type == "scatter3d" for t in fig3.data)
 
 
@@ -167,10 +167,10 @@ def test_ab_scatter_and_diff_histogram():
     )
     paired["diff"] = paired["score_b"] - paired["score_a"]
     paired["outcome"] = [outcome(d) for d in paired["diff"]]
-    fig = charts.ab_scatter(paired, label_a="old", label_b="new")
+    fig = compare_charts.ab_scatter(paired, label_a="old", label_b="new")
     points = {t.name: list(t.x) for t in fig.data if t.mode == "markers"}
     assert points == {"new better": [0.2], "tie": [0.5], "old better": [0.9]}
-    hist = charts.diff_histogram(paired)
+    hist = compare_charts.diff_histogram(paired)
     assert [t.type for t in hist.data] == ["histogram"] * 3
 
 
@@ -178,7 +178,7 @@ def test_score_colour_scale_and_shading_escapes():
     assert charts.score_color(0.0) == "#c0392b"
     assert charts.score_color(1.0) == "#1e8449"
     assert charts.score_color(float("nan")) == "#9ca3af"
-    html = charts.sentence_shading_html([SentenceScore("<b>x</b> & y", 0.4)])
+    html = sentence_table.sentence_shading_html([SentenceScore("<b>x</b> & y", 0.4)])
     assert "&lt;b&gt;x&lt;/b&gt; &amp; y" in html and "<b>x" not in html
 
 
@@ -238,7 +238,7 @@ def test_points_dedupe_originals_and_skip_nan_rows(store):
     assert np.allclose(matrix[0], same.user_input_embedding, atol=1e-6)
     assert np.allclose(matrix[1], same.question_embeddings[0], atol=1e-6)
     assert set(points["row"]) == {0, 1}
-    assert charts.row_questions(points) == {0: same.user_input, 1: same.user_input}
+    assert projection_chart.row_questions(points) == {0: same.user_input, 1: same.user_input}
     only, _ = store.points(store.list_runs()[0].id, [1])  # some rows only: its own original
     assert list(only["kind"]) == ["question", "generated"] and set(only["row"]) == {1}
 
@@ -278,10 +278,10 @@ def test_umap_is_fitted_on_a_sample_and_tsne_refuses_too_many_points(monkeypatch
 
 def test_import_projection_does_not_import_umap_or_streamlit():
     code = (
-        "import sys, relevancy.projection, relevancy.store, relevancy.compare, "
-        "relevancy.explain, relevancy.summary, relevancy.dashboard.report, "
-        "relevancy.dashboard.charts, relevancy.dashboard.datasets, relevancy.dashboard.ui, "
-        "relevancy.dashboard.comparison, relevancy.dashboard.examples;"
+        "import sys, relevancy.analysis.projection, relevancy.runs.store, relevancy.analysis.compare, "
+        "relevancy.analysis.explain, relevancy.analysis.summary, relevancy.dashboard.views.report, "
+        "relevancy.dashboard.views.charts, relevancy.dashboard.views.datasets, relevancy.dashboard.views.format, "
+        "relevancy.dashboard.views.compare_table, relevancy.dashboard.views.examples;"
         "print(sorted(m for m in ('umap', 'streamlit', 'sklearn') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -358,7 +358,7 @@ def test_split_helpers():
 
 
 def test_explain_reasons_follow_the_main_reason():
-    from relevancy.explain import triage
+    from relevancy.core.triage import triage
 
     def codes(r, **kw):
         return [x.code for x in explain(r, **kw)]
@@ -390,7 +390,7 @@ def test_explain_reasons_follow_the_main_reason():
 
 
 def test_triage_flags_generated_questions_that_are_not_questions_or_repeat():
-    from relevancy.explain import question_hygiene, triage
+    from relevancy.core.triage import question_hygiene, triage
 
     r = _result(sims=(0.4, 0.45, 0.3))
     r.questions[0].question = "Istanbul's Istanbul, Turkey, is the largest city of Turkey, the?"
@@ -411,7 +411,9 @@ def codes_of(r):
 
 
 def test_aanalyze_with_a_fake_embedder():
-    class Fake:
+    from relevancy.backends import EmbedderBase
+
+    class Fake(EmbedderBase):
         name = "fake"
 
         async def aembed(self, texts):
@@ -523,7 +525,7 @@ def test_demo_import_once(store):
 
 
 def test_store_location_from_env(tmp_path, monkeypatch):
-    from relevancy.store import default_store_path
+    from relevancy.paths import default_store_path
 
     monkeypatch.setenv("RELEVANCY_STORE", str(tmp_path / "somewhere"))
     assert default_store_path() == tmp_path / "somewhere" / "runs.sqlite3"
@@ -551,7 +553,7 @@ def test_report_is_self_contained_and_escaped(store):
             )
         ],
     )
-    from relevancy.dashboard.report import build_report
+    from relevancy.dashboard.views.report import build_report
 
     html = build_report(store, run_id, threshold=0.5)
     assert evil not in html
@@ -613,7 +615,7 @@ def _focus_result(
     noncommittal: bool = False,
 ) -> RelevancyResult:
     """A focus-mode result whose value is the focus formula on ``sentence_sims``."""
-    from relevancy._modes import focus_parts, focus_score
+    from relevancy.core.modes import focus_parts, focus_score
 
     texts = [f"Sentence <{i}> here." for i in range(len(sentence_sims))]
     r = _result(question, " ".join(texts), (ragas,), noncommittal=noncommittal)
@@ -673,7 +675,7 @@ def test_focus_worked_formula_and_sentence_effects():
 
 
 def test_sentence_table_marks_what_pulls_the_score_down():
-    from relevancy.dashboard.drilldown import sentence_table
+    from relevancy.dashboard.widgets.drilldown import sentence_table
 
     r = _focus_result((0.8, 0.1, 0.7, 0.55), 0.75)
     r.parts[0]["origin"] = "first line"  # extra keys are shown generically
@@ -695,7 +697,7 @@ def test_sentence_table_marks_what_pulls_the_score_down():
 
 
 def test_the_sentence_view_explains_a_ragas_score_too():
-    from relevancy.dashboard.drilldown import sentence_table
+    from relevancy.dashboard.widgets.drilldown import sentence_table
 
     r = _result("Where is France?", "France is in Europe. Cats purr.")
     analysis = Analysis(
@@ -710,7 +712,7 @@ def test_the_sentence_view_explains_a_ragas_score_too():
 
 def _blend_result(noncommittal: bool = False) -> RelevancyResult:
     """A blend-mode result of a two-part question whose value is the blend formula."""
-    from relevancy._modes import blend_breakdown
+    from relevancy.core.modes import blend_breakdown
 
     texts = ["It lies in Europe.", "Cats purr.", "Paris is the capital."]
     r = _result("Where is France and what is its capital?", " ".join(texts), (0.7,),
@@ -727,7 +729,7 @@ def _blend_result(noncommittal: bool = False) -> RelevancyResult:
 
 
 def test_blend_worked_formula_and_its_off_question_sentences():
-    from relevancy.dashboard.drilldown import sentence_table
+    from relevancy.dashboard.widgets.drilldown import sentence_table
 
     r = _blend_result()
     e = explain_result(r)
@@ -841,8 +843,8 @@ def test_shipped_demo_loads_as_a_ragas_run(store):
 
 
 def test_summary_table_and_report_name_the_mode(store):
-    from relevancy.dashboard.report import build_report
-    from relevancy.summary import frame_modes, summary_table
+    from relevancy.analysis.summary import frame_modes, summary_table
+    from relevancy.dashboard.views.report import build_report
 
     inputs = pd.DataFrame(
         {"user_input": ["q1", "q2"], "response": ["a", "b"], "variant": ["A", "B"]}
@@ -881,8 +883,8 @@ def test_pairs_carry_each_sides_mode_and_ragas_value():
 
 # --- the Dataset page's filters and grid, and what compares across modes ------------------
 def test_store_filters_sorts_and_pages_in_sql(store):
-    from relevancy.dashboard.datasets import results_table
-    from relevancy.store import RowQuery
+    from relevancy.dashboard.views.datasets import results_table
+    from relevancy.runs import RowQuery
 
     results = [
         _result("Where is Paris?", "In France.", (0.9,)),
@@ -931,7 +933,7 @@ def test_store_filters_sorts_and_pages_in_sql(store):
 
 def test_comparable_value_and_mode_label():
     from relevancy import results_to_frame
-    from relevancy.summary import comparable_value, mode_label
+    from relevancy.analysis.summary import comparable_value, mode_label
 
     ragas = results_to_frame([_result(sims=(0.5,))])
     focus = results_to_frame([_focus_result()])
@@ -946,7 +948,7 @@ def test_comparable_value_and_mode_label():
 
 
 def test_histogram_counts_whole_rows():
-    from relevancy.dashboard import charts
+    from relevancy.dashboard.views import charts
 
     frame = pd.DataFrame({"score": [0.1, 0.5, 0.52, 0.9], "user_input": list("abcd")})
     fig = charts.score_histogram(frame)

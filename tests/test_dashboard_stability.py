@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy.dashboard.stability_panel import models_mismatch
-from relevancy.dashboard.ui import esc
-from relevancy.stability import stability_from_repeats, summarize_stability
-from relevancy.store import RunInfo, RunStore, default_store_path
+from relevancy.analysis.stability import stability_from_repeats, summarize_stability
+from relevancy.dashboard.views.format import esc
+from relevancy.dashboard.widgets.stability_panel import models_mismatch
+from relevancy.paths import default_store_path
+from relevancy.runs import RunInfo, RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = 1

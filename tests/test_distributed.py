@@ -32,10 +32,9 @@ except ImportError:  # pragma: no cover - depends on the install
         raise
     pytest.skip('Ray is not installed (pip install "relevancy[ray]")', allow_module_level=True)
 
-from relevancy._io import RESULT_COLUMNS, results_to_frame
-from relevancy.batch import LANGUAGE_COLUMNS, language_columns
-from relevancy.distributed import score_batch, score_dataset
-from relevancy.factory import build_metric
+from relevancy.io import RESULT_COLUMNS, results_to_frame
+from relevancy.scoring.config import build_metric
+from relevancy.scoring.distributed import score_batch, score_dataset
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 from relevancy.testing.processes import free_port
 
@@ -169,14 +168,14 @@ def reference(frame: pd.DataFrame, srv: OpenAICompatServer) -> pd.DataFrame:
     metric = build_metric(**settings(srv, cache=False))  # type: ignore[arg-type]
     mapped = frame.rename(columns={"question": "user_input", "answer": "response"})
     results = metric.score_many(mapped)
-    return pd.concat([results_to_frame(results, mapped), language_columns(results)], axis=1)
+    return results_to_frame(results, mapped)
 
 
 def assert_same_rows(got: pd.DataFrame, want: pd.DataFrame) -> None:
     """Every row once, and every result column equal to the single-process run's."""
     assert got["id"].is_unique and len(got) == len(want)
     got = got.set_index("id").loc[want["id"]].reset_index()
-    for column in [c for c in (*RESULT_COLUMNS, *LANGUAGE_COLUMNS) if c not in UNSTABLE]:
+    for column in [c for c in RESULT_COLUMNS if c not in UNSTABLE]:
         a, b = got[column].tolist(), want[column].tolist()
         if column in NUMBERS:
             assert [float(x) for x in a] == pytest.approx(
@@ -208,7 +207,7 @@ def test_score_batch_keeps_every_row_when_a_batch_cannot_be_scored() -> None:
         good = score_batch(metric, pairs(3))
         bad = score_batch(metric, pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}))
     head = ["id", "user_input", "response", "kind"]
-    assert list(good.columns) == [*head, *RESULT_COLUMNS, *LANGUAGE_COLUMNS]
+    assert list(good.columns) == [*head, *RESULT_COLUMNS]
     assert good["score"].notna().all() and not good["error"].any()
     assert list(bad["id"]) == ["a", "b"] and bad["score"].isna().all()
     assert bad["error"].str.contains("missing column 'user_input'").all()
@@ -367,6 +366,6 @@ def test_the_embedded_models_score_on_a_worker_as_here(connected: Cluster) -> No
     metric = build_metric(cache=False)
     mapped = frame.rename(columns={"question": "user_input", "answer": "response"})
     results = metric.score_many(mapped)
-    want = pd.concat([results_to_frame(results, mapped), language_columns(results)], axis=1)
+    want = results_to_frame(results, mapped)
     assert got["llm"].str.startswith("local:").all() and got["score"].notna().all()
     assert_same_rows(got, want)

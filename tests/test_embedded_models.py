@@ -176,7 +176,7 @@ DEMO_ROWS = (2, 10, 15, 36)
 
 @pytest.mark.slow
 def test_shipped_demo_results_match_a_fresh_scoring():
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     shipped = demo_results()
     fresh = AnswerRelevancy(cache=False).score_many(

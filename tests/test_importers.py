@@ -13,11 +13,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from relevancy import InputError, apply_mapping, read_table, read_table_bytes, write_results
-from relevancy._io import iter_table
 from relevancy.cli import main
-from relevancy.dashboard.datasets import read_upload, validate
-from relevancy.importers import ImportReport, detect, text_of
-from relevancy.store import RunStore, default_store_path
+from relevancy.dashboard.views.datasets import read_upload, validate
+from relevancy.io import iter_table
+from relevancy.io.importers import ImportReport, detect, text_of
+from relevancy.paths import default_store_path
+from relevancy.runs import RunStore
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -176,7 +176,7 @@ def test_csv_export_leaves_ordinary_text_and_numbers_alone(tmp_path):
 
 
 def test_csv_written_in_chunks_is_neutralised_in_every_chunk(tmp_path):
-    from relevancy._io import TableWriter
+    from relevancy.io import TableWriter
 
     frames = [pd.DataFrame({"text": [f], "n": [-i]}) for i, f in enumerate(FORMULAS)]
     with TableWriter(tmp_path / "chunks.csv") as writer:

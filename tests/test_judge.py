@@ -10,7 +10,7 @@ import pytest
 
 from relevancy import AnswerRelevancy, Cache, Generation
 from relevancy.cli import main
-from relevancy.judge import (
+from relevancy.scoring.judge import (
     EMBEDDED_DEFAULT,
     KINDS,
     JudgeCheck,

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from relevancy import read_table
-from relevancy.agreement import agreement, parse_labels
+from relevancy.analysis.agreement import agreement, parse_labels
 from relevancy.cli import main
-from relevancy.store import RunStore
+from relevancy.runs import RunStore
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
 TOPICS = ("tallest mountain", "longest river", "largest desert", "deepest lake", "oldest city")

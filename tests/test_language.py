@@ -13,14 +13,21 @@ import pandas as pd
 import pytest
 
 from relevancy import AnswerRelevancy, ConfigError, InputError, make_embedder, make_generator
-from relevancy._cache import cache_key
-from relevancy._prompt import EXAMPLES, INSTRUCTION, chat_messages
-from relevancy._result import Generation, GenerationSet, RelevancyResult
-from relevancy.backends._caching import CachedGenerator
+from relevancy.analysis.explain import explain, explain_result
+from relevancy.backends import CachedGenerator
 from relevancy.backends._local_generator import QUESTION_GRAMMAR, language_prompt
+from relevancy.backends.cache import cache_key
 from relevancy.cli import main
-from relevancy.explain import REASONS, explain, explain_result, triage
-from relevancy.language import describe_languages, detect, different, mismatched, row_languages
+from relevancy.core.language import (
+    describe_languages,
+    detect,
+    different,
+    mismatched,
+    row_languages,
+)
+from relevancy.core.prompt import EXAMPLES, INSTRUCTION, chat_messages
+from relevancy.core.result import Generation, GenerationSet, RelevancyResult
+from relevancy.core.triage import REASONS, triage
 from relevancy.testing.fakes import FakeEmbedder
 from relevancy.testing.openai_server import OpenAICompatServer
 

@@ -14,7 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from relevancy.cli import main
-from relevancy.store import RunStore, default_store_path
+from relevancy.paths import default_store_path
+from relevancy.runs import RunStore
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from relevancy.dashboard.links import (
+from relevancy.dashboard.views.links import (
     Link,
     app_base,
     check_link,
@@ -16,7 +16,7 @@ from relevancy.dashboard.links import (
     row_anchor,
     row_url,
 )
-from relevancy.store import RunInfo
+from relevancy.runs import RunInfo
 
 PAGES = ["Dataset", "Distributions", "Embeddings", "Compare", "Runs"]
 
@@ -166,8 +166,8 @@ def test_pages_without_a_drill_down_ignore_the_row():
 
 # --- the report ----------------------------------------------------------------------------
 def _report(dashboard_url: str | None) -> tuple[str, int]:
-    from relevancy.dashboard.report import build_report
-    from relevancy.store import RunStore, import_demo
+    from relevancy.dashboard.views.report import build_report
+    from relevancy.runs import RunStore, import_demo
 
     store = RunStore()  # the per-test store (tests/conftest.py)
     run_id = import_demo(store, force=True)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from relevancy import AnswerRelevancy, make_embedder, make_generator
-from relevancy.backends._local_generator import smollm_model_path
+from relevancy.backends import smollm_model_path
 from relevancy.testing.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.models

@@ -108,7 +108,7 @@ def test_generator_exception_gives_nan_with_reason():
 
 
 def test_exemplar_detector_zeroes_evasive_answers():
-    from relevancy._noncommittal import EVASIVE_EXEMPLARS
+    from relevancy.core.noncommittal import EVASIVE_EXEMPLARS
 
     table = dict(VEC)
     for i, text in enumerate(EVASIVE_EXEMPLARS):
@@ -129,7 +129,7 @@ def test_exemplar_detector_zeroes_evasive_answers():
 
 
 def test_exemplar_detector_also_reads_the_response_without_the_question_words():
-    from relevancy._noncommittal import EVASIVE_EXEMPLARS, without_question_words
+    from relevancy.core.noncommittal import EVASIVE_EXEMPLARS, without_question_words
 
     response = "I am not sure where France is located."
     stripped = without_question_words(Q, response)
@@ -164,7 +164,7 @@ def test_exemplar_detector_also_reads_the_response_without_the_question_words():
     ],
 )
 def test_without_question_words(question, response, expected):
-    from relevancy._noncommittal import without_question_words
+    from relevancy.core.noncommittal import without_question_words
 
     assert without_question_words(question, response) == expected
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relevancy import AnswerRelevancy, Generation, InputError, RelevancyResult
-from relevancy._modes import (
+from relevancy.core.modes import (
     MODE_DESCRIPTIONS,
     MODES,
     blend_breakdown,

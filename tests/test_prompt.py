@@ -2,7 +2,7 @@
 
 import pytest
 
-from relevancy._prompt import chat_messages, output_schema, parse_output
+from relevancy.core.prompt import chat_messages, output_schema, parse_output
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 from relevancy import AnswerRelevancy, Generation
-from relevancy._formula import cosine_similarities, relevancy_score
+from relevancy.core.formula import cosine_similarities, relevancy_score
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from relevancy import AnswerRelevancy, make_embedder, make_generator
-from relevancy._redact import redact, register_secret
 from relevancy.cli import main
+from relevancy.core.redact import redact, register_secret
 from relevancy.testing.openai_server import FaultPlan, OpenAICompatServer
 
 KEY = "sk-proj-SECRET-canary-7f3a9c1e5b"

@@ -14,21 +14,19 @@ import pandas as pd
 import pytest
 
 from relevancy import AnswerRelevancy, InputError
-from relevancy._result import Generation, GenerationSet, QuestionScore, RelevancyResult
-from relevancy.cli import main
-from relevancy.stability import (
+from relevancy.analysis.stability import (
     NEAR_DUPLICATE,
     describe_stability,
     near_duplicate_pairs,
-    repeat_seeds,
-    rescore,
     row_stability,
     stability_frame,
     stability_from_repeats,
     summarize_stability,
-    with_seed,
 )
-from relevancy.store import RunStore
+from relevancy.cli import main
+from relevancy.core.result import Generation, GenerationSet, QuestionScore, RelevancyResult
+from relevancy.runs import RunStore
+from relevancy.scoring.repeats import repeat_seeds, rescore, with_seed
 from relevancy.testing.fakes import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from relevancy._prompt import chat_messages
+from relevancy.core.prompt import chat_messages
 from relevancy.testing._toy_model import answer_text, approx_tokens, make_question
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 

@@ -16,17 +16,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from relevancy._errors import ConfigError
-from relevancy.backends._e5_embedder import E5Embedder
-from relevancy.backends._local_embedder import MiniLMEmbedder
-from relevancy.backends._local_generator import SmolLMGenerator
+from relevancy.backends._caching import CachedGenerator, EmbeddingService
+from relevancy.backends._e5_embedder import E5Embedder, e5_model_path
+from relevancy.backends._local_embedder import MiniLMEmbedder, minilm_model_path
+from relevancy.backends._local_generator import SmolLMGenerator, smollm_model_path
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
-from relevancy.backends._protocols import Embedder, QuestionGenerator
+from relevancy.backends._protocols import (
+    Embedder,
+    EmbedderBase,
+    GeneratorBase,
+    QuestionGenerator,
+    check_backend,
+)
 from relevancy.backends._st_embedder import SentenceTransformerEmbedder
+from relevancy.backends.cache import Cache, cache_key
+from relevancy.errors import ConfigError
 
 __all__ = [
     "QuestionGenerator",
     "Embedder",
+    "GeneratorBase",
+    "EmbedderBase",
+    "check_backend",
+    "Cache",
+    "cache_key",
+    "CachedGenerator",
+    "EmbeddingService",
+    "SmolLMGenerator",
+    "MiniLMEmbedder",
+    "E5Embedder",
+    "SentenceTransformerEmbedder",
+    "OpenAIGenerator",
+    "OpenAIEmbedder",
+    "smollm_model_path",
+    "minilm_model_path",
+    "e5_model_path",
     "make_generator",
     "make_embedder",
     "parse_spec",

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._cache import Cache, cache_key
-from relevancy._errors import EmbeddingError
-from relevancy._redact import redact
-from relevancy._result import GenerationSet
 from relevancy.backends._protocols import Embedder, QuestionGenerator
+from relevancy.backends.cache import Cache, cache_key
+from relevancy.core.redact import redact
+from relevancy.core.result import GenerationSet
+from relevancy.errors import EmbeddingError
 
 __all__ = ["CachedGenerator", "EmbeddingService"]
 
@@ -76,10 +76,7 @@ class CachedGenerator:
             hit = await asyncio.to_thread(self.cache.get_generations, key)
             if hit is not None:
                 return hit
-        if language is None:
-            result = await self.inner.agenerate(response, n)
-        else:
-            result = await self.inner.agenerate(response, n, language=language)  # type: ignore[call-arg]
+        result = await self.inner.agenerate(response, n, language=language)
         if self.cache is not None and result.cacheable:
             await asyncio.to_thread(self.cache.put_generations, key, result)
         return result
@@ -179,12 +176,7 @@ class EmbeddingService:
         while self._queue:
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
             try:
-                counts: list[int] | None = None
-                counted = getattr(self.embedder, "aembed_counted", None)
-                if counted is not None:
-                    raw, counts = await counted(batch)
-                else:
-                    raw = await self.embedder.aembed(batch)
+                raw, counts = await self.embedder.aembed_counted(batch)
                 vectors = np.asarray(raw, dtype=np.float32)
                 if vectors.ndim != 2 or vectors.shape[0] != len(batch):
                     raise EmbeddingError(

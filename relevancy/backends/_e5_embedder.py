@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._errors import ConfigError, EmbeddingError
+from relevancy.backends._protocols import EmbedderBase
+from relevancy.errors import ConfigError, EmbeddingError
 
 __all__ = ["E5Embedder", "e5_model_path"]
 
@@ -57,11 +58,11 @@ def _model() -> Any:
         return _MODEL
 
 
-class E5Embedder:
+class E5Embedder(EmbedderBase):
     """multilingual-e5-small, 4-bit, 384 dimensions, every text as an e5 ``query: ``."""
 
     dim = 384
-    #: an embedded offline model (see ``relevancy._modes.resolve_mode``)
+    #: an embedded offline model (see ``relevancy.core.modes.resolve_mode``)
     embedded = True
     #: the exemplar noncommittal detector's threshold for this embedder (see
     #: ``bench/language.py``; MiniLM's 0.35 would call every answer evasive)

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._errors import ConfigError, EmbeddingError
+from relevancy.backends._protocols import EmbedderBase
+from relevancy.errors import ConfigError, EmbeddingError
 
 __all__ = ["MiniLMEmbedder", "minilm_model_path"]
 
@@ -54,7 +55,7 @@ def _session(path: Path, threads: int) -> Any:
         return _SESSIONS[key]
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(EmbedderBase):
     """The embedded default embedder (384 dimensions).
 
     Parameters
@@ -68,7 +69,7 @@ class MiniLMEmbedder:
     """
 
     dim = 384
-    #: an embedded offline model (see ``relevancy._modes.resolve_mode``)
+    #: an embedded offline model (see ``relevancy.core.modes.resolve_mode``)
     embedded = True
 
     def __init__(

@@ -30,9 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from relevancy._errors import ConfigError, GenerationError
-from relevancy._prompt import LANGUAGE_NAMES
-from relevancy._result import Generation, GenerationSet
+from relevancy.backends._protocols import GeneratorBase
+from relevancy.core.prompt import LANGUAGE_NAMES
+from relevancy.core.result import Generation, GenerationSet
+from relevancy.errors import ConfigError, GenerationError
 
 __all__ = ["SmolLMGenerator", "smollm_model_path", "QUESTION_GRAMMAR"]
 
@@ -207,7 +208,7 @@ class _Deadline:
         return self.expired
 
 
-class SmolLMGenerator:
+class SmolLMGenerator(GeneratorBase):
     """The embedded default question generator.
 
     Parameters
@@ -224,7 +225,7 @@ class SmolLMGenerator:
         Longer responses are truncated for the model (the result notes it).
     """
 
-    #: an embedded offline model (see ``relevancy._modes.resolve_mode``)
+    #: an embedded offline model (see ``relevancy.core.modes.resolve_mode``)
     embedded = True
     #: ``generate(..., language=CODE)`` asks for questions in that language
     supports_language = True

@@ -28,10 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._errors import ConfigError, EmbeddingError, GenerationError
-from relevancy._prompt import EXAMPLES, INSTRUCTION, chat_messages, output_schema, parse_output
-from relevancy._redact import redact, register_secret
-from relevancy._result import Generation, GenerationSet
+from relevancy.backends._protocols import EmbedderBase, GeneratorBase
+from relevancy.core.prompt import (
+    EXAMPLES,
+    INSTRUCTION,
+    chat_messages,
+    output_schema,
+    parse_output,
+)
+from relevancy.core.redact import redact, register_secret
+from relevancy.core.result import Generation, GenerationSet
+from relevancy.errors import ConfigError, EmbeddingError, GenerationError
 
 __all__ = ["OpenAIGenerator", "OpenAIEmbedder", "make_async_client", "describe_api_error"]
 
@@ -175,7 +182,7 @@ class _ClientPerLoop:
             return  # e.g. 404: the server has no /models; real requests will tell
 
 
-class OpenAIGenerator(_ClientPerLoop):
+class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
     """Question generator for any OpenAI-compatible chat completions endpoint.
 
     Parameters
@@ -383,7 +390,7 @@ def _about_response_format(exc: Exception) -> bool:
     return any(w in text for w in ("response_format", "json_schema", "json_object", "schema"))
 
 
-class OpenAIEmbedder(_ClientPerLoop):
+class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
     """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint, requested in batches."""
 
     def __init__(

@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._errors import ConfigError
+from relevancy.backends._protocols import EmbedderBase
+from relevancy.errors import ConfigError
 
 __all__ = ["SentenceTransformerEmbedder"]
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(EmbedderBase):
     """all-MiniLM-L6-v2 in fp32, offline (an embedded model like the int8 default)."""
 
     embedded = True

@@ -1,16 +1,10 @@
 """The Streamlit dashboard's shared code (``streamlit run app.py``); pages live in ``pages/``.
 
-Pages call these modules and only read widgets and draw:
+* ``views/`` draws without Streamlit: figures (``charts``, ``projection_chart``,
+  ``compare_charts``), tables and text (``datasets``, ``sentence_table``, ``compare_table``,
+  ``format``), links (``links``), the Agreement and chance views, examples and the HTML report.
+* ``widgets/`` is Streamlit: page set-up, the sidebar, settings and the cached metric, session
+  state, and the widgets the pages share.
 
-* ``page`` sets a page up (config, CSS, the sidebar, the header); ``sidebar`` draws the shared
-  sidebar and its navigation; ``models`` holds the settings, the API key and the cached metric;
-  ``state`` the session state, the run store and cached run loading.
-* ``drilldown`` draws one result's explanation (:func:`relevancy.explain.explain_result`);
-  ``tables`` the results grid; ``upload`` the new-run widgets; ``judge_panel`` the judge check;
-  ``runner`` scores a run with progress and Cancel.
-* Without Streamlit: ``ui`` (formatters), ``charts`` (plotly figures), ``datasets`` (upload
-  checks, filters, the results table), ``comparison``, ``examples`` and ``report`` (the HTML
-  report).
-
-Importing this package itself does not import Streamlit.
+Pages read widgets and call these modules; importing this package does not import Streamlit.
 """

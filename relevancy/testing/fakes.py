@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._errors import EmbeddingError, GenerationError
-from relevancy._result import Generation, GenerationSet
+from relevancy.backends import EmbedderBase, GeneratorBase
+from relevancy.core.result import Generation, GenerationSet
+from relevancy.errors import EmbeddingError, GenerationError
 
 __all__ = ["FakeGenerator", "FakeEmbedder"]
 
 
-class FakeGenerator:
+class FakeGenerator(GeneratorBase):
     """Returns ``script(response, n)`` or, by default, ``n`` copies of ``"What is <response>?"``.
 
     ``script`` may return a list of :class:`Generation`, of ``(question, flag)`` tuples, or raise.
@@ -42,7 +43,7 @@ class FakeGenerator:
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": "fake", "name": self.name}
 
-    async def agenerate(self, response: str, n: int) -> GenerationSet:
+    async def agenerate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
         self.calls.append((response, n))
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -67,7 +68,7 @@ class FakeGenerator:
         )
 
 
-class FakeEmbedder:
+class FakeEmbedder(EmbedderBase):
     """Vectors from ``table`` (text -> vector), else a deterministic hash of the text."""
 
     def __init__(

@@ -82,21 +82,19 @@ Run it by hand with::
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import hmac
 import itertools
 import json
 import socket
-import struct
 import sys
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from relevancy.testing._endpoints import EndpointsMixin
 from relevancy.testing._faults import (
     CHAT_ONLY_FAULTS,
     EARLY_FAULTS,
@@ -111,6 +109,7 @@ from relevancy.testing._faults import (
     error_reply,
     json_reply,
 )
+from relevancy.testing._http import BadRequestError, HTTPServer
 from relevancy.testing._toy_model import (
     CHAT_MODEL,
     EMBEDDING_MODEL,
@@ -118,11 +117,8 @@ from relevancy.testing._toy_model import (
     answer_text,
     approx_tokens,
     embed_text,
-    embed_token_ids,
     is_noncommittal,
     make_question,
-    message_text,
-    render_content,
     word_count,
 )
 
@@ -148,139 +144,17 @@ _ROUTES: dict[str, tuple[str, str]] = {
     "/v1/embeddings": ("POST", "embeddings"),
 }
 
-_MAX_N = 128
 #: how usage is counted: the old toy count, or close to a BPE tokenizer's
 _TOKENIZERS = {"words": word_count, "approx": approx_tokens}
-_MAX_DIMENSIONS = 65_536
-_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 # ----------------------------------------------------------------------------- HTTP plumbing
 
 
-class _BadRequestError(Exception):
-    """A request the server refuses with 400."""
-
-    def __init__(
-        self, message: str, *, param: str | None = None, code: str | None = None, status: int = 400
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.code = code
-        self.status = status
-
-
-_CONNECTION_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 256  # many clients connecting at once (socketserver's default is 5)
-
-    def __init__(self, address: tuple[str, int], app: OpenAICompatServer) -> None:
-        self.app = app
-        super().__init__(address, _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], OSError):
-            return  # a client that went away (timeout, drop) is business as usual here
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like real API servers
-    server_version = "relevancy-openai-compat/1.0"
-    timeout = 60  # idle keep-alive connections give up after this
-    disable_nagle_algorithm = True  # else headers and body, sent apart, stall ~40 ms on ACKs
-    server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.app._track(self.connection)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except _CONNECTION_ERRORS:
-            pass
-        finally:
-            self.server.app._untrack(self.connection)
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    do_PUT = do_DELETE = do_PATCH = do_POST
-
-    def log_message(self, format: str, *args: Any) -> None:
-        if self.server.app.log_requests:
-            super().log_message(format, *args)
-
-    def _read_body(self) -> bytes | None:
-        """The request body, or None when its framing is broken."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks: list[bytes] = []
-            total = 0
-            while True:
-                size_line = self.rfile.readline(1024).split(b";")[0].strip()
-                try:
-                    size = int(size_line, 16)
-                except ValueError:
-                    return None
-                if size == 0:
-                    while self.rfile.readline(1024).strip():  # trailers
-                        pass
-                    return b"".join(chunks)
-                total += size
-                if total > _MAX_BODY_BYTES:
-                    return None
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(1024)
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            return b""
-        try:
-            length = int(length_header)
-        except ValueError:
-            return None
-        if not 0 <= length <= _MAX_BODY_BYTES:
-            return None
-        return self.rfile.read(length)
-
-    def _serve(self) -> None:
-        raw = self._read_body()
-        reply = self.server.app._handle(
-            self.command, self.path, self.headers.get("Authorization"), raw
-        )
-        if raw is None:
-            reply.close = True  # the stream position is unknown; don't reuse the connection
-        if reply.drop:
-            self.close_connection = True
-            return
-        try:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply.body)))
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            if reply.close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(reply.body)
-            self.wfile.flush()
-        except _CONNECTION_ERRORS:
-            self.close_connection = True
-
-
 # ----------------------------------------------------------------------------- the server
 
 
-class OpenAICompatServer:
+class OpenAICompatServer(EndpointsMixin):
     """An OpenAI-compatible server on a background thread, with fault injection.
 
     Use it as a context manager (``with OpenAICompatServer() as srv: ...``) or call
@@ -366,7 +240,7 @@ class OpenAICompatServer:
         self._ids = itertools.count(1)
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle
@@ -376,7 +250,7 @@ class OpenAICompatServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        httpd = _HTTPServer((self.host, self._requested_port), self)
+        httpd = HTTPServer((self.host, self._requested_port), self)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever,
@@ -615,14 +489,14 @@ class OpenAICompatServer:
                 payload = self._models()
             else:
                 if raw is None or not isinstance(body, dict):
-                    raise _BadRequestError(
+                    raise BadRequestError(
                         "The request body must be a JSON object.", code="invalid_json"
                     )
                 if endpoint == "chat":
                     payload = self._chat(body, fault, entry)
                 else:
                     payload = self._embeddings(body, fault, entry)
-        except _BadRequestError as exc:
+        except BadRequestError as exc:
             if fault not in (None, "slow"):
                 with self._lock:  # the fault never reached the client
                     entry["fault"], entry["fault_ignored"] = None, fault
@@ -639,197 +513,6 @@ class OpenAICompatServer:
         return json_reply(payload, headers={"x-request-id": f"req_{next(self._ids):08d}"})
 
     # -- endpoints
-
-    def _models(self) -> dict[str, Any]:
-        created = 1_700_000_000
-        return {
-            "object": "list",
-            "data": [
-                {"id": name, "object": "model", "created": created, "owned_by": "relevancy"}
-                for name in (CHAT_MODEL, EMBEDDING_MODEL)
-            ],
-        }
-
-    def _chat(
-        self, body: dict[str, Any], fault: str | None, entry: dict[str, Any]
-    ) -> dict[str, Any]:
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            raise _BadRequestError("You must provide a model parameter.", param="model")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise _BadRequestError("'messages' must be a non-empty array.", param="messages")
-        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-            raise _BadRequestError("Each message needs a string 'role'.", param="messages")
-        if body.get("stream"):
-            raise _BadRequestError("Streaming is not supported by this server.", param="stream")
-        n = body.get("n", 1)
-        if n is None:
-            n = 1
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_N:
-            raise _BadRequestError(f"'n' must be an integer from 1 to {_MAX_N}.", param="n")
-        shape = self._reply_shape(body.get("response_format"))
-
-        served = n if self.honour_n else 1
-        if self.max_n is not None:
-            served = min(served, self.max_n)
-        if fault == "fewer_choices":
-            served -= 1
-
-        user_texts = [message_text(m.get("content")) for m in messages if m["role"] == "user"]
-        text = answer_text(user_texts[-1]) if user_texts else ""
-        flag = is_noncommittal(text)
-        contents = [render_content(make_question(text, i), flag, shape) for i in range(served)]
-        if fault == "empty_content":
-            contents = ["" for _ in contents]
-
-        count = self._count
-        prompt_tokens = sum(count(message_text(m.get("content"))) for m in messages)
-        if count is approx_tokens:  # OpenAI's chat format adds a few tokens per message
-            prompt_tokens += 3 * len(messages) + 3
-        per_choice = [count(c) for c in contents]
-        completion_tokens = sum(per_choice)
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
-        with self._lock:
-            entry["decode_tokens"] = max(per_choice, default=0)
-            entry["choices"] = len(contents)
-            entry["usage"] = usage
-        return {
-            "id": f"chatcmpl-{self.seed}-{next(self._ids):08d}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "system_fingerprint": "fp_relevancy_toy",
-            "choices": [
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
-                    "logprobs": None,
-                    "finish_reason": "stop",
-                }
-                for i, content in enumerate(contents)
-            ],
-            "usage": {
-                **usage,
-                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-            },
-        }
-
-    def _reply_shape(self, response_format: Any) -> str:
-        """The reply shape ("json", "prose", "lines"); 400 for an unsupported format."""
-        if response_format is None:
-            return self.text_mode
-        if not isinstance(response_format, dict):
-            raise _BadRequestError("'response_format' must be an object.", param="response_format")
-        kind = response_format.get("type")
-        if kind == "text":
-            return self.text_mode
-        if kind == "json_schema":
-            if not self.accept_json_schema:
-                raise _BadRequestError(
-                    "response_format of type 'json_schema' is not supported by this server.",
-                    param="response_format",
-                    code="unsupported_response_format",
-                    status=self.reject_status,
-                )
-            if not isinstance(response_format.get("json_schema"), dict):
-                raise _BadRequestError(
-                    "'response_format.json_schema' must be an object.",
-                    param="response_format.json_schema",
-                )
-            return "json"
-        if kind == "json_object":
-            if not self.accept_json_object:
-                raise _BadRequestError(
-                    "response_format of type 'json_object' is not supported by this server.",
-                    param="response_format",
-                    code="unsupported_response_format",
-                )
-            return "json"
-        raise _BadRequestError(
-            f"Unknown response_format type {kind!r}.", param="response_format.type"
-        )
-
-    def _embeddings(
-        self, body: dict[str, Any], fault: str | None, entry: dict[str, Any]
-    ) -> dict[str, Any]:
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            raise _BadRequestError("You must provide a model parameter.", param="model")
-        items = _embedding_inputs(body.get("input"))
-        dim = body.get("dimensions")
-        if dim is None:
-            dim = self.embedding_dim
-        elif isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= _MAX_DIMENSIONS:
-            raise _BadRequestError(
-                f"'dimensions' must be an integer from 1 to {_MAX_DIMENSIONS}.",
-                param="dimensions",
-            )
-        encoding = body.get("encoding_format") or "float"
-        if encoding not in ("float", "base64"):
-            raise _BadRequestError(
-                "'encoding_format' must be 'float' or 'base64'.", param="encoding_format"
-            )
-
-        def embed(item: str | list[int], size: int) -> list[float]:
-            if isinstance(item, str):
-                return embed_text(item, size, self.seed)
-            return embed_token_ids(item, size, self.seed)
-
-        vectors = [embed(item, dim) for item in items]
-        if fault == "embed_wrong_count":
-            if len(vectors) > 1:
-                vectors.pop()
-            else:
-                vectors.append(embed(items[0] if items else "", dim))
-        elif fault == "embed_wrong_dim":
-            vectors[-1] = embed(items[-1], dim + 3)
-
-        def encode(vector: list[float]) -> list[float] | str:
-            if encoding == "float":
-                return vector
-            return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
-
-        tokens = sum(self._count(i) if isinstance(i, str) else len(i) for i in items)
-        with self._lock:
-            entry["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
-        return {
-            "object": "list",
-            "data": [
-                {"object": "embedding", "index": i, "embedding": encode(vector)}
-                for i, vector in enumerate(vectors)
-            ],
-            "model": model,
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
-
-
-def _is_token_list(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(t, int) and not isinstance(t, bool) for t in value
-    )
-
-
-def _embedding_inputs(value: Any) -> list[str | list[int]]:
-    """Normalise ``input``: a string, strings, one token-id list, or token-id lists."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and value:
-        if all(isinstance(item, str) for item in value):
-            return list(value)
-        if _is_token_list(value):
-            return [list(value)]
-        if all(_is_token_list(item) and item for item in value):
-            return [list(item) for item in value]
-    raise _BadRequestError(
-        "'input' must be a string, a non-empty array of strings, or token-id arrays.",
-        param="input",
-    )
 
 
 # ----------------------------------------------------------------------------- command line

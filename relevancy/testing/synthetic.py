@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from relevancy._result import QuestionScore, RelevancyResult
+from relevancy.core.result import QuestionScore, RelevancyResult
 
 __all__ = ["DIM", "synthetic_inputs", "synthetic_results", "write_synthetic_run"]
 

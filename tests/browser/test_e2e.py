@@ -94,7 +94,7 @@ def pick(page: Page, label: str, option: str) -> None:
 
 def demo_mean() -> str:
     """The shipped demo's mean score, from its results file (not copied from a page)."""
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     values = [r.value for r in demo_results() if r.ok]
     return f"{sum(values) / len(values):.3f}"
@@ -223,7 +223,7 @@ def test_runs_page(page: Page, app_url: str):
 
 
 def _scored_per_run(store: Path) -> dict[str, int]:
-    from relevancy.store import RunStore
+    from relevancy.runs import RunStore
 
     return {r.name: r.n_scored for r in RunStore(store).list_runs()}
 
@@ -279,7 +279,7 @@ def test_cancel_keeps_what_was_scored_then_resume_is_offered(
 
 def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_home: Path):
     """A large run (written straight into the app's store) opens, pages and drills down."""
-    from relevancy.store import RunStore
+    from relevancy.runs import RunStore
     from relevancy.testing.synthetic import write_synthetic_run
 
     write_synthetic_run(RunStore(app_home / "runs.sqlite3"), 10_000, name="Ten thousand rows")

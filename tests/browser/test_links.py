@@ -63,7 +63,7 @@ def _pick_row(page: Page, nth: int) -> None:
 def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_context(
     page: Page, app_url: str, browser: Browser, browser_context_args: dict
 ):
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     _open_dataset(page, app_url)
     pick(page, "Active run", DEMO_NAME)
@@ -144,7 +144,7 @@ def test_a_link_to_a_missing_run_says_so_and_the_page_still_works(page: Page, ap
 
 def test_the_reports_rows_open_in_the_dashboard(page: Page, app_url: str):
     """The HTML report built on the Runs page links each row it lists to its drill-down here."""
-    from relevancy.store import demo_results
+    from relevancy.runs import demo_results
 
     open_page(page, app_url, "Runs?run=1")  # a link to the demo run (the first of the store)
     expect(page.get_by_role("heading", level=4).first).to_contain_text(DEMO_NAME)

@@ -1,0 +1,249 @@
+"""Paired comparison of two answer variants (or two runs) on the same questions, and the
+regression gate built on it (``relevancy compare BASE NEW``).
+
+Rows are paired on ``user_input`` and ``id`` when both sides have one (two runs without ids are
+paired on ``user_input`` and ``variant`` when both have variants); when a key repeats within
+one side, its k-th occurrence pairs with the k-th occurrence on the other side. The difference
+is always ``B - A``: positive means B is more relevant. A pair is a tie when the difference is
+within ``tie_margin``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from relevancy.analysis.summary import comparable_value
+from relevancy.core.stats import bootstrap_ci
+from relevancy.errors import InputError
+
+__all__ = [
+    "pair_rows",
+    "pair_variants",
+    "pair_runs",
+    "summarize_pairs",
+    "outcome",
+    "Regression",
+    "regression_check",
+]
+
+_CARRY = (
+    "row",
+    "response",
+    "score",
+    "mode",
+    "ragas_value",
+    "noncommittal",
+    "generated_questions",
+    "similarities",
+    "error",
+)
+
+
+def outcome(diff: float, tie_margin: float = 0.02) -> str:
+    """``"win"`` (B better), ``"loss"`` (B worse), ``"tie"`` or ``"n/a"`` when a side is NaN."""
+    if diff is None or (isinstance(diff, float) and math.isnan(diff)):
+        return "n/a"
+    if diff > tie_margin:
+        return "win"
+    if diff < -tie_margin:
+        return "loss"
+    return "tie"
+
+
+def _keyed(frame: pd.DataFrame, keys: tuple[str, ...], value: str) -> pd.DataFrame:
+    if "user_input" not in frame.columns or value not in frame.columns:
+        raise InputError(f"comparison needs scored rows with user_input and {value} columns")
+    out = frame.copy()
+    if value != "score":  # compare on another column: it becomes the pair's score
+        out["score"] = out[value]
+    out["_key"] = out["user_input"].astype(str)
+    for key in keys:
+        out["_key"] = out[key].astype(str) + "\x1f" + out["_key"]
+    out["_occ"] = out.groupby("_key").cumcount()
+    return out
+
+
+def pair_rows(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    tie_margin: float = 0.02,
+    value: str = "score",
+    keys: tuple[str, ...] | None = None,
+) -> pd.DataFrame:
+    """Pair the rows of two scored tables; one output row per pair.
+
+    ``value`` is the column compared (``"score"``, or ``"ragas_value"`` to compare rows scored
+    in different modes; see :func:`relevancy.analysis.summary.comparable_value`).
+
+    Columns: ``user_input``, ``id`` (if any), ``score_a``, ``score_b``, ``diff`` (B - A),
+    ``outcome``, and ``row``/``response``/``mode``/``ragas_value``/``noncommittal``/
+    ``generated_questions``/``similarities``/``error`` with ``_a`` and ``_b`` suffixes (those
+    the tables have). ``keys`` are the columns paired on besides ``user_input`` (default:
+    ``id`` when both sides have it).
+    """
+    if keys is None:
+        keys = ("id",) if "id" in a.columns and "id" in b.columns else ()
+    ka, kb = _keyed(a, keys, value), _keyed(b, keys, value)
+    keep = ["_key", "_occ", "user_input", *keys]
+    left = ka[keep + [c for c in _CARRY if c in ka.columns]]
+    right = kb[["_key", "_occ"] + [c for c in _CARRY if c in kb.columns]]
+    paired = left.merge(right, on=["_key", "_occ"], suffixes=("_a", "_b"), how="inner")
+    paired = paired.drop(columns=["_key", "_occ"]).reset_index(drop=True)
+    paired["score_a"] = pd.to_numeric(paired["score_a"], errors="coerce").astype(float)
+    paired["score_b"] = pd.to_numeric(paired["score_b"], errors="coerce").astype(float)
+    paired["diff"] = paired["score_b"] - paired["score_a"]
+    paired["outcome"] = [outcome(d, tie_margin) for d in paired["diff"]]
+    return paired
+
+
+def pair_variants(
+    frame: pd.DataFrame,
+    variant_a: Any,
+    variant_b: Any,
+    *,
+    column: str = "variant",
+    tie_margin: float = 0.02,
+    value: str = "score",
+) -> pd.DataFrame:
+    """Pair the rows of ``variant_a`` with those of ``variant_b`` in one table."""
+    if column not in frame.columns:
+        raise InputError(f"no {column!r} column to compare variants on")
+    values = frame[column].astype(str)
+    a = frame[values == str(variant_a)]
+    b = frame[values == str(variant_b)]
+    return pair_rows(a, b, tie_margin=tie_margin, value=value)
+
+
+def pair_runs(
+    frame_a: pd.DataFrame,
+    frame_b: pd.DataFrame,
+    *,
+    variant: Any = None,
+    column: str = "variant",
+    tie_margin: float = 0.02,
+    value: str = "score",
+) -> pd.DataFrame:
+    """Pair two runs (optionally restricted to one variant present in both)."""
+    if variant is not None and column in frame_a.columns and column in frame_b.columns:
+        frame_a = frame_a[frame_a[column].astype(str) == str(variant)]
+        frame_b = frame_b[frame_b[column].astype(str) == str(variant)]
+    keys: tuple[str, ...] = ()
+    if "id" in frame_a.columns and "id" in frame_b.columns:
+        keys = ("id",)
+    elif variant is None and column in frame_a.columns and column in frame_b.columns:
+        keys = (column,)  # two runs of several variants: each variant against itself
+    return pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value, keys=keys)
+
+
+def summarize_pairs(
+    paired: pd.DataFrame, *, tie_margin: float = 0.02, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Counts of wins/ties/losses (B vs A), the mean difference and its bootstrap CI."""
+    diffs = paired["diff"].to_numpy(dtype=float) if len(paired) else np.zeros(0)
+    mask = np.isfinite(diffs)
+    finite = diffs[mask]
+    nan = float("nan")
+    lo, hi = bootstrap_ci(finite, confidence=confidence)
+    outcomes = [outcome(d, tie_margin) for d in diffs]
+    return {
+        "pairs": int(diffs.size),
+        "compared": int(finite.size),
+        "nan_pairs": int(diffs.size - finite.size),
+        "wins": outcomes.count("win"),
+        "ties": outcomes.count("tie"),
+        "losses": outcomes.count("loss"),
+        "mean_a": float(paired["score_a"].to_numpy(float)[mask].mean()) if finite.size else nan,
+        "mean_b": float(paired["score_b"].to_numpy(float)[mask].mean()) if finite.size else nan,
+        "mean_diff": float(finite.mean()) if finite.size else float("nan"),
+        "ci_low": lo,
+        "ci_high": hi,
+        "tie_margin": tie_margin,
+    }
+
+
+@dataclass(frozen=True)
+class Regression:
+    """The regression gate's verdict on NEW against BASE (differences are NEW - BASE)."""
+
+    summary: dict[str, Any]  #: :func:`summarize_pairs`
+    worst: pd.DataFrame  #: the largest regressions, worst first
+    margin: float | None  #: the allowed drop, or None (no gate)
+    base_rows: int
+    new_rows: int
+
+    @property
+    def failed(self) -> bool:
+        """True when NEW is worse than BASE beyond ``margin``: the CI's upper end < -margin."""
+        hi = self.summary["ci_high"]
+        return self.margin is not None and not math.isnan(hi) and hi < -self.margin
+
+    def verdict(self) -> str:
+        s = self.summary
+        ci = f"[{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]"
+        if self.margin is None:
+            return f"mean difference {s['mean_diff']:+.3f}, 95% CI {ci}"
+        if self.failed:
+            return (
+                f"REGRESSION: mean difference {s['mean_diff']:+.3f}, 95% CI {ci} is entirely "
+                f"below -{self.margin:g}"
+            )
+        return (
+            f"no regression beyond -{self.margin:g}: mean difference {s['mean_diff']:+.3f}, "
+            f"95% CI {ci}"
+        )
+
+    def markdown(self, base: str, new: str) -> str:
+        """A summary fit for a pull-request comment or a CI step summary."""
+        s = self.summary
+        icon = "❌" if self.failed else "✅"
+        lines = [
+            f"### {icon} Answer Relevancy: `{new}` against `{base}`",
+            "",
+            f"{self.verdict()}.",
+            "",
+            "| pairs | better | ties | worse | mean BASE | mean NEW |",
+            "| --- | --- | --- | --- | --- | --- |",
+            f"| {s['pairs']} | {s['wins']} | {s['ties']} | {s['losses']} | "
+            f"{s['mean_a']:.3f} | {s['mean_b']:.3f} |",
+        ]
+        if len(self.worst):
+            lines += ["", "Largest regressions:", "", "| question | BASE | NEW | difference |",
+                      "| --- | --- | --- | --- |"]  # fmt: skip
+            for _, row in self.worst.iterrows():
+                question = str(row["user_input"]).replace("|", "\\|").replace("\n", " ")[:90]
+                lines.append(
+                    f"| {question} | {row['score_a']:.3f} | {row['score_b']:.3f} | "
+                    f"{row['diff']:+.3f} |"
+                )
+        return "\n".join(lines) + "\n"
+
+
+def regression_check(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    *,
+    margin: float | None = None,
+    tie_margin: float = 0.02,
+    worst: int = 5,
+) -> Regression:
+    """Pair two scored tables (exports or runs) and judge NEW against BASE.
+
+    Rows of different scoring modes are compared on their Ragas value. Raises
+    :class:`InputError` when the two share no question.
+    """
+    value = comparable_value(base, new)
+    paired = pair_runs(base, new, tie_margin=tie_margin, value=value)
+    if paired.empty:
+        raise InputError(
+            "BASE and NEW share no question: pair them on the same questions (and ids)"
+        )
+    losses = paired[paired["outcome"] == "loss"].sort_values("diff", kind="stable").head(worst)
+    return Regression(
+        summarize_pairs(paired, tie_margin=tie_margin), losses, margin, len(base), len(new)
+    )

@@ -1,0 +1,5 @@
+import sys
+
+from relevancy.cli import main
+
+sys.exit(main())

@@ -1,0 +1,409 @@
+"""``relevancy score``: a file of question/answer pairs scored, here or on Ray, and its summary."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from relevancy.analysis.agreement import agreement
+from relevancy.analysis.cost import (
+    PRICES_AS_OF,
+    PRICES_SOURCE,
+    usage_totals,
+)
+from relevancy.analysis.stability import NEAR_DUPLICATE, summarize_stability
+from relevancy.cli.options import (
+    add_backend_options,
+    cost_hint,
+    embedded_line,
+    fmt,
+    metric_from_args,
+    prices_from_args,
+    repeats_from_args,
+)
+from relevancy.core.modes import describe_mode
+from relevancy.core.stats import summarize
+from relevancy.errors import InputError
+from relevancy.io import OUTPUT_FORMATS
+from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
+from relevancy.runs import RunStore
+from relevancy.scoring.config import preflight
+from relevancy.scoring.distributed import score_path
+from relevancy.scoring.estimate import estimate, measure_sample
+from relevancy.scoring.files import CHUNK_ROWS, FileRun, score_file, survey
+from relevancy.scoring.judge import last_check
+from relevancy.scoring.metric import is_embedded
+
+
+def register(sub: Any) -> None:
+    """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
+    p = sub.add_parser(
+        "score",
+        help="score a file of question/answer pairs: a table (CSV/JSON/JSONL/Parquet) or an export "
+        "of Langfuse, LangSmith, Phoenix, OpenAI chat logs or a Hugging Face dataset",
+    )
+    p.add_argument(
+        "input",
+        help="table with user_input/question and response/answer columns, a tool's export, or a "
+        "Hugging Face save_to_disk folder",
+    )
+    p.add_argument(
+        "--format",
+        dest="source_format",
+        choices=SOURCE_FORMATS,
+        default="auto",
+        help="what the input is (default: detected from its content): "
+        + "; ".join(f"{k}: {v}" for k, v in FORMAT_NAMES.items()),
+    )
+    p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="rows scored at once (default: 4 with the embedded generator, 16 with an API; "
+        "1 for llama-cpp-python's one-request-at-a-time server)",
+    )
+    p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
+    p.add_argument(
+        "--fail-under",
+        type=float,
+        default=None,
+        help="exit with code 1 when the mean score is below this",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=IN/OUT",
+        help="dollars per 1M tokens for a model (input/output; repeatable), e.g. "
+        "gpt-4o-mini=0.15/0.60; the defaults are " + f"{PRICES_SOURCE} of {PRICES_AS_OF}",
+    )
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="K",
+        help="before estimating, score K rows drawn from the file to measure these models' "
+        "speed and tokens (they are cached for the run)",
+    )
+    p.add_argument(
+        "--estimate", action="store_true", help="check the file and print the estimate only"
+    )
+    p.add_argument(
+        "--save-run",
+        default=None,
+        metavar="NAME",
+        help="also save the run in the run store, to open it in the dashboard",
+    )
+    p.add_argument(
+        "--store", default=None, help="run store for --save-run (default: $RELEVANCY_STORE)"
+    )
+    p.add_argument(
+        "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="K",
+        help="score every row K times under generator seeds that share no sample (seed, "
+        "seed+N, ...): adds score_sd (population sd), score_min, score_max, ragas_sd, "
+        "noncommittal_flips and near_duplicates columns and a stability summary",
+    )
+    p.add_argument(
+        "--label-column",
+        default=None,
+        metavar="COL",
+        help="column of human labels: binary (1/0, yes/no, true/false, relevant/irrelevant, "
+        "good/bad) or graded (numbers); the summary then gives the scores' AUROC or Spearman "
+        "and the best threshold (default: a column named label, human_score, rating or "
+        "relevant; '' for none)",
+    )
+    g = p.add_argument_group("engine")
+    g.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: score here; ray: on a Ray cluster, INPUT a file or a folder of files "
+        '(pip install "relevancy[ray]")',
+    )
+    g.add_argument(
+        "--address", default=None, help="Ray cluster (default: $RAY_ADDRESS, else a local one)"
+    )
+    g.add_argument(
+        "--workers", type=int, default=None, help="Ray workers (default: from the cluster's CPUs)"
+    )
+    add_backend_options(p)
+    p.set_defaults(func=cmd_score)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    if args.engine == "ray":
+        return _score_on_ray(args)
+    out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
+    if out.suffix.lower() not in OUTPUT_FORMATS:
+        raise InputError(
+            f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
+        )
+    repeats = repeats_from_args(args)
+    metric = metric_from_args(args, concurrency=args.concurrency, check=False)
+    found = survey(
+        args.input, metric, source_format=args.source_format, label_column=args.label_column
+    )
+    print(f"input           {found.source.describe()}", file=sys.stderr)
+    if found.label_column:
+        print(f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
+              file=sys.stderr)  # fmt: skip
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for problem in found.problems:
+        print(f"note: row {problem.row}: {problem.problem}", file=sys.stderr)
+    if found.n_problems > len(found.problems):
+        more = found.n_problems - len(found.problems)
+        print(f"note: ... and {more:,} more rows with problems", file=sys.stderr)
+    prices = prices_from_args(args)
+    if args.sample < 0:
+        raise InputError(f"--sample must be 0 or more rows, got {args.sample}")
+    if args.sample:
+        preflight(metric)
+        measured = measure_sample(metric, found.stats, args.sample)
+        print(f"sample          scored {len(measured)} rows of the file to measure these models "
+              "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
+        found = survey(
+            args.input, metric, source_format=found.source.format,
+            label_column=found.label_column,
+        )  # fmt: skip
+    stats = found.stats
+    if repeats > 1:  # every repeat is scored (its cache is not looked up: an upper bound)
+        stats = dataclasses.replace(
+            stats,
+            rows=stats.rows * repeats,
+            question_chars=stats.question_chars * repeats,
+            answer_chars=stats.answer_chars * repeats,
+        )
+    plan = estimate(metric, stats)
+    print(f"estimate        {plan.describe()}", file=sys.stderr)
+    print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
+    models = (plan.llm, plan.embeddings)
+    print(f"  cost          {cost_hint(plan.describe_cost(prices), models, prices)}",
+          file=sys.stderr)  # fmt: skip
+    if args.estimate:
+        return 0
+    preflight(metric)
+    store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
+    total = found.rows * repeats
+    with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
+              dynamic_ncols=True) as bar:  # fmt: skip
+        run = score_file(
+            metric,
+            args.input,
+            out,
+            chunk_rows=args.chunk_rows,
+            progress=bar.update,
+            store=store,
+            run_name=args.save_run or "",
+            settings=_run_settings(args, metric),
+            source_format=found.source.format,  # detected once, by the survey
+            repeats=repeats,
+            label_column=found.label_column,
+        )
+    return _report(args, metric, run, store)
+
+
+def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
+    """The summary of a finished run, and the exit code (--fail-under)."""
+    stats = summarize(run.values.tolist(), threshold=args.threshold)
+    print(
+        f"rows            {stats['rows']:,}  (scored {stats['scored']:,}, NaN {stats['nan']:,}, "
+        f"from cache {run.cached:,})"
+    )
+    print(f"mode            {metric.mode} ({describe_mode(metric.mode)})")
+    print(
+        f"mean            {fmt(stats['mean'])}  95% CI [{fmt(stats['ci_low'])}, "
+        f"{fmt(stats['ci_high'])}]"
+    )
+    print(f"median          {fmt(stats['median'])}")
+    print(f"below {args.threshold:<9} {fmt(100 * stats['below_threshold'], 1)}%")
+    print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
+    _print_chance(run)
+    _print_agreement(run)
+    rate = run.seconds / max(len(run.values), 1)
+    print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    prices = prices_from_args(args)
+    spent = usage_totals(run.usage, prices)
+    print(f"tokens          {spent.describe_tokens()}")
+    print(f"cost            {cost_hint(spent.describe_cost(), spent.models, prices)}")
+    _print_languages(run)
+    if run.row_sd is not None:
+        _print_stability(run)
+    for error, count in run.errors.most_common(5):
+        print(f"failed ({count:>3})    {error[:160]}")
+    _print_judge(metric)
+    print(f"wrote           {run.out}")
+    if run.run_id is not None:
+        print(f"saved           run #{run.run_id} in {store.path} (open it in the dashboard)")
+    if not stats["scored"]:
+        print(f"FAIL: none of the {stats['rows']:,} rows could be scored", file=sys.stderr)
+        return 1
+    if args.fail_under is not None and not (stats["mean"] >= args.fail_under):
+        print(
+            f"FAIL: mean {fmt(stats['mean'])} is below --fail-under {args.fail_under}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _print_languages(run: Any) -> None:
+    """Which languages the questions were in, and the rows whose languages do not match."""
+    if not run.question_languages:
+        return
+    seen = ", ".join(f"{n:,} {lang}" for lang, n in run.question_languages.most_common(8))
+    print(f"languages       questions: {seen}")
+    print(
+        f"mismatch        {run.language_mismatch:,} rows with generated questions in another "
+        f"language than the question (flag language_mismatch); {run.answer_other_language:,} "
+        "answers in another language than their question"
+    )
+
+
+def _print_stability(run: Any) -> None:
+    """The stability lines of a run scored with --repeats."""
+    s = summarize_stability(run.row_sd.tolist())
+    seeds = ", ".join(str(x) for x in run.seeds)
+    print(f"repeats         {len(run.seeds)} per row (generator seeds {seeds}; columns score_sd, "
+          "score_min, score_max, noncommittal_flips, near_duplicates)")  # fmt: skip
+    print(
+        f"stability       per-row sd median {fmt(s['median_row_sd'])}, p95 "
+        f"{fmt(s['p95_row_sd'])}, max {fmt(s['max_row_sd'])} ({s['rows']:,} rows)"
+    )
+    print(
+        f"flips           {run.flips:,} rows change their noncommittal verdict between repeats; "
+        f"{run.near_duplicate_rows:,} rows have near-duplicate generated questions "
+        f"(cosine >= {NEAR_DUPLICATE})"
+    )
+
+
+def _print_chance(run: FileRun) -> None:
+    """What unrelated pairs score with this embedder, and the rows scoring no better (their
+    Ragas value; noncommittal rows, zeroed on purpose, aside)."""
+    if run.chance is None:
+        return
+    ragas = run.ragas if run.ragas is not None else run.values
+    answered = np.isfinite(ragas)
+    if run.noncommittal is not None:
+        answered &= ~run.noncommittal
+    below = int((ragas[answered] < run.chance.p95).sum())
+    what = "" if np.array_equal(ragas, run.values, equal_nan=True) else " (Ragas value)"
+    rows = "1 row scores" if below == 1 else f"{below:,} rows score"
+    print(f"chance          {run.chance.describe()}; {rows} below that{what}")
+    if run.negative:
+        print(f"negative cosine {run.negative:,} rows have a generated question with a negative "
+              "cosine to the question (counted as it is in the mean)")  # fmt: skip
+
+
+def _print_agreement(run: FileRun) -> None:
+    """The scores' agreement with the human labels (AUROC or Spearman, best threshold)."""
+    if run.labels is None:
+        return
+    a = agreement(run.values, run.labels, groups=run.groups)
+    if not a.rows:
+        print("labels          no labelled row has a score")
+        return
+    split = (
+        f"{a.positives:,} at or above {a.cut:g}, {a.negatives:,} below"
+        if a.cut is not None
+        else f"{a.positives:,} good, {a.negatives:,} bad"
+    )
+    print(f"labels          {a.rows:,} rows ({a.kind}: {split}) on {a.questions:,} questions")
+    if a.kind == "graded":
+        print(f"spearman        {a.spearman.format()}")
+    print(f"auroc           {a.auroc.format()}")
+    if math.isfinite(a.threshold.value):
+        print(f"best threshold  {a.threshold.format()}")
+        print(f"precision       {a.precision.format()} at that threshold")
+        print(f"recall          {a.recall.format()}")
+    for note in a.notes:
+        print(f"note            {note}")
+
+
+def _score_on_ray(args: argparse.Namespace) -> int:
+    """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
+    from tqdm import tqdm
+
+    if args.estimate or args.save_run or args.store or repeats_from_args(args) > 1 or args.label_column:
+        raise InputError(
+            "--estimate, --save-run, --store, --repeats and --label-column work with --engine "
+            "local only"
+        )
+    source = Path(args.input)
+    # by default in the working folder, as with the local engine; a folder for a folder
+    out = Path(
+        args.output or source.stem + (".relevancy.parquet" if source.is_file() else ".relevancy")
+    )
+    metric = metric_from_args(args, concurrency=args.concurrency)  # checks the servers from here
+    settings = {
+        "llm": args.llm,
+        "embeddings": args.embeddings,
+        "base_url": args.base_url,
+        "api_key": args.api_key,
+        "strictness": args.strictness,
+        "noncommittal": args.noncommittal,
+        "mode": args.mode,
+        "seed": args.seed,
+        "prompt_language": args.prompt_language,
+        "timeout": args.timeout,
+        "cache": False if args.no_cache else (args.cache_dir or True),
+        "concurrency": args.concurrency,
+    }
+    with tqdm(unit="row", desc="scoring", file=sys.stderr, disable=args.quiet) as bar:
+        run = score_path(
+            source,
+            out,
+            settings=settings,
+            address=args.address,
+            workers=args.workers,
+            part_rows=args.chunk_rows,
+            progress=bar.update,
+            quiet=args.quiet,
+        )
+    return _report(args, metric, run, None)
+
+
+def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
+    """What a run saved from the command line records (never the key)."""
+    return {
+        "backend": "embedded" if is_embedded(metric.llm, metric.embeddings) else "cli",
+        "llm": args.llm,
+        "embeddings": args.embeddings,
+        "base_url": args.base_url,
+        "strictness": args.strictness,
+        "noncommittal": args.noncommittal,
+        "mode": args.mode,
+        "prompt_language": args.prompt_language,
+        "llm_name": metric.llm.name,
+        "embeddings_name": metric.embeddings.name,
+        "mode_used": metric.mode,
+        "from": "relevancy score",
+    }
+
+
+def _print_judge(metric: Any) -> None:
+    """The judge's last check, or how to run one; and the embedded caveat."""
+    check = last_check(metric)
+    if check is not None:
+        print(f"judge           {check.summary()} (95% CI {fmt(check.ci_low, 2)}-"
+              f"{fmt(check.ci_high, 2)})")  # fmt: skip
+    else:
+        print("judge           not checked: `relevancy check-judge` with the same options")
+    note = embedded_line(metric)
+    if note:
+        print(f"note            {note}")

@@ -1,0 +1,214 @@
+"""The Agreement page's logic, without Streamlit: figures, tables and the score-vs-label chart.
+
+:func:`load` reads a run's scores and human labels from the store (a column each) and
+:func:`compute` gives every figure the page shows: :func:`relevancy.analysis.agreement.agreement` for all
+labelled rows and for each group (variant), and the rows where score and label disagree most.
+The bootstrap resamples questions (``user_input``): the same figures, intervals included, as
+``bench/_agreement_stats.py`` on the same rows.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from relevancy.analysis.agreement import (
+    Agreement,
+    Interval,
+    agreement,
+    disagreements,
+    positive_labels,
+)
+from relevancy.dashboard.views.charts import PALETTE, hover_text
+from relevancy.runs import RunStore
+
+__all__ = ["AgreementView", "compute", "load", "figures_table", "score_label_chart"]
+
+_GOOD, _BAD = "#16a34a", "#dc2626"
+
+
+@dataclass
+class AgreementView:
+    """Everything the Agreement page shows for one run."""
+
+    overall: Agreement
+    by_group: dict[str, Agreement] = field(default_factory=dict)
+    group: str | None = None  #: the column the groups come from (``variant``)
+    #: the labelled, scored rows: ``row``, ``score``, ``label``, ``good``, ``user_input``...
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: where score and label disagree: ``row``, ``score``, ``label``, ``kind``, ``gap``...
+    disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+    unlabelled: int = 0  #: scored rows without a label
+
+    @property
+    def threshold(self) -> float:
+        return self.overall.threshold.value
+
+
+def compute(
+    frame: pd.DataFrame,
+    *,
+    by: str | None = None,
+    cut: float | None = None,
+    n_boot: int | None = None,
+    limit: int = 50,
+) -> AgreementView:
+    """The figures of ``frame`` (columns ``row``, ``score``, ``label``, ``user_input`` and
+    ``by`` when given): overall, per value of ``by``, and the disagreements (at most ``limit``
+    of each kind, furthest from the overall best threshold first)."""
+    scores = pd.to_numeric(frame["score"], errors="coerce").to_numpy(dtype=float)
+    labels = pd.to_numeric(frame["label"], errors="coerce").to_numpy(dtype=float)
+    groups = frame["user_input"].astype(str).tolist()
+    overall = agreement(scores, labels, groups=groups, cut=cut, n_boot=n_boot)
+    cut = overall.cut
+    by_group: dict[str, Agreement] = {}
+    if by and by in frame.columns:
+        keys = frame[by].fillna("").astype(str)
+        if keys.nunique() > 1:
+            for key in sorted(keys.unique()):
+                m = (keys == key).to_numpy()
+                by_group[key or "(none)"] = agreement(
+                    scores[m], labels[m], groups=[g for g, k in zip(groups, m) if k], cut=cut,
+                    n_boot=n_boot,
+                )  # fmt: skip
+    keep = np.isfinite(scores) & np.isfinite(labels)
+    rows = frame.loc[keep].copy()
+    rows["good"] = positive_labels(labels, cut)[keep]
+    found = pd.DataFrame(columns=["row", "score", "label", "kind", "gap"])
+    if math.isfinite(overall.threshold.value):
+        found = disagreements(
+            scores, labels, threshold=overall.threshold.value, cut=cut, limit=limit
+        )
+        found.insert(0, "row", frame["row"].to_numpy()[found["position"].to_numpy(dtype=int)])
+        extra = [c for c in ("user_input", "response", by) if c and c in frame.columns]
+        for c in extra:
+            found[c] = frame[c].to_numpy()[found["position"].to_numpy(dtype=int)]
+        found = found.drop(columns=["position"])
+    return AgreementView(
+        overall=overall,
+        by_group=by_group,
+        group=by if by_group else None,
+        frame=rows.reset_index(drop=True),
+        disagreements=found,
+        unlabelled=int((np.isfinite(scores) & ~np.isfinite(labels)).sum()),
+    )
+
+
+def load(
+    store: RunStore,
+    run_id: int,
+    *,
+    by: str | None = "variant",
+    cut: float | None = None,
+    n_boot: int | None = None,
+) -> AgreementView:
+    """:func:`compute` on a run of the store: its scores and each row's label (the
+    dashboard's when set, else the input's)."""
+    info = store.get_run(run_id)
+    by = by if by and by in info.columns else None
+    names = ["score", "label", "user_input", "response", *([by] if by else [])]
+    return compute(store.columns(run_id, names), by=by, cut=cut, n_boot=n_boot)
+
+
+def _cell(x: Interval) -> str:
+    return x.format()
+
+
+def figures_table(view: AgreementView) -> pd.DataFrame:
+    """One line per group ("all labelled rows", then each variant): rows, good/bad, the
+    headline figure(s), the best threshold, its precision and recall, as text with CIs."""
+    items = [("all labelled rows", view.overall), *view.by_group.items()]
+    graded = view.overall.kind == "graded"
+    out = []
+    for name, a in items:
+        line = {
+            "rows": name,
+            "labelled": a.rows,
+            "good": a.positives,
+            "bad": a.negatives,
+        }
+        if graded:
+            line["Spearman"] = _cell(a.spearman)
+        line["AUROC"] = _cell(a.auroc)
+        line["best threshold"] = _cell(a.threshold)
+        line["precision"] = _cell(a.precision)
+        line["recall"] = _cell(a.recall)
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def score_label_chart(view: AgreementView, *, height: int = 380) -> go.Figure:
+    """Scores against labels: binary labels as two strips (bad, good) of dots with their box;
+    graded labels as a scatter (label on x); the best threshold as a dashed line."""
+    frame = view.frame
+    fig = go.Figure()
+    threshold = view.threshold
+    if frame.empty:
+        return fig
+    text = [hover_text(q, 60, 200) for q in frame["user_input"]]
+    custom = (frame["row"].astype(int) + 1).tolist()
+    if view.overall.kind == "binary":
+        for good, name, color in ((0.0, "bad label", _BAD), (1.0, "good label", _GOOD)):
+            m = (frame["good"] == good).to_numpy()
+            fig.add_trace(
+                go.Box(
+                    y=frame["score"][m],
+                    name=f"{name} ({int(m.sum())})",
+                    boxpoints="all",
+                    jitter=0.45,
+                    pointpos=0,
+                    marker=dict(color=color, size=7, opacity=0.75),
+                    line=dict(color=color),
+                    fillcolor="rgba(0,0,0,0)",
+                    text=[t for t, k in zip(text, m) if k],
+                    customdata=[c for c, k in zip(custom, m) if k],
+                    hovertemplate="row %{customdata} · score %{y:.3f}<br>%{text}<extra></extra>",
+                )
+            )
+        fig.update_yaxes(title_text="score")
+    else:
+        colors = [_GOOD if g == 1 else _BAD for g in frame["good"]]
+        rng = np.random.default_rng(0)
+        labels = frame["label"].to_numpy(dtype=float)
+        spread = np.ptp(labels) if labels.size else 1.0
+        jitter = rng.uniform(-0.015, 0.015, size=labels.size) * (spread or 1.0)
+        fig.add_trace(
+            go.Scatter(
+                x=labels + jitter,
+                y=frame["score"],
+                mode="markers",
+                marker=dict(color=colors, size=7, opacity=0.7),
+                text=text,
+                customdata=np.stack([custom, labels], axis=1),
+                hovertemplate="row %{customdata[0]} · label %{customdata[1]:g} · score "
+                "%{y:.3f}<br>%{text}<extra></extra>",
+                showlegend=False,
+            )
+        )
+        fig.update_xaxes(title_text="human label (jittered)")
+        fig.update_yaxes(title_text="score")
+        if view.overall.cut is not None:
+            fig.add_vline(x=view.overall.cut, line=dict(color="#6b7280", width=1, dash="dot"),
+                          annotation_text=f"good ≥ {view.overall.cut:g}",
+                          annotation_position="top")  # fmt: skip
+    if math.isfinite(threshold):
+        fig.add_hline(
+            y=threshold,
+            line=dict(color=PALETTE[0], width=2, dash="dash"),
+            annotation_text=f"best threshold {threshold:.3f}",
+            annotation_position="top left",
+            annotation_font=dict(color=PALETTE[0], size=12),
+        )
+    fig.update_layout(
+        template="plotly_white",
+        height=height,
+        margin=dict(l=10, r=10, t=30, b=10),
+        showlegend=False,
+        title=dict(text=html.escape("Score by human label"), x=0, font=dict(size=15)),
+    )
+    return fig

@@ -1,0 +1,108 @@
+"""Compare's figures: A against B per pair (coloured by win/tie/loss), and the differences."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from relevancy.dashboard.views.charts import hover_text, layout
+
+__all__ = [
+    "ab_scatter",
+    "diff_histogram",
+]
+
+_OUTCOME_COLORS = {"win": "#1e8449", "tie": "#94a3b8", "loss": "#c0392b", "n/a": "#d1d5db"}
+
+
+def ab_scatter(
+    paired: pd.DataFrame,
+    *,
+    label_a: str = "A",
+    label_b: str = "B",
+    tie_margin: float = 0.02,
+    title: str | None = None,
+) -> go.Figure:
+    """Score of B against score of A per pair; above the diagonal, B is more relevant."""
+    fig = go.Figure()
+    lo = float(np.nanmin([0.0, *paired["score_a"].tolist(), *paired["score_b"].tolist()]))
+    lo = min(0.0, lo) - 0.03
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, 1.03],
+            y=[lo, 1.03],
+            mode="lines",
+            hoverinfo="skip",
+            showlegend=False,
+            line=dict(color="#475569", width=1),
+        )
+    )
+    for sign in (1, -1):
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, 1.03],
+                y=[lo + sign * tie_margin, 1.03 + sign * tie_margin],
+                mode="lines",
+                hoverinfo="skip",
+                showlegend=False,
+                line=dict(color="#94a3b8", width=1, dash="dot"),
+            )
+        )
+    names = {"win": f"{label_b} better", "tie": "tie", "loss": f"{label_a} better", "n/a": "NaN"}
+    for key in ("win", "tie", "loss"):
+        part = paired[paired["outcome"] == key]
+        if part.empty:
+            continue
+        text = [
+            f"{hover_text(u, 60, 200)}<br>{html.escape(label_a)}: {a:.3f} · "
+            f"{html.escape(label_b)}: {b:.3f} · diff {d:+.3f}"
+            for u, a, b, d in zip(
+                part["user_input"], part["score_a"], part["score_b"], part["diff"]
+            )
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=part["score_a"],
+                y=part["score_b"],
+                mode="markers",
+                name=names[key],
+                marker=dict(size=10, color=_OUTCOME_COLORS[key], line=dict(width=1, color="white")),
+                text=text,
+                hoverinfo="text",
+                customdata=part.index.to_numpy(),
+            )
+        )
+    fig.update_xaxes(title_text=f"score · {label_a}", range=[lo, 1.03], constrain="domain")
+    fig.update_yaxes(title_text=f"score · {label_b}", range=[lo, 1.03], scaleanchor="x")
+    return layout(fig, title=title, height=460)
+
+
+def diff_histogram(
+    paired: pd.DataFrame,
+    *,
+    tie_margin: float = 0.02,
+    label: str = "B − A",
+    title: str | None = None,
+) -> go.Figure:
+    """Histogram of paired differences, coloured by outcome; zero and the tie band marked."""
+    fig = go.Figure()
+    for key, name in (("loss", "regression"), ("tie", "tie"), ("win", "improvement")):
+        part = paired.loc[paired["outcome"] == key, "diff"].astype(float)
+        fig.add_trace(
+            go.Histogram(
+                x=part,
+                name=name,
+                marker=dict(color=_OUTCOME_COLORS[key]),
+                xbins=dict(start=-2.0, end=2.0, size=0.05),
+                hovertemplate="%{y} pairs<extra>" + name + "</extra>",
+            )
+        )
+    fig.add_vrect(x0=-tie_margin, x1=tie_margin, fillcolor="#94a3b8", opacity=0.15, line_width=0)
+    fig.add_vline(x=0, line=dict(color="#111827", width=1))
+    fig.update_layout(barmode="stack", bargap=0.05)
+    fig.update_xaxes(title_text=f"difference ({label})")
+    fig.update_yaxes(title_text="pairs")
+    return layout(fig, title=title, height=300)

@@ -1,0 +1,55 @@
+"""The Compare page's logic, without Streamlit: the pairs table and the verdict in words."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from relevancy.dashboard.views.format import esc, fmt
+
+__all__ = ["pairs_table", "verdict"]
+
+
+def pairs_table(
+    paired: pd.DataFrame, *, label_a: str, label_b: str, on_ragas: bool, mode_a: str, mode_b: str
+) -> pd.DataFrame:
+    """Every pair, regressions first, with readable column names.
+
+    Beside non-Ragas scores each side's Ragas value; each side's mode when the modes differ.
+    """
+    table = paired.sort_values("diff", kind="stable")
+    same_mode = mode_a == mode_b and mode_a != "mixed"
+    beside = not on_ragas and mode_a != "ragas" and "ragas_value_a" in table
+    extra = ["ragas_value_a", "ragas_value_b"] if beside else []
+    modes = ["mode_a", "mode_b"] if not same_mode and "mode_a" in table else []
+    suffix = " (Ragas value)" if on_ragas else ""
+    names = {
+        "user_input": "question",
+        "score_a": f"{label_a}{suffix}",
+        "score_b": f"{label_b}{suffix}",
+        "ragas_value_a": f"{label_a} Ragas value",
+        "ragas_value_b": f"{label_b} Ragas value",
+        "diff": "B − A",
+        "mode_a": f"{label_a} mode",
+        "mode_b": f"{label_b} mode",
+    }
+    order = ("id", "user_input", "score_a", "score_b", *extra, "diff", "outcome", *modes)
+    return table[[c for c in order if c in table]].rename(columns=names)
+
+
+def verdict(summary: dict[str, Any], label_a: str, label_b: str) -> str:
+    """Which side is more relevant on average, in one markdown sentence."""
+    lo, hi = summary["ci_low"], summary["ci_high"]
+    ci = f"mean difference {fmt(summary['mean_diff'])}, 95% CI [{fmt(lo)}, {fmt(hi)}]"
+    if math.isnan(lo):
+        return "Too few pairs for a confidence interval."
+    if lo > 0:
+        return f"**{esc(label_b)} is more relevant on average** ({ci}: above 0)."
+    if hi < 0:
+        return f"**{esc(label_a)} is more relevant on average** ({ci}: below 0)."
+    return (
+        f"**No clear winner**: the {ci} includes 0, so the gap may be noise. Look at the "
+        "regressions below."
+    )

@@ -1,0 +1,105 @@
+"""Small pure formatters for the pages: numbers, escaped user text, badges, mode wording.
+
+Nothing here imports Streamlit; every function returns a string.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from relevancy.core.modes import MODE_DESCRIPTIONS
+from relevancy.core.redact import redact
+from relevancy.dashboard.views.charts import score_color
+from relevancy.scoring.config import EMBEDDED_NOTE
+from relevancy.scoring.judge import EMBEDDED_DEFAULT
+
+__all__ = [
+    "esc",
+    "fmt",
+    "pct",
+    "score_badge",
+    "MODE_SHORT",
+    "mode_text",
+    "embedded_caveat",
+    "row_label",
+    "error_text",
+    "reason_counts",
+]
+
+#: what a result's ``value`` is, in a few plain words per scoring mode
+MODE_SHORT = {mode: MODE_DESCRIPTIONS[mode] for mode in ("ragas", "focus", "blend")}
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$:])")
+
+
+def esc(text: Any) -> str:
+    """User text made inert for ``st.markdown``: markdown, HTML and LaTeX characters escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def pct(x: Any) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if math.isnan(v) else f"{100 * v:.0f}%"
+
+
+def score_badge(value: float | None, threshold: float) -> str:
+    """A coloured pill (HTML, no user text) for a score."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return '<span class="rel-badge" style="background:#9ca3af">not scored</span>'
+    label = "low" if value < threshold else "relevant"
+    return (
+        f'<span class="rel-badge" style="background:{score_color(value)}">'
+        f"{value:.3f} · {label}</span>"
+    )
+
+
+def mode_text(mode: str) -> str:
+    """Markdown naming a mode and what its numbers are (static text, no user input)."""
+    if mode in MODE_SHORT:
+        return f"**{mode}** mode: {MODE_SHORT[mode]}"
+    if mode == "mixed":
+        return (
+            "**mixed** modes: some rows are Ragas values, others focus or blend scores; "
+            "compare the *Ragas value* column across them"
+        )
+    return f"**{esc(mode)}** mode"
+
+
+def embedded_caveat() -> str:
+    """What the embedded default is for, with its judge-check figure (markdown, static)."""
+    return (
+        f"ℹ️ {EMBEDDED_NOTE} (judge check **{EMBEDDED_DEFAULT['agreement']:.2f}** on "
+        f"{EMBEDDED_DEFAULT['pairs']} pairs, where the plain cosine of question and answer gets "
+        f"{EMBEDDED_DEFAULT['cosine_baseline']:.2f})."
+    )
+
+
+def row_label(row: int, score: Any, question: Any, width: int = 70) -> str:
+    """``"row 3 · 0.712 · When was…"`` for row pickers: ``row`` is the run's 0-based index,
+    shown 1-based (as spreadsheets, the CLI's notes and the grid number rows)."""
+    return f"row {int(row) + 1} · {fmt(score)} · {str(question)[:width]}"
+
+
+def error_text(exc: BaseException) -> str:
+    """An error for ``st.error``: any key redacted, markdown made inert."""
+    return esc(redact(exc))
+
+
+def reason_counts(counts: dict[str, int]) -> str:
+    """``"By main reason: 12 ok · 9 partial · 3 noncommittal"`` (rows scored before reasons
+    existed are counted as "not triaged")."""
+    parts = [f"{n:,} {reason or 'not triaged'}" for reason, n in counts.items()]
+    return "By main reason: " + " · ".join(parts) if parts else ""

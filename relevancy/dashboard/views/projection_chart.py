@@ -1,0 +1,194 @@
+"""The Embeddings page's point cloud: questions and their rebuilt questions in 2-D or 3-D
+(WebGL above a few thousand points), and what a lasso selection picked."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from relevancy.dashboard.views.charts import PALETTE, SCORE_SCALE, WEBGL_ABOVE, hover_text, layout
+
+__all__ = [
+    "projection_scatter",
+    "row_questions",
+    "selected_rows",
+]
+
+
+def _custom(points: pd.DataFrame, idx: Sequence[int]) -> list[list[int]]:
+    """``[row, point index]`` per point, as plain lists (selection events echo them back)."""
+    return [[int(points.at[i, "row"]), int(i)] for i in idx]
+
+
+def projection_scatter(
+    points: pd.DataFrame,
+    coords: np.ndarray,
+    *,
+    color_by: str = "score",
+    dims: int = 2,
+    title: str | None = None,
+    height: int = 620,
+) -> go.Figure:
+    """Original questions (diamonds) and generated questions (dots) in 2D or 3D.
+
+    A thin line joins each generated question to its original. ``color_by`` is ``"score"``
+    (continuous, red -> green), ``"variant"`` or ``"noncommittal"``. ``customdata`` holds
+    ``[row, point index]`` so a selection can be mapped back to a row.
+    """
+    coords = np.asarray(coords, dtype=float)
+    three = dims == 3 and coords.shape[1] >= 3
+    # WebGL for many points in 2D: SVG slows down past a few thousand markers
+    scatter = go.Scatter3d if three else go.Scattergl if len(points) > WEBGL_ABOVE else go.Scatter
+
+    def xyz(idx: Sequence[int]) -> dict[str, Any]:
+        out = {"x": coords[idx, 0], "y": coords[idx, 1]}
+        if three:
+            out["z"] = coords[idx, 2]
+        return out
+
+    fig = go.Figure()
+    gen = points.index[points["kind"] == "generated"].to_numpy()
+    orig = points.index[points["kind"] == "question"].to_numpy()
+    # lines from each generated question to its original
+    lx: list[float | None] = []
+    ly: list[float | None] = []
+    lz: list[float | None] = []
+    for i in gen:
+        p = int(points.at[i, "parent"])
+        if p < 0:
+            continue
+        lx += [coords[p, 0], coords[i, 0], None]
+        ly += [coords[p, 1], coords[i, 1], None]
+        if three:
+            lz += [coords[p, 2], coords[i, 2], None]
+    line_kw: dict[str, Any] = {"x": lx, "y": ly}
+    if three:
+        line_kw["z"] = lz
+    fig.add_trace(
+        scatter(
+            **line_kw,
+            mode="lines",
+            name="links",
+            hoverinfo="skip",
+            showlegend=False,
+            # WebGL (3D) draws no see-through lines: solid and thicker there
+            line=dict(color="#94a3b8", width=2)
+            if three
+            else dict(color="rgba(100,116,139,0.35)", width=1),  # fmt: skip
+        )
+    )
+
+    def hovers(idx: Sequence[int]) -> list[str]:
+        out = []
+        for i in idx:
+            r = points.loc[i]
+            head = "Original question" if r["kind"] == "question" else "Generated question"
+            extra = (
+                ""
+                if r["kind"] == "question"
+                else f"<br>similarity {r['similarity']:.3f} · row score {r['score']:.3f}"
+                f"<br>variant {html.escape(str(r['variant']))} · noncommittal {r['noncommittal']}"
+            )
+            out.append(f"<b>{head}</b> (row {int(r['row']) + 1})<br>{hover_text(r['text'])}{extra}")
+        return out
+
+    size = 4 if three else 8
+    if len(gen):
+        if color_by == "score":
+            fig.add_trace(
+                scatter(
+                    **xyz(gen),
+                    mode="markers",
+                    name="generated questions",
+                    marker=dict(
+                        size=size,
+                        color=points.loc[gen, "score"].astype(float),
+                        colorscale=SCORE_SCALE,
+                        cmin=0,
+                        cmax=1,
+                        opacity=0.9,
+                        colorbar=dict(title="score", thickness=12, len=0.6),
+                        line=dict(width=0.5, color="white") if not three else None,
+                    ),
+                    text=hovers(gen),
+                    hoverinfo="text",
+                    customdata=_custom(points, gen),
+                )
+            )
+        else:
+            column = "variant" if color_by == "variant" else "noncommittal"
+            fixed = {"yes": "#c0392b", "no": "#0ea5e9"}
+            for j, value in enumerate(sorted(points.loc[gen, column].astype(str).unique())):
+                idx = gen[points.loc[gen, column].astype(str).to_numpy() == value]
+                color = (
+                    fixed.get(value, PALETTE[j % len(PALETTE)])
+                    if column == "noncommittal"
+                    else PALETTE[j % len(PALETTE)]
+                )
+                name = f"noncommittal: {value}" if column == "noncommittal" else value
+                fig.add_trace(
+                    scatter(
+                        **xyz(idx),
+                        mode="markers",
+                        name=name,
+                        marker=dict(size=size, color=color, opacity=0.9),
+                        text=hovers(idx),
+                        hoverinfo="text",
+                        customdata=_custom(points, idx),
+                    )
+                )
+    if len(orig):
+        fig.add_trace(
+            scatter(
+                **xyz(orig),
+                mode="markers",
+                name="original questions",
+                marker=dict(
+                    size=size + 4,
+                    color="#111827",
+                    symbol="diamond",
+                    line=dict(width=1, color="white") if not three else None,
+                ),
+                text=hovers(orig),
+                hoverinfo="text",
+                customdata=_custom(points, orig),
+            )
+        )
+    if three:
+        fig.update_layout(scene=dict(xaxis_title="", yaxis_title="", zaxis_title=""))
+    else:
+        fig.update_xaxes(showticklabels=False, title_text="", zeroline=False)
+        fig.update_yaxes(showticklabels=False, title_text="", zeroline=False)
+    fig.update_layout(dragmode="pan" if three else "lasso", clickmode="event+select")
+    fig = layout(fig, title=title, height=height)
+    # legend on the left: the chart's toolbar sits top right
+    fig.update_layout(legend=dict(x=0, xanchor="left", y=1.02, yanchor="bottom"))
+    return fig
+
+
+def row_questions(points: pd.DataFrame) -> dict[int, str]:
+    """Each row's original question, from a point table (a row's generated points name their
+    original's point as ``parent``)."""
+    out: dict[int, str] = {}
+    for row, kind, text, parent in zip(points["row"], points["kind"], points["text"],
+                                       points["parent"]):  # fmt: skip
+        out.setdefault(int(row), text if kind == "question" else points["text"].iloc[parent])
+    return out
+
+
+def selected_rows(selection: Any) -> list[int]:
+    """The rows of the points a plotly selection event holds (``customdata`` = ``[row, i]``),
+    each once, in selection order."""
+    rows: list[int] = []
+    for point in (selection or {}).get("points", []) if selection is not None else []:
+        custom = point.get("customdata")
+        if isinstance(custom, dict):  # some plotly versions send arrays as {"0": .., "1": ..}
+            custom = [custom[k] for k in sorted(custom, key=int)]
+        if isinstance(custom, (list, tuple)) and custom:
+            rows.append(int(custom[0]))
+    return list(dict.fromkeys(rows))

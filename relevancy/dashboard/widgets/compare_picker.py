@@ -1,0 +1,98 @@
+"""The Compare page's choice of what to compare: two values of a column of one run (variants,
+or any column of the user's), or two saved runs; and what to say when there is nothing yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from relevancy.dashboard.widgets.state import run_columns, run_distinct, set_active_run
+from relevancy.runs import RunInfo
+
+__all__ = ["Sides", "choose_sides", "pair_frame"]
+
+
+@dataclass
+class Sides:
+    """The two sides chosen: their rows, labels and runs; ``column`` when they are two values
+    of one run's column (else two runs, maybe restricted to one ``variant``)."""
+
+    frame_a: pd.DataFrame
+    frame_b: pd.DataFrame
+    label_a: str
+    label_b: str
+    run_a: int
+    run_b: int
+    column: str | None = None
+
+
+def pair_frame(run: RunInfo, extra: list[str] | None = None) -> pd.DataFrame:
+    """What pairing needs of a run's scored rows (and no more)."""
+    roles = [c for c in ("id", "variant") if c in run.columns]
+    names = ["user_input", *roles, *(extra or []), "score", "mode", "ragas_value",
+             "noncommittal", "error"]  # fmt: skip
+    return run_columns(run.id, list(dict.fromkeys(names)))
+
+
+def _splittable(info: RunInfo) -> list[str]:
+    """The run's columns that can split it into sides: variant first, then the user's own (not
+    the human label: good and bad answers are not two variants)."""
+    own = [c for c in info.columns if c not in ("user_input", "response", "id", "label")]
+    return sorted(own, key=lambda c: c != "variant")
+
+
+def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -> Sides | None:
+    """Draw the side pickers in ``columns`` (three ``st.columns``); None (with a message saying
+    what is needed) when there is nothing to compare."""
+    c1, c2, _ = columns
+    if what == "variants":
+        options = [c for c in _splittable(info) if len(run_distinct(info.id, c)) >= 2]
+        if not options:
+            with_variants = [r for r in runs if r.id != info.id and "variant" in r.columns]
+            st.info(
+                f"Run **{info.name}** has no column with two values to compare (such as a "
+                "`variant` column naming the prompt or model of each answer). Score a table "
+                "with one, or compare two saved runs.",
+                icon="ℹ️",
+            )
+            if with_variants and st.button(
+                f"Open run #{with_variants[0].id} ({with_variants[0].name}), which has variants",
+                key="cmp_switch",
+            ):
+                set_active_run(with_variants[0].id)
+                st.rerun()
+            return None
+        column = options[0]
+        if len(options) > 1:
+            column = st.selectbox("Compare the values of", options, key="cmp_column")
+        frame = pair_frame(info, [column])
+        values = sorted(frame[column].astype(str).unique())
+        label_a = c1.selectbox("A (baseline)", values, index=0, key="cmp_a")
+        label_b = c2.selectbox("B (candidate)", values, index=1, key="cmp_b")
+        kept = frame[column].astype(str)
+        return Sides(frame[kept == label_a], frame[kept == label_b], label_a, label_b, info.id,
+                     info.id, column)  # fmt: skip
+    if len(runs) < 2:
+        st.info("Only one run has scored rows: score another dataset to compare runs.", icon="ℹ️")
+        return None
+    labels = {r.id: r.label for r in runs}
+    ids = list(labels)
+    # B: the active run; A: the newest other run (pairs match on the question text)
+    default_b = ids.index(info.id) if info.id in ids else 0
+    default_a = next(i for i in range(len(ids)) if i != default_b)
+    run_a = c1.selectbox("A (baseline run)", ids, index=default_a, format_func=labels.get,
+                         key="cmp_run_a")  # fmt: skip
+    run_b = c2.selectbox("B (candidate run)", ids, index=default_b, format_func=labels.get,
+                         key="cmp_run_b")  # fmt: skip
+    frame_a = pair_frame(next(r for r in runs if r.id == run_a))
+    frame_b = pair_frame(next(r for r in runs if r.id == run_b))
+    if "variant" in frame_a.columns and "variant" in frame_b.columns:
+        common = sorted(set(frame_a["variant"].astype(str)) & set(frame_b["variant"].astype(str)))
+        if len(common) > 1:
+            pick = st.selectbox("Variant (in both runs)", ["(all)", *common], key="cmp_run_variant")
+            if pick != "(all)":
+                frame_a = frame_a[frame_a["variant"].astype(str) == pick]
+                frame_b = frame_b[frame_b["variant"].astype(str) == pick]
+    return Sides(frame_a, frame_b, f"#{run_a}", f"#{run_b}", run_a, run_b)

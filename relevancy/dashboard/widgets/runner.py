@@ -1,0 +1,80 @@
+"""Scoring a run inside a Streamlit script run, with a progress bar, an ETA and a Cancel button.
+
+Rows are scored in small chunks; each result is written to the store the moment it finishes,
+so a Cancel (which makes Streamlit stop this script run at its next call) keeps every row
+scored so far, and the run can be resumed later: only rows without a result are scored again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from relevancy.runs import RunStore
+from relevancy.scoring.collectors import StoreSink, Tally
+from relevancy.scoring.estimate import duration, record_speed
+from relevancy.scoring.pipeline import score_chunks
+
+__all__ = ["JOB_KEY", "Outcome", "score_run", "interrupted_job"]
+
+JOB_KEY = "ds_job"
+
+
+@dataclass
+class Outcome:
+    scored: int
+    total: int
+    seconds: float
+    errors: int
+
+
+def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = None) -> Outcome:
+    """Score the run's rows that have no result yet; draws progress in the current container.
+
+    The rows go through the one scoring loop (:func:`relevancy.scoring.pipeline.score_chunks`)
+    a few at a time; each result is saved the moment it finishes."""
+    pending = store.pending_rows(run_id)
+    info = store.get_run(run_id)
+    total, already = info.n_rows, info.n_scored
+    chunk = chunk or max(2, int(getattr(metric, "concurrency", 4)))
+    st.session_state[JOB_KEY] = {"run_id": run_id, "started_with": already}
+    top = st.columns([5, 1], vertical_alignment="center")
+    with top[0]:
+        bar = st.progress(already / max(total, 1), text=f"Starting: {len(pending)} rows to score")
+    with top[1]:
+        st.button(
+            "Cancel",
+            key="ds_cancel",
+            icon="⏹️",
+            help="Stop after the rows in flight; everything scored so far is kept.",
+        )
+    tally, sink = Tally(), StoreSink(store, run_id, results=False)
+    chunks = (
+        (rows, store.inputs(run_id, rows)[["user_input", "response"]])
+        for rows in (pending[i : i + chunk] for i in range(0, len(pending), chunk))
+    )
+    started = time.perf_counter()
+    done = 0
+    for scored in score_chunks(metric, chunks, [tally, sink], on_result=sink.on_result):
+        done += len(scored.rows)
+        elapsed = time.perf_counter() - started
+        left = elapsed / done * (len(pending) - done)
+        bar.progress(
+            (already + done) / total,
+            text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
+            f"about {duration(left)} left",
+        )
+    st.session_state.pop(JOB_KEY, None)
+    elapsed = time.perf_counter() - started
+    record_speed(metric, rows=done - tally.cached, seconds=elapsed)  # cached rows cost ~0
+    bar.progress(1.0, text=f"Done: {total} rows in {duration(elapsed)}")
+    errors = sum(tally.errors.values())
+    return Outcome(scored=done, total=total, seconds=elapsed, errors=errors)
+
+
+def interrupted_job() -> dict[str, Any] | None:
+    """The job a previous script run left unfinished (Cancel, or leaving the page), if any."""
+    return st.session_state.pop(JOB_KEY, None)

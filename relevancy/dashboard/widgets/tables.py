@@ -1,0 +1,228 @@
+"""The Dataset page's results grid (filter widgets, a page of rows filtered and sorted in the
+store, paging, and row selection) and the Runs page's table of runs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from relevancy.analysis.cost import Price, money
+from relevancy.core.triage import REASONS
+from relevancy.dashboard.views.datasets import results_table
+from relevancy.dashboard.views.format import (
+    embedded_caveat,
+    esc,
+    fmt,
+    mode_text,
+    pct,
+    reason_counts,
+)
+from relevancy.dashboard.widgets.cost_panel import compact, run_totals, usage_caption
+from relevancy.dashboard.widgets.state import (
+    input_columns,
+    run_columns,
+    run_counts,
+    run_distinct,
+    run_page,
+)
+from relevancy.runs import SORTS, RowQuery, RunInfo
+
+__all__ = [
+    "PAGE_ROWS",
+    "results_summary",
+    "filter_widgets",
+    "results_grid",
+    "run_models",
+    "runs_table",
+]
+
+#: rows per page of the grid
+PAGE_ROWS = 500
+
+
+def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> None:
+    """The run's heading, what its scores are, its figures and its rows by main reason."""
+    st.subheader(f"Results · {info.name}", anchor=False)
+    llm = info.settings.get("llm_name") or info.settings.get("llm", "")
+    emb = info.settings.get("embeddings_name") or info.settings.get("embeddings", "")
+    st.caption(
+        f"Run #{info.id} · {info.n_scored:,} of {info.n_rows:,} rows scored · created "
+        f"{info.created} · {esc(llm)} + {esc(emb)}  \nScores: {mode_text(info.mode)}."
+        + (" The **Ragas value** column has each row's Ragas value." if with_ragas else "")
+    )
+    if info.settings.get("backend") == "embedded":
+        st.caption(embedded_caveat())
+    values = run_columns(info.id, ["score", "ragas_value"])
+    scores = values["score"]
+    m = st.columns(6 if with_ragas else 5)
+    m[0].metric("Rows scored", f"{int(scores.notna().sum()):,}", border=True)
+    m[1].metric("Mean score", fmt(scores.mean()), border=True, help=f"In {info.mode} mode.")
+    m[2].metric("Median", fmt(scores.median()), border=True)
+    below = (scores < threshold).sum() / max(scores.notna().sum(), 1)
+    m[3].metric(f"Below {threshold:.2f}", pct(below), border=True)
+    m[4].metric("NaN / errors", f"{int(scores.isna().sum()):,}", border=True)
+    if with_ragas:
+        m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
+    st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
+    usage_caption(info)
+
+
+def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
+    """Draw the filters (keys ``ds_*``) and return the query they make."""
+    with st.container(border=True):
+        f1, f2, f3, f4 = st.columns([2, 1, 1, 2])
+        score_range = f1.slider(
+            "Score range",
+            -1.0,
+            1.0,
+            value=(-1.0, 1.0),
+            step=0.05,
+            key="ds_range",
+            help="Cosine similarities, so scores can dip slightly below 0.",
+        )
+        noncommittal = f2.selectbox("Noncommittal", ["all", "yes", "no"], key="ds_nc")
+        status = f3.selectbox("Status", ["all", "scored", "NaN / errors"], key="ds_status")
+        search = f4.text_input(
+            "Search text", placeholder="words in the question or answer", key="ds_search"
+        )
+        g0, g1, g2, g3 = st.columns([2, 2, 1, 1])
+        reasons = g0.multiselect(
+            "Reason",
+            list(REASONS),
+            key="ds_reasons",
+            placeholder="all reasons",
+            help="Each row's main reason: " + "; ".join(f"{k}: {v}" for k, v in REASONS.items()),
+        )
+        variants = run_distinct(info.id, "variant") if "variant" in info.columns else []
+        chosen = g1.multiselect(
+            "Variants", variants, key="ds_variants", disabled=not variants, placeholder="all"
+        )
+        sort = g2.selectbox("Sort by", list(SORTS), key="ds_sort")
+        only_low = g3.toggle(f"Only below {threshold:.2f}", key="ds_only_low")
+    return RowQuery(
+        score_range=(float(score_range[0]), float(score_range[1])),
+        noncommittal=noncommittal,
+        status=status,
+        search=search,
+        variants=tuple(chosen),
+        reasons=tuple(reasons),
+        below=threshold if only_low else None,
+        sort=sort,
+    )
+
+
+def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.DataFrame:
+    """Filters, then one page of the filtered grid; a selected row becomes the drill-down's.
+
+    Returns the page shown, with its columns (its ``row`` column is the run's 0-based row,
+    the grid shows it 1-based).
+    """
+    query = filter_widgets(info, threshold)
+    # widget keys carry the run id: a page, a selection or a picked row means nothing elsewhere
+    table_key, inspect_key, page_key = (f"ds_{k}_{info.id}" for k in ("table", "inspect", "page"))
+    page_no = int(st.session_state.get(page_key, 1))
+    page, matched = run_page(info.id, query, limit=PAGE_ROWS, offset=(page_no - 1) * PAGE_ROWS)
+    pages = max(1, -(-matched // PAGE_ROWS))
+    if page_no > pages:  # the filters left fewer pages: back to the first
+        page_no = st.session_state[page_key] = 1
+        page, matched = run_page(info.id, query, limit=PAGE_ROWS, offset=0)
+    if pages > 1:
+        st.number_input(f"Page (of {pages}, {PAGE_ROWS} rows each)", 1, pages, key=page_key)
+    shown = results_table(page, inputs=input_columns(info), with_ragas=with_ragas)
+    rows = page["row"].tolist()  # the run's 0-based rows (the grid shows them 1-based)
+
+    def on_select() -> None:
+        picked = st.session_state[table_key].selection.rows
+        if picked and picked[0] < len(rows):
+            st.session_state[inspect_key] = rows[picked[0]]
+
+    def low_style(value: float) -> str:
+        if pd.isna(value):
+            return "background-color: #f3f4f6; color: #6b7280"
+        if value < threshold:
+            return "background-color: #fde2e1; color: #991b1b; font-weight: 600"
+        return "color: #166534"
+
+    where = f" (page {page_no} of {pages})" if pages > 1 else ""
+    st.markdown(
+        f"**{matched:,} of {info.n_scored:,} rows**{where} · low scores (below {threshold:.2f}) "
+        "in red · click a column header to sort this page, select a row to drill down"
+    )
+    formats = {"score": "{:.3f}", "answer ~ question": "{:.2f}"}
+    if with_ragas:
+        formats["Ragas value"] = "{:.3f}"
+    st.dataframe(
+        shown.style.map(low_style, subset=["score"]).format(formats, na_rep="NaN"),
+        hide_index=True,
+        height=min(38 + 35 * len(shown), 420),
+        key=table_key,
+        on_select=on_select,
+        selection_mode="single-row",
+        column_config={
+            "row": st.column_config.NumberColumn("row", width="small"),
+            "score": st.column_config.NumberColumn(
+                "score", help="Answer Relevancy of the row's mode", width="small"
+            ),
+            "Ragas value": st.column_config.NumberColumn(
+                "Ragas value",
+                help="The Ragas Answer Relevancy from the same generated questions",
+                width="small",
+            ),
+            "mode": st.column_config.TextColumn(
+                "mode",
+                help="What the score is: ragas, focus or blend (see the sidebar)",
+                width="small",
+            ),
+            "reason": st.column_config.TextColumn(
+                "reason", help="The row's main reason (see the Reason filter)", width="small"
+            ),
+            "flags": st.column_config.TextColumn("flags", help="Every reason that applies"),
+            "question": st.column_config.TextColumn("question", width="medium"),
+            "answer": st.column_config.TextColumn("answer", width="large"),
+            "answer ~ question": st.column_config.NumberColumn(
+                "answer ~ question", help="Plain cosine between answer and question"
+            ),
+            "generated questions": st.column_config.TextColumn(
+                "generated questions", width="large"
+            ),
+        },
+    )
+    return page
+
+
+def run_models(settings: dict[str, Any]) -> str:
+    """``"openai:gpt-4o-mini + openai:text-embedding-3-small"`` from a run's saved settings."""
+    llm = settings.get("llm_name") or settings.get("llm", "")
+    emb = settings.get("embeddings_name") or settings.get("embeddings", "")
+    return f"{llm} + {emb}"
+
+
+def runs_table(runs: list[RunInfo], prices: dict[str, Price]) -> pd.DataFrame:
+    """The Runs page's table: one line per saved run, with its tokens and cost."""
+    with_ragas = any((r.mode or r.resume_mode) not in ("", "ragas") for r in runs)
+    lines = []
+    for r in runs:
+        totals = run_totals(r.id, prices)
+        line: dict[str, Any] = {
+            "id": r.id,
+            "name": r.name,
+            "created": r.created.replace("T", " ")[:16],
+            "status": r.status,
+            "rows": f"{r.n_scored}/{r.n_rows}",
+            "mode": r.mode or r.resume_mode,
+            "mean": None if math.isnan(r.mean) else r.mean,
+        }
+        if with_ragas:
+            line["ragas_mean"] = None if math.isnan(r.ragas_mean) else r.ragas_mean
+        line |= {
+            "tokens": compact(totals.billed_tokens),
+            "cost": money(totals.cost),
+            "models": run_models(r.settings),
+            "strictness": r.settings.get("strictness"),
+            "source": r.source,
+        }
+        lines.append(line)
+    return pd.DataFrame(lines)

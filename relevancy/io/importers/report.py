@@ -1,0 +1,49 @@
+"""What an import found, in one line (:meth:`ImportReport.describe`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+# --- the report --------------------------------------------------------------------------------
+@dataclass
+class ImportReport:
+    """What an import found: the format read and the records kept and skipped."""
+
+    format: str = "table"  #: the layout read: one of ``SOURCE_FORMATS`` less auto and hf
+    label: str = "Table"  #: in words: "Langfuse traces", "LangSmith runs"...
+    source: str = ""  #: the container when it says something: "Hugging Face dataset (...)"
+    detected: bool = True  #: False when the format was given, not detected
+    found: int = 0  #: rows kept (question/answer pairs for an import)
+    skipped: dict[tuple[str, str], int] = field(default_factory=dict)  #: (noun, why) -> count
+    note: str = ""  #: how records were chosen ("root runs only")
+
+    def skip(self, noun: str, why: str, n: int = 1) -> None:
+        self.skipped[(noun, why)] = self.skipped.get((noun, why), 0) + n
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    @property
+    def title(self) -> str:
+        """The format in words: "Langfuse traces", "Hugging Face dataset (split train)"."""
+        if self.source and self.format == "table":
+            return self.source
+        return f"{self.source}, {self.label}" if self.source else self.label
+
+    def describe(self) -> str:
+        """One line: "Langfuse traces: 412 question/answer pairs found, 3 traces without an
+        answer skipped"."""
+        if self.format == "table":
+            return f"{self.title}: {count_of(self.found, 'row')}, columns matched by name"
+        parts = [f"{count_of(self.found, 'question/answer pair')} found"]
+        parts += [
+            " ".join(filter(None, (count_of(n, noun), why, "skipped")))
+            for (noun, why), n in self.skipped.items()
+        ]
+        return f"{self.title}: " + ", ".join(parts) + (f" ({self.note})" if self.note else "")
+
+
+def count_of(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

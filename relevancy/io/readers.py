@@ -1,0 +1,510 @@
+"""Reading question/answer tables and writing results.
+
+Accepted inputs: CSV, TSV, JSON (a list of records, or Ragas' dataset layout), JSONL, Parquet,
+Arrow and Hugging Face ``save_to_disk`` folders; exports of Langfuse, LangSmith, Phoenix and
+OpenAI chat logs are detected and converted by :mod:`relevancy.io.importers`. Columns are matched
+by alias (``question`` -> ``user_input``, ``answer`` -> ``response``...).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from relevancy.errors import InputError
+from relevancy.io.columns import COLUMN_ALIASES, _check_columns, _mapping_of, apply_mapping
+from relevancy.io.importers import Importer, ImportReport, detect
+
+__all__ = [
+    "read_table",
+    "read_table_bytes",
+    "iter_table",
+    "FORMATS",
+]
+
+FORMATS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet", ".arrow")
+
+
+def read_table(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    normalize: bool = True,
+    source_format: str = "auto",
+    report: ImportReport | None = None,
+    label_column: str | None = None,
+) -> pd.DataFrame:
+    """Read a table of question/answer pairs and normalise its column names.
+
+    Raises :class:`InputError` with one line that names the problem and the fix. With
+    ``normalize=False`` the table keeps its own column names (to be mapped by hand, see
+    :func:`guess_mapping` and :func:`apply_mapping`). ``source_format`` is ``"auto"`` (detect
+    an export of Langfuse, LangSmith, Phoenix, OpenAI chat messages or a Hugging Face dataset
+    from the content) or one of :data:`relevancy.io.importers.SOURCE_FORMATS`; ``report``, when
+    given, is filled with what was found. ``label_column`` names the human labels' column
+    (``None``: found by name, ``""``: none). Large files: :func:`iter_table`.
+    """
+    chunks = iter_table(
+        path, format=format, normalize=normalize, chunk_rows=None, source_format=source_format,
+        report=report, label_column=label_column,
+    )  # fmt: skip
+    return list(chunks)[0]
+
+
+def iter_table(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    normalize: bool = True,
+    chunk_rows: int | None = 5000,
+    source_format: str = "auto",
+    report: ImportReport | None = None,
+    label_column: str | None = None,
+) -> Iterator[pd.DataFrame]:
+    """The table in ``path``, ``chunk_rows`` rows at a time (None: all in one chunk).
+
+    CSV/TSV, JSONL, Parquet and Arrow are read a chunk at a time, so a file of any size fits in
+    memory; JSON (one array or object) is read whole. A folder is a Hugging Face dataset saved
+    with ``save_to_disk``. The format is detected on the first chunk (see :func:`read_table`)
+    and every chunk is converted and mapped as the first one was. Errors are the one-line
+    :class:`InputError` of :func:`read_table_bytes`. ``label_column`` names the column of human
+    labels (``None``: found by name, ``""``: none).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"file not found: {str(path)!r}")
+    name = path.name
+    if path.is_dir():
+        chunks, source = _hf_folder(path, chunk_rows)
+    else:
+        suffix = _suffix(format or path.suffix, name)
+        _check_hf(source_format, name, suffix)
+        with path.open("rb") as fh:
+            head = fh.read(65536)
+        _check_head(head, name, suffix)
+        chunks, source = _open_file(path, name, suffix, head, chunk_rows)
+    if source_format == "hf":
+        source = source or _HF
+    yield from _convert(chunks, name, source_format, source, normalize, report, label_column)
+
+
+def read_table_bytes(
+    data: bytes,
+    name: str,
+    *,
+    format: str | None = None,
+    normalize: bool = True,
+    source_format: str = "auto",
+    report: ImportReport | None = None,
+) -> pd.DataFrame:
+    """Like :func:`read_table`, for the bytes of an uploaded file called ``name``."""
+    suffix = _suffix(format or Path(name).suffix, name)
+    _check_hf(source_format, name, suffix)
+    _check_head(data, name, suffix)
+    raw: pd.DataFrame | list[dict[str, Any]]
+    source = ""
+    if suffix == ".parquet":
+        raw, source = _parquet(io.BytesIO(data), name)
+    elif suffix == ".arrow":
+        raw = next(_arrow_frames([_arrow_batches(data, name)], name, None))
+        source = _HF if _arrow_is_hf(data, name) else ""
+    else:
+        text = _decode(data, name)
+        if suffix in (".csv", ".tsv"):
+            raw = next(_csv_chunks(io.StringIO(text), name, _csv_sep(text, suffix), None))
+        elif suffix == ".json":
+            raw = _read_json(text, name)
+        else:
+            raw = list(_jsonl_records(io.StringIO(text), name))
+    if source_format == "hf":
+        source = source or _HF
+    return list(_convert([raw], name, source_format, source, normalize, report))[0]
+
+
+def _convert(
+    chunks: Iterable[pd.DataFrame | list[dict[str, Any]]],
+    name: str,
+    source_format: str,
+    source: str,
+    normalize: bool,
+    report: ImportReport | None,
+    label_column: str | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Parsed chunks -> detected once, converted (:mod:`relevancy.io.importers`), mapped."""
+    importer = Importer(name, source_format, source=source, report=report)
+    mapping: dict[str, str | None] | None = None
+    for raw in chunks:
+        chunk = importer(raw)
+        if not len(chunk) and importer.report.format != "table":
+            continue  # every record skipped: the next chunk sets the columns
+        if mapping is None and normalize:
+            mapping = _mapping_of(chunk, name, label_column)
+        finished = _finish(chunk, name, mapping)
+        if mapping and mapping.get("label"):  # the label column's own name, for messages
+            finished.attrs["label_column"] = str(mapping["label"])
+        yield finished
+    importer.finish()
+
+
+def _check_hf(source_format: str, name: str, suffix: str) -> None:
+    if source_format == "hf" and suffix not in (".arrow", ".parquet"):
+        raise InputError(
+            f"{name!r} is not a Hugging Face dataset: the hf format reads a save_to_disk folder "
+            "or its .arrow/.parquet files (set the format to auto for other files)"
+        )
+
+
+def _finish(frame: pd.DataFrame, name: str, mapping: dict[str, str | None] | None) -> pd.DataFrame:
+    """A chunk mapped by ``mapping``, or (None) as it is, with text column names."""
+    if mapping is not None:
+        return apply_mapping(frame, mapping, name=name)
+    _check_columns(frame)
+    frame.columns = [str(c) for c in frame.columns]
+    return frame.reset_index(drop=True)
+
+
+def _suffix(suffix: str, name: str) -> str:
+    suffix = suffix.lower()
+    if suffix and not suffix.startswith("."):
+        suffix = "." + suffix
+    if suffix not in FORMATS:
+        raise InputError(
+            f"unsupported file type {suffix or '(none)'!r} for {name!r}: use one of "
+            f"{', '.join(FORMATS)}"
+        )
+    return suffix
+
+
+def _check_head(head: bytes, name: str, suffix: str) -> None:
+    """What the first bytes already tell: empty, a spreadsheet, Parquet under another name."""
+    if not head.strip():
+        raise InputError(f"{name!r} is empty: it needs a header row and at least one row")
+    if head[:4] == b"PK\x03\x04" or head[:4] == b"\xd0\xcf\x11\xe0":
+        raise InputError(
+            f"{name!r} is a spreadsheet (Excel) file, not {suffix[1:]}: export it as "
+            "'CSV UTF-8' and upload that"
+        )
+    if head[:4] == b"PAR1" and suffix != ".parquet":
+        raise InputError(f"{name!r} is a Parquet file: give it a .parquet extension")
+    if (head[:6] == b"ARROW1" or head[:4] == b"\xff\xff\xff\xff") and suffix != ".arrow":
+        raise InputError(f"{name!r} is an Arrow file: give it a .arrow extension")
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name!r} is not UTF-8 text (byte {data[exc.start]:#04x} at position {exc.start}): "
+            "save it with UTF-8 encoding"
+        ) from None
+
+
+_HF = "Hugging Face dataset"
+
+
+def _open_file(
+    path: Path, name: str, suffix: str, head: bytes, chunk_rows: int | None
+) -> tuple[Iterator[pd.DataFrame | list[dict[str, Any]]], str]:
+    """The file's chunks (tables, or lists of records for JSON) and the container's name."""
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq  # lazy: only Parquet needs it
+
+        try:
+            meta = pq.ParquetFile(path).schema_arrow.metadata or {}
+        except Exception as exc:
+            raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+        return _parquet_chunks(path, name, chunk_rows), _HF if b"huggingface" in meta else ""
+    if suffix == ".arrow":
+        source = _HF if _arrow_is_hf(path, name) else ""
+        return _arrow_frames([_arrow_batches(path, name)], name, chunk_rows), source
+    return _text_chunks(path, name, suffix, head, chunk_rows), ""
+
+
+def _parquet_chunks(path: Path, name: str, chunk_rows: int | None) -> Iterator[pd.DataFrame]:
+    if chunk_rows is None:
+        yield _parquet(path, name)[0]
+        return
+    import pyarrow.parquet as pq  # lazy: only Parquet needs it
+
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+            yield _with_index(batch.to_pandas())
+    except Exception as exc:
+        raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+
+
+def _text_chunks(
+    path: Path, name: str, suffix: str, head: bytes, chunk_rows: int | None
+) -> Iterator[pd.DataFrame | list[dict[str, Any]]]:
+    if suffix == ".json":
+        yield _read_json(_decode(path.read_bytes(), name), name)
+        return
+    # the head may end inside a multi-byte character: check the rest as it is read
+    _decode(head if len(head) < 65536 else head[:-4], name)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            if suffix in (".csv", ".tsv"):
+                sep = _csv_sep(head[:-4].decode("utf-8-sig", "ignore"), suffix)
+                yield from _csv_chunks(fh, name, sep, chunk_rows)
+                return
+            records = _jsonl_records(fh, name)
+            if chunk_rows is None:
+                yield list(records)
+                return
+            while batch := list(itertools.islice(records, chunk_rows)):
+                yield batch
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} after the first "
+            "64 KB): save it with UTF-8 encoding"
+        ) from None
+
+
+def _with_index(frame: pd.DataFrame) -> pd.DataFrame:
+    """A named index (``df.to_parquet`` of an indexed table, e.g. Phoenix's span ids) as a
+    column, so that it is not lost."""
+    if any(n is not None for n in frame.index.names):
+        frame = frame.reset_index()
+    return frame
+
+
+def _parquet(source: Any, name: str) -> tuple[pd.DataFrame, str]:
+    """A whole Parquet file and its container's name (a Hugging Face dataset's files say so)."""
+    import pyarrow.parquet as pq  # lazy: only Parquet needs it
+
+    try:
+        table = pq.read_table(source)
+        frame = _with_index(table.to_pandas())
+    except Exception as exc:
+        raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+    return frame, _HF if b"huggingface" in (table.schema.metadata or {}) else ""
+
+
+def _arrow_source(source: Path | bytes) -> Any:
+    import pyarrow as pa  # lazy: only Arrow needs it
+
+    return pa.memory_map(str(source)) if isinstance(source, Path) else pa.BufferReader(source)
+
+
+def _arrow_reader(source: Path | bytes, name: str) -> Any:
+    """An Arrow IPC reader: the stream format (what ``datasets`` writes) or the file format."""
+    import pyarrow as pa  # lazy: only Arrow needs it
+
+    try:
+        return pa.ipc.open_stream(_arrow_source(source))
+    except (pa.ArrowInvalid, OSError):
+        pass
+    try:
+        return pa.ipc.open_file(_arrow_source(source))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{name!r} is not a readable Arrow file ({exc})") from None
+
+
+def _arrow_is_hf(source: Path | bytes, name: str) -> bool:
+    return b"huggingface" in (_arrow_reader(source, name).schema.metadata or {})
+
+
+def _arrow_batches(source: Path | bytes, name: str) -> Iterator[Any]:
+    reader = _arrow_reader(source, name)
+    try:
+        if hasattr(reader, "num_record_batches"):  # the file format
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+        else:
+            yield from reader
+    except Exception as exc:
+        raise InputError(f"{name!r} is not a readable Arrow file ({exc})") from None
+
+
+def _arrow_frames(
+    parts: Iterable[Iterable[Any]], name: str, chunk_rows: int | None, split: str | None = None
+) -> Iterator[pd.DataFrame]:
+    """Record batches (of one or more files) as tables of ``chunk_rows`` rows (None: one)."""
+    import pyarrow as pa  # lazy: only Arrow needs it
+
+    table, yielded = None, False
+    for batches in parts:
+        for batch in batches:
+            piece = pa.Table.from_batches([batch])
+            table = piece if table is None else pa.concat_tables([table, piece])
+            while chunk_rows and table.num_rows >= chunk_rows:
+                yield _arrow_frame(table.slice(0, chunk_rows), split)
+                table, yielded = table.slice(chunk_rows), True
+    if table is not None and (table.num_rows or not yielded):
+        yield _arrow_frame(table, split)
+    elif table is None:
+        raise InputError(f"{name!r} holds no rows: add question/answer rows")
+
+
+def _arrow_frame(table: Any, split: str | None) -> pd.DataFrame:
+    frame = _with_index(table.to_pandas())
+    if split is not None:
+        frame["split"] = split
+    return frame
+
+
+def _hf_folder(path: Path, chunk_rows: int | None) -> tuple[Iterator[pd.DataFrame], str]:
+    """A Hugging Face ``save_to_disk`` folder: a dataset (``state.json`` naming its Arrow
+    files) or a dataset dict (``dataset_dict.json`` naming its splits, one folder each)."""
+    name = path.name
+    if (path / "dataset_dict.json").is_file():
+        info = _json_file(path / "dataset_dict.json", name)
+        splits = info.get("splits") if isinstance(info, dict) else None
+        if not splits or not all(isinstance(s, str) for s in splits):
+            raise InputError(
+                f"{name + '/dataset_dict.json'!r} lists no splits: save the dataset again "
+                "with save_to_disk"
+            )
+        files = {split: _hf_files(path / split, f"{name}/{split}") for split in splits}
+        if len(splits) == 1:
+            return _hf_chunks(files, chunk_rows, None), f"{_HF} (split {splits[0]})"
+        label = f"{_HF} (splits {', '.join(splits)}, in the column 'split')"
+        return _hf_chunks(files, chunk_rows, "split"), label
+    if (path / "state.json").is_file():
+        state = _json_file(path / "state.json", name)
+        split = state.get("_split") if isinstance(state, dict) else None
+        label = f"{_HF} (split {split})" if isinstance(split, str) and split else _HF
+        return _hf_chunks({"": _hf_files(path, name)}, chunk_rows, None), label
+    raise InputError(
+        f"{str(path)!r} is a folder but not a Hugging Face dataset saved with save_to_disk "
+        "(no dataset_dict.json or state.json): give a file, or the dataset's folder"
+    )
+
+
+def _hf_chunks(
+    files: dict[str, list[Path]], chunk_rows: int | None, column: str | None
+) -> Iterator[pd.DataFrame]:
+    if chunk_rows is None:  # one table, all splits together
+        frames = [
+            frame
+            for split, paths in files.items()
+            for frame in _arrow_frames(
+                [_arrow_batches(p, p.name) for p in paths], split, None, split if column else None
+            )
+        ]
+        yield pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        return
+    for split, paths in files.items():
+        batches = [_arrow_batches(p, p.name) for p in paths]
+        yield from _arrow_frames(batches, split, chunk_rows, split if column else None)
+
+
+def _hf_files(folder: Path, label: str) -> list[Path]:
+    """The Arrow files a dataset folder's ``state.json`` lists, in order."""
+    state_file = folder / "state.json"
+    if not state_file.is_file():
+        raise InputError(
+            f"{label!r} has no state.json: give the whole folder written by save_to_disk"
+        )
+    state = _json_file(state_file, label)
+    entries = state.get("_data_files") if isinstance(state, dict) else None
+    names = [e.get("filename") for e in entries or [] if isinstance(e, dict)]
+    if not names or not all(isinstance(n, str) for n in names):
+        raise InputError(f"{label + '/state.json'!r} lists no data files: save the dataset again")
+    paths = [folder / n for n in names]
+    for p in paths:
+        if not p.is_file():
+            raise InputError(
+                f"{label!r} is missing {p.name!r} (listed in its state.json): copy the whole "
+                "folder written by save_to_disk"
+            )
+    return paths
+
+
+def _json_file(path: Path, label: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{label!r}: {path.name} is not readable JSON ({exc})") from None
+
+
+def _csv_sep(text: str, suffix: str) -> str:
+    if suffix == ".tsv":
+        return "\t"
+    try:
+        return csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
+    except csv.Error:
+        return ","
+
+
+def _csv_chunks(source: Any, name: str, sep: str, chunk_rows: int | None) -> Iterator[pd.DataFrame]:
+    try:
+        reader = pd.read_csv(
+            source, sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=True,
+            chunksize=chunk_rows,
+        )  # fmt: skip
+        for i, frame in enumerate([reader] if chunk_rows is None else reader):
+            if i == 0:
+                _check_delimiter(frame, name)
+            yield frame
+    except pd.errors.ParserError as exc:
+        raise InputError(f"{name!r} is not well-formed CSV ({str(exc).strip()[:160]})") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{name!r} is empty: it needs a header row and at least one row") from None
+
+
+def _check_delimiter(frame: pd.DataFrame, name: str) -> None:
+    known = {alias for aliases in COLUMN_ALIASES.values() for alias in aliases}
+    if frame.shape[1] == 1 and str(frame.columns[0]).strip().lower() not in known:
+        raise InputError(
+            f"{name!r} was read as a single column {str(frame.columns[0])[:60]!r}: the delimiter "
+            "looks wrong; use commas (or a .tsv file for tabs)"
+        )
+
+
+def _read_json(text: str, name: str) -> pd.DataFrame | list[dict[str, Any]]:
+    """A JSON file's records (a list, ``{"data": [...]}`` as APIs page them, or one record from
+    a tool's export), or its table (Ragas/HF column layout ``{"user_input": [...], ...}``)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{name!r} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "for one record per line use a .jsonl file"
+        ) from None
+    if isinstance(data, dict):
+        # Ragas/HF-style column layout {"user_input": [...], "response": [...]} or {"data": [...]}.
+        if "data" in data and isinstance(data["data"], list):
+            data = data["data"]
+        elif data and all(isinstance(v, list) for v in data.values()):
+            if len({len(v) for v in data.values()}) != 1:
+                raise InputError(f"{name!r} holds columns of different lengths")
+            return pd.DataFrame(data)
+        elif detect([data]) != "table":  # one trace, run or conversation
+            data = [data]
+        else:
+            raise InputError(
+                f"{name!r} holds a JSON object, not a list of records: "
+                'give a list like [{"user_input": ..., "response": ...}]'
+            )
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise InputError(
+            f"{name!r} is not a JSON list of records: give a list like "
+            '[{"user_input": ..., "response": ...}]'
+        )
+    return data
+
+
+def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"{name!r} line {number} is not valid JSON ({exc.msg}): fix or remove that line"
+            ) from None
+        if not isinstance(record, dict):
+            raise InputError(f"{name!r} line {number} is not a JSON object: one record per line")
+        yield record
+
+

@@ -1,0 +1,64 @@
+"""Which scored rows of a run, in which order: the Dataset page's filters as SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SORTS = ("score ↑ (lowest first)", "score ↓", "row")
+
+
+@dataclass(frozen=True)
+class RowQuery:
+    """Which scored rows of a run, in which order (the Dataset page's filters).
+
+    A NaN row stays in unless ``status`` excludes it; ``search`` matches the question or the
+    answer, ignoring case; ``columns`` keeps rows whose input column has one of the values.
+    """
+
+    score_range: tuple[float, float] = (-1.0, 1.0)
+    noncommittal: str = "all"  #: "all", "yes" or "no"
+    status: str = "all"  #: "all", "scored" or "NaN / errors"
+    search: str = ""
+    variants: tuple[str, ...] = ()  #: none chosen: all variants
+    reasons: tuple[str, ...] = ()  #: rows whose main reason is one of these (none: all)
+    below: float | None = None  #: only rows scoring below this
+    sort: str = SORTS[0]
+    columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (input column, kept values)
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The SQL condition on ``r`` (results) and ``i`` (inputs), with its parameters."""
+        sql = ["(r.score IS NULL OR r.score BETWEEN ? AND ?)"]
+        params: list[Any] = [float(self.score_range[0]), float(self.score_range[1])]
+        if self.status == "scored":
+            sql.append("r.score IS NOT NULL")
+        elif self.status == "NaN / errors":
+            sql.append("(r.score IS NULL OR r.error != '')")
+        if self.noncommittal in ("yes", "no"):
+            sql.append("r.noncommittal = ?")
+            params.append(1 if self.noncommittal == "yes" else 0)
+        if self.variants:
+            sql.append(f"i.variant IN ({','.join('?' * len(self.variants))})")
+            params += list(self.variants)
+        if self.reasons:
+            sql.append(f"r.reason IN ({','.join('?' * len(self.reasons))})")
+            params += list(self.reasons)
+        for column, values in self.columns:
+            if values:
+                marks = ",".join("?" * len(values))
+                sql.append(f"CAST(json_extract(i.extra, ?) AS TEXT) IN ({marks})")
+                params += [f'$."{column}"', *values]
+        if self.search.strip():
+            sql.append("instr(casefold(i.user_input || ' ' || i.response), ?) > 0")
+            params.append(self.search.strip().casefold())
+        if self.below is not None:
+            sql.append("r.score < ?")
+            params.append(float(self.below))
+        return " AND ".join(sql), params
+
+    def order(self) -> str:
+        if self.sort == SORTS[1]:
+            return "r.score DESC NULLS LAST, r.idx"
+        if self.sort == SORTS[2]:
+            return "r.idx"
+        return "r.score ASC NULLS FIRST, r.idx"

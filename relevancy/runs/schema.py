@@ -1,0 +1,193 @@
+"""The run store's SQL schema, and how a store of any earlier version is brought up to date.
+
+* ``runs``: one row per run (name, settings without secrets, source, row count, the input's
+  column names).
+* ``inputs``: the run's input rows, the four roles in typed columns and the user's other
+  columns as JSON.
+* ``results``: one row per scored input; its columns are the stored columns of
+  :data:`relevancy.core.schema.COLUMNS` (every scalar typed, indexed by score; the question's
+  embedding as float32 bytes).
+* ``questions``: the generated questions of each result with their similarity, noncommittal
+  flag, error and embedding.
+* ``repeats``: rows scored again under other generator seeds (stability).
+* ``labels``: human labels, from the input (``source = 'input'``) or set in the dashboard
+  (``'dashboard'``, which wins), each with the time it was set.
+* ``meta``: key/value pairs (the schema version, the demo's import, label counters).
+
+Migrations: a store of version 1 (one JSON text per row) is converted in one transaction
+(:func:`migrate_v1`); in later versions a column the schema has and the store's ``results``
+lacks is added, empty for the rows before (:func:`open_schema`). Adding a column to
+:data:`relevancy.core.schema.COLUMNS` therefore migrates every store on its next open.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pandas as pd
+
+from relevancy.core.result import RelevancyResult
+from relevancy.core.schema import stored_columns
+from relevancy.runs.rows import input_rows, marks, question_rows, result_row
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "LABEL_SQL",
+    "result_fields",
+    "results_table",
+    "open_schema",
+    "migrate_v1",
+]
+
+#: 5: the detected languages of each row (``languages``); earlier versions gain the column
+SCHEMA_VERSION = "5"
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    n_rows INTEGER NOT NULL,
+    columns TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS inputs (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    user_input TEXT NOT NULL,
+    response TEXT NOT NULL,
+    variant TEXT,
+    item_id TEXT,
+    extra TEXT,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS questions (
+    run_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    k INTEGER NOT NULL,
+    question TEXT NOT NULL,
+    similarity REAL,
+    noncommittal INTEGER,
+    error TEXT,
+    vec BLOB,
+    PRIMARY KEY (run_id, idx, k)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_REPEATS = """
+CREATE TABLE IF NOT EXISTS repeats (
+    run_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    score REAL,
+    ragas_value REAL,
+    noncommittal INTEGER NOT NULL,
+    near_duplicates INTEGER NOT NULL,
+    questions TEXT NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx, seed)
+);
+"""
+_LABELS = """
+CREATE TABLE IF NOT EXISTS labels (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('input', 'dashboard')),
+    label REAL,
+    set_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx, source)
+);
+"""
+#: each row's label: the dashboard's when set, else the input's (SQL on ``r``: results)
+LABEL_SQL = (
+    "(SELECT l.label FROM labels l WHERE l.run_id = r.run_id AND l.idx = r.idx "
+    "ORDER BY l.source = 'dashboard' DESC LIMIT 1)"
+)
+
+
+def result_fields() -> list[str]:
+    """The columns of ``results`` in the order :func:`relevancy.runs.rows.result_row` fills
+    them: ``run_id``, ``idx``, then the schema's stored columns."""
+    return ["run_id", "idx", *(c.name for c in stored_columns())]
+
+
+def results_table() -> str:
+    """``CREATE TABLE results`` for the current schema, and its index by score."""
+    body = "".join(f"    {c.name} {c.sql},\n" for c in stored_columns())
+    return (
+        "CREATE TABLE IF NOT EXISTS results (\n"
+        "    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+        f"    idx INTEGER NOT NULL,\n{body}    PRIMARY KEY (run_id, idx)\n);\n"
+        "CREATE INDEX IF NOT EXISTS results_by_score ON results (run_id, score);\n"
+    )
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    have = {r[1] for r in db.execute("PRAGMA table_info(results)")}
+    for column in stored_columns():
+        if column.name not in have:
+            db.execute(f"ALTER TABLE results ADD COLUMN {column.name} {column.sql}")
+
+
+def open_schema(db: sqlite3.Connection) -> None:
+    """Create the tables of a new store, or bring an older store up to date."""
+    old = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rows'")
+    if old.fetchone():
+        migrate_v1(db)
+    else:
+        db.executescript(_TABLES + results_table())
+    db.executescript(_REPEATS + _LABELS)
+    with db:
+        _add_missing_columns(db)
+        db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+        )
+
+
+def migrate_v1(db: sqlite3.Connection) -> None:
+    """Convert a store of one JSON text per row (before Dec 2026) in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if not db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rows'"
+        ).fetchone():  # another process migrated it while we waited
+            db.execute("ROLLBACK")
+            return
+        db.execute("ALTER TABLE runs RENAME TO runs_v1")
+        for statement in (_TABLES + results_table()).split(";"):
+            if statement.strip():
+                db.execute(statement)
+        fields = result_fields()
+        for run in db.execute(
+            "SELECT id, name, created, updated, settings, source, n_rows FROM runs_v1"
+        ).fetchall():
+            old = db.execute(
+                "SELECT idx, input, result FROM rows WHERE run_id = ? ORDER BY idx", (run[0],)
+            ).fetchall()
+            first = json.loads(old[0][1]) if old else {}
+            db.execute(f"INSERT INTO runs VALUES ({marks(8)})", (*run, json.dumps(list(first))))
+            for idx, text, _ in old:
+                frame = pd.DataFrame([json.loads(text)])
+                db.executemany(
+                    f"INSERT INTO inputs VALUES ({marks(7)})", input_rows(run[0], idx, frame)
+                )
+            scored = [
+                (idx, RelevancyResult.from_dict(json.loads(res))) for idx, _, res in old if res
+            ]
+            db.executemany(
+                f"INSERT INTO results ({', '.join(fields)}) VALUES ({marks(len(fields))})",
+                [result_row(run[0], idx, r) for idx, r in scored],
+            )
+            db.executemany(
+                f"INSERT INTO questions VALUES ({marks(8)})",
+                [q for idx, r in scored for q in question_rows(run[0], idx, r)],
+            )
+        db.execute("DROP TABLE rows")
+        db.execute("DROP TABLE runs_v1")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise

@@ -1,0 +1,155 @@
+"""One schema: a result's columns are defined once (``relevancy.core.schema.COLUMNS``) and the
+store, the exports, the Ray engine's types and ``to_dict`` all follow it; old import paths warn."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sqlite3
+import sys
+
+import pandas as pd
+import pytest
+
+from relevancy.core import schema
+from relevancy.core.result import QuestionScore, RelevancyResult
+from relevancy.io import results_to_frame
+from relevancy.runs import RunStore
+from relevancy.scoring.distributed import _typed
+
+
+def _result(**over) -> RelevancyResult:
+    data = dict(
+        user_input="Where is Paris?",
+        response="Paris is in France. It is big.",
+        value=0.62,
+        questions=[QuestionScore("Where is Paris?", 0.9, False), QuestionScore("", None, None,
+                                                                                "cut off")],
+        noncommittal=False,
+        noncommittal_method="exemplars",
+        answer_similarity=0.7,
+        llm="local:x",
+        embeddings="local:y",
+        strictness=2,
+        reason="ok",
+        flags=["ok", "duplicate_questions"],
+        notes=["response truncated; really", "second"],
+        parts=[{"text": "Paris is in France.", "similarity": 0.8}],
+        question_parts=[{"part": "Where is Paris", "coverage": 0.9}],
+        timings={"total_s": 1.5},
+        usage={"prompt_tokens": 12, "completion_tokens": 7, "embedding_tokens": 30},
+        user_input_embedding=[1.0, 0.0, 0.0],
+        question_embeddings=[[0.9, 0.1, 0.0]],
+        languages={"question": "en", "answer": "en", "generated": ["en", None],
+                   "generated_differs": [False, None], "prompted": "fr"},
+    )  # fmt: skip
+    data.update(over)
+    return RelevancyResult(**data)
+
+
+def test_every_export_column_comes_from_the_schema():
+    frame = results_to_frame([_result()])
+    names = [c.name for c in schema.COLUMNS if c.exported]
+    assert list(frame.columns) == ["user_input", "response", *names]
+    row = frame.iloc[0]
+    assert row["score"] == 0.62 and row["flags"] == "ok, duplicate_questions"
+    assert row["notes"] == "response truncated; really; second"
+    assert json.loads(row["generated_questions"]) == ["Where is Paris?", ""]
+    assert json.loads(row["similarities"]) == [0.9, None]
+    assert row["seconds"] == 1.5 and row["embedding_tokens"] == 30
+    assert row["question_language"] == "en" and row["prompt_language"] == "fr"
+    assert json.loads(row["generated_languages"]) == ["en", None]
+
+
+def test_the_store_keeps_every_stored_column_and_reads_the_result_back(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    r = _result()
+    run = store.create_run("x", {}, pd.DataFrame({"user_input": [r.user_input],
+                                                  "response": [r.response]}))  # fmt: skip
+    store.append_results(run, [(0, r)])
+    db = sqlite3.connect(tmp_path / "runs.sqlite3")
+    have = [row[1] for row in db.execute("PRAGMA table_info(results)")]
+    assert have == ["run_id", "idx", *(c.name for c in schema.COLUMNS if c.stored)]
+    back = store.result(run, 0)
+    for name in ("value", "reason", "flags", "notes", "parts", "question_parts", "timings",
+                 "usage", "languages", "strictness", "answer_similarity", "noncommittal_method"):
+        assert getattr(back, name) == getattr(r, name), name  # fmt: skip
+    assert back.user_input_embedding == pytest.approx(r.user_input_embedding)
+    assert back.question_embeddings == [pytest.approx(r.question_embeddings[0])]
+    # the detected languages are stored: nothing is detected again
+    assert back.languages["prompted"] == "fr"
+
+
+def test_a_column_added_in_one_place_reaches_all_four_outputs(tmp_path, monkeypatch):
+    extra = schema.Column(
+        "answer_chars", "int", get=lambda r: len(r.response), doc="characters in the answer"
+    )
+    monkeypatch.setattr(schema, "COLUMNS", (*schema.COLUMNS, extra))
+    r = _result()
+    # 1. exports (CLI -o, store export, Ray)
+    frame = results_to_frame([r])
+    assert frame["answer_chars"].tolist() == [len(r.response)]
+    # 2. the store: a new column, readable by pages, in its export
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_run("x", {}, pd.DataFrame({"user_input": [r.user_input],
+                                                  "response": [r.response]}))  # fmt: skip
+    store.append_results(run, [(0, r)])
+    assert store.columns(run, ["answer_chars"])["answer_chars"].tolist() == [len(r.response)]
+    assert store.export_frame(run)["answer_chars"].tolist() == [len(r.response)]
+    # 3. the Ray engine's typed frame
+    typed = _typed(results_to_frame([r]))
+    assert str(typed["answer_chars"].dtype) == "float64"
+    # 4. to_dict
+    assert r.to_dict()["answer_chars"] == len(r.response)
+    assert RelevancyResult.from_dict(r.to_dict()).value == r.value  # derived values dropped
+
+
+def test_an_older_store_gains_a_new_column_on_open(tmp_path, monkeypatch):
+    path = tmp_path / "runs.sqlite3"
+    r = _result()
+    store = RunStore(path)
+    run = store.create_run("x", {}, pd.DataFrame({"user_input": [r.user_input],
+                                                  "response": [r.response]}))  # fmt: skip
+    store.append_results(run, [(0, r)])
+    extra = schema.Column("answer_words", "int", attr="strictness")  # any int field
+    monkeypatch.setattr(schema, "COLUMNS", (*schema.COLUMNS, extra))
+    reopened = RunStore(path)
+    db = sqlite3.connect(path)
+    assert "answer_words" in [row[1] for row in db.execute("PRAGMA table_info(results)")]
+    # the row scored before the column existed reads back; new rows fill it
+    assert reopened.columns(run, ["answer_words"])["answer_words"].isna().all()
+    reopened.append_results(run, [(0, r)])
+    assert reopened.columns(run, ["answer_words"])["answer_words"].tolist() == [2]
+
+
+def test_to_dict_round_trips_and_nan_is_none():
+    r = _result(value=math.nan, ragas_value=math.nan, error="all failed", questions=[])
+    data = r.to_dict()
+    assert data["value"] is None and data["similarity_std"] is None
+    json.dumps(data)
+    back = RelevancyResult.from_dict(data)
+    assert math.isnan(back.value) and back.error == "all failed"
+
+
+def test_a_column_needs_exactly_one_source():
+    with pytest.raises(ValueError, match="exactly one"):
+        schema.Column("x", "int")
+    with pytest.raises(ValueError, match="unknown kind"):
+        schema.Column("x", "decimal", attr="value")
+
+
+@pytest.mark.parametrize(
+    "old, new, name",
+    [
+        ("relevancy.store", "relevancy.runs", "RunStore"),
+        ("relevancy.explain", "relevancy.analysis.explain", "explain_result"),
+        ("relevancy.batch", "relevancy.scoring.files", "score_file"),
+        ("relevancy.distributed", "relevancy.scoring.distributed", "score_dataset"),
+    ],
+)
+def test_old_import_paths_work_for_one_release_with_a_warning(old, new, name):
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
+        module = importlib.import_module(old)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name)
