@@ -16,6 +16,7 @@ from relevancy.dashboard.page import setup_page
 from relevancy.dashboard.sidebar import PAGES
 from relevancy.dashboard.state import active_run, demo_run, load_run, run_columns
 from relevancy.dashboard.ui import embedded_caveat, error_text, esc, fmt, pct
+from relevancy.judge import load_check_set
 from relevancy.summary import mode_label
 
 settings = setup_page(
@@ -172,7 +173,7 @@ if results:
 
 st.subheader("Can these models be trusted as a judge?", anchor=False)
 with st.expander(
-    "⚖️ **Judge check**: the sidebar's models on 40 labelled pairs",
+    f"⚖️ **Judge check**: the sidebar's models on {len(load_check_set())} labelled pairs",
     expanded=bool(st.session_state.get("home_judge_open")),
 ):
     render_judge_panel(settings)

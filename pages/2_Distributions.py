@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from relevancy import bootstrap_ci
 from relevancy.dashboard import charts
 from relevancy.dashboard.datasets import reason_table
 from relevancy.dashboard.labels import chance_caption, run_chance
@@ -13,7 +14,7 @@ from relevancy.dashboard.reference import add_band, chance_summary
 from relevancy.dashboard.stability_panel import run_stability_figures
 from relevancy.dashboard.state import get_store, list_runs, run_columns, scored_run
 from relevancy.dashboard.ui import embedded_caveat, fmt, mode_text, pct
-from relevancy.summary import comparable_value, frame_modes, mode_label, summary_table
+from relevancy.summary import NORMAL_ABOVE, comparable_value, frame_modes, mode_label, summary_table
 
 settings = setup_page(
     "Distributions",
@@ -142,8 +143,9 @@ with tab2:
         key="dist_box",
     )
     st.caption(
-        "Each dot is a row; the box spans the middle half of the scores, the line inside is "
-        "the median and the dashed line the mean. Hover a dot to see its question."
+        f"Each dot is a row (a group of more than {charts.DOTS_UP_TO:,} rows shows its outliers "
+        "only); the box spans the middle half of the scores, the line inside is the median and "
+        "the dashed line the mean. Hover a dot to see its question."
     )
 with tab3:
     st.plotly_chart(
@@ -174,9 +176,9 @@ st.dataframe(
     },
 )
 st.caption(
-    "The 95% confidence interval of the mean is a percentile bootstrap (2,000 resamples; the "
-    "normal interval above 10,000 rows): with few rows it is wide, so differences inside it "
-    "may be noise."
+    "The 95% confidence interval of the mean is a percentile bootstrap "
+    f"({bootstrap_ci.__kwdefaults__['n_boot']:,} resamples; the normal interval above "
+    f"{NORMAL_ABOVE:,} rows): with few rows it is wide, so differences inside it may be noise."
 )
 run_stability_figures(info.id)
 st.markdown("**Rows by main reason**")

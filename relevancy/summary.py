@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from relevancy._stats import summarize
+from relevancy._stats import NORMAL_ABOVE, summarize
 
-__all__ = ["frame_modes", "mode_label", "comparable_value", "summary_table"]
+__all__ = ["frame_modes", "mode_label", "comparable_value", "summary_table", "NORMAL_ABOVE"]
 
 
 def frame_modes(frame: pd.DataFrame | None) -> list[str]:
