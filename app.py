@@ -17,6 +17,7 @@ from relevancy.dashboard.widgets.models import embedder_for, get_metric
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.sidebar import PAGES
 from relevancy.dashboard.widgets.state import active_run, demo_run, load_run, run_columns
+from relevancy.scoring.judge import load_check_set
 
 settings = setup_page(
     "Answer Relevancy",
@@ -172,7 +173,7 @@ if results:
 
 st.subheader("Can these models be trusted as a judge?", anchor=False)
 with st.expander(
-    "⚖️ **Judge check**: the sidebar's models on 40 labelled pairs",
+    f"⚖️ **Judge check**: the sidebar's models on {len(load_check_set())} labelled pairs",
     expanded=bool(st.session_state.get("home_judge_open")),
 ):
     render_judge_panel(settings)

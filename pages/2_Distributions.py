@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from relevancy import bootstrap_ci
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label, summary_table
+from relevancy.core.stats import NORMAL_ABOVE
 from relevancy.dashboard.views import charts
 from relevancy.dashboard.views.datasets import reason_table
 from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
@@ -142,8 +144,9 @@ with tab2:
         key="dist_box",
     )
     st.caption(
-        "Each dot is a row; the box spans the middle half of the scores, the line inside is "
-        "the median and the dashed line the mean. Hover a dot to see its question."
+        f"Each dot is a row (a group of more than {charts.DOTS_UP_TO:,} rows shows its outliers "
+        "only); the box spans the middle half of the scores, the line inside is the median and "
+        "the dashed line the mean. Hover a dot to see its question."
     )
 with tab3:
     st.plotly_chart(
@@ -174,9 +177,9 @@ st.dataframe(
     },
 )
 st.caption(
-    "The 95% confidence interval of the mean is a percentile bootstrap (2,000 resamples; the "
-    "normal interval above 10,000 rows): with few rows it is wide, so differences inside it "
-    "may be noise."
+    "The 95% confidence interval of the mean is a percentile bootstrap "
+    f"({bootstrap_ci.__kwdefaults__['n_boot']:,} resamples; the normal interval above "
+    f"{NORMAL_ABOVE:,} rows): with few rows it is wide, so differences inside it may be noise."
 )
 run_stability_figures(info.id)
 st.markdown("**Rows by main reason**")

@@ -1,6 +1,6 @@
 """The regression gate: ``relevancy compare BASE NEW`` on files scored by ``relevancy score``
 against the toy OpenAI-compatible server, on runs in the store, and the GitHub Actions recipe
-from the README run as written."""
+from docs/cli.md run as written."""
 
 from __future__ import annotations
 
@@ -149,11 +149,11 @@ def test_regression_check_logic():
         regression_check(base, pd.DataFrame({"user_input": ["zz"], "score": [1.0]}))
 
 
-def test_the_readme_github_actions_recipe_runs_as_written(tmp_path):
-    """The README's CI step, run through a shell with the console script, as Actions would."""
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"```yaml\n(.*?)```", readme.split("### Regression gate in CI")[1], re.S)
-    assert block, "README has a GitHub Actions example under 'Regression gate in CI'"
+def test_the_documented_github_actions_recipe_runs_as_written(tmp_path):
+    """docs/cli.md's CI step, run through a shell with the console script, as Actions would."""
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", page.split("## Regression gate in CI\n")[1], re.S)
+    assert block, "docs/cli.md has a GitHub Actions example under 'Regression gate in CI'"
     run_lines = re.findall(r"^\s+run: (relevancy .+)$", block.group(1), re.M)
     assert [line.split()[1] for line in run_lines] == ["score", "compare"]
     (tmp_path / "eval").mkdir()

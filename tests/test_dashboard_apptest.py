@@ -16,8 +16,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from relevancy import bootstrap_ci
+from relevancy.core.stats import NORMAL_ABOVE
+from relevancy.dashboard.views.charts import DOTS_UP_TO
 from relevancy.paths import default_store_path
 from relevancy.runs import DEMO_RUN_NAME, RunStore
+from relevancy.scoring.judge import load_check_set
+from relevancy.scoring.metric import API_CONCURRENCY, EMBEDDED_CONCURRENCY
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -98,6 +103,12 @@ def test_home_shows_demo_overview_and_precomputed_example():
     assert metrics["Mean score"] == _demo_mean()
     assert any("for trying the tool offline" in c.value for c in at.caption)
     assert any("precomputed" in c.value for c in at.caption)
+    # the page's words read the library's constants, not copies of them
+    shown = _element_texts(at)
+    pairs = len(load_check_set())
+    assert f"models on {pairs} labelled pairs" in shown and f"score {pairs} questions" in shown
+    assert f"Run the judge check ({2 * pairs} answers)" in shown
+    assert f"(default {EMBEDDED_CONCURRENCY})" in shown and f"(default {API_CONCURRENCY};" in shown
     charts = _charts(at)
     assert len(charts) == 2  # one similarity-bar chart per answer variant
     assert all(
@@ -246,6 +257,10 @@ def test_distributions_charts_and_summary():
     summary = _table(at, "dist_table")
     assert list(summary["group"]) == ["all rows", "prompt-A", "prompt-B"]
     assert list(summary["rows"]) == [48, 24, 24]
+    captions = " ".join(c.value for c in at.caption)
+    n_boot = bootstrap_ci.__kwdefaults__["n_boot"]
+    assert f"({n_boot:,} resamples; the normal interval above {NORMAL_ABOVE:,} rows)" in captions
+    assert f"more than {DOTS_UP_TO:,} rows shows its outliers only" in captions
     at.segmented_control(key="dist_split").set_value("none")
     at.radio(key="dist_kind").set_value("violin").run()
     _ok(at)

@@ -66,7 +66,7 @@ def test_exemplar_detector_on_the_held_out_half_of_the_labelled_set():
         if s != bool(it["noncommittal"])
     ]
     zeroed_real = [it["id"] for it, s in zip(items, said) if s and not it["noncommittal"]]
-    # README / bench/RESULTS.md: 84% right on this half (95% CI 73-93%), no real answer zeroed
+    # bench/RESULTS.md, "Noncommittal detection": 84% right on this half, no real answer zeroed
     assert zeroed_real == [], zeroed_real
     assert len(items) - len(wrong) >= 0.8 * len(items), wrong
     assert all(r.value == 0.0 for r, s in zip(results, said) if s)

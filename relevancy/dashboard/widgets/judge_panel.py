@@ -23,7 +23,8 @@ __all__ = ["render_judge_panel"]
 def render_judge_panel(settings: Settings) -> None:
     """Explain the check, run it on request (with progress), and show the last one."""
     st.markdown(
-        "Before acting on scores, check the judge: the models in the sidebar score 40 questions "
+        "Before acting on scores, check the judge: the models in the sidebar score "
+        f"{len(load_check_set())} questions "
         "shipped with the tool, each with a complete answer and a worse one (**partial**, "
         "**padded**, **drifting**, **evasive**). The figure is the share of pairs where the "
         "complete answer scores higher. The set is balanced for length, so a judge that just "
@@ -31,7 +32,11 @@ def render_judge_panel(settings: Settings) -> None:
         f"**{EMBEDDED_DEFAULT['agreement']:.2f}**."
     )
     metric, check = judge_of(settings)
-    label = "Run the judge check again" if check else "Run the judge check (80 answers)"
+    label = (
+        "Run the judge check again"
+        if check
+        else f"Run the judge check ({2 * len(load_check_set())} answers)"
+    )
     if st.button(label, key="home_judge_run", icon="⚖️", disabled=metric is None):
         bar = st.progress(0.0, text="Scoring the check set…")
         try:

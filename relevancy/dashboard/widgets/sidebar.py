@@ -147,9 +147,10 @@ def _backend_settings() -> Settings:
         "Concurrency (rows at once)",
         1,
         32,
-        help="The embedded generator runs one row at a time (default 4); API requests mostly "
-        "wait, so more rows at once go faster (default 16; lower it if the API answers 429 "
-        "too often, and use 1 for llama-cpp-python's one-request-at-a-time server).",
+        help="The embedded generator runs one row at a time (default "
+        f"{EMBEDDED_CONCURRENCY}); API requests mostly wait, so more rows at once go faster "
+        f"(default {API_CONCURRENCY}; lower it if the API answers 429 too often, and use 1 for "
+        "llama-cpp-python's one-request-at-a-time server).",
         **bind(
             "sb_concurrency" if embedded else "sb_concurrency_api",
             EMBEDDED_CONCURRENCY if embedded else API_CONCURRENCY,
