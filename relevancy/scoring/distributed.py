@@ -57,11 +57,12 @@ from relevancy.io import (
     normalize_columns,
     results_to_frame,
 )
+from relevancy.scoring import pipeline
 from relevancy.scoring.collectors import Languages, Tally, Usage
 from relevancy.scoring.config import build_metric
 from relevancy.scoring.files import FileRun, summary
 from relevancy.scoring.metric import AnswerRelevancy
-from relevancy.scoring.pipeline import ScoredChunk, collect, score_chunk
+from relevancy.scoring.pipeline import ScoredChunk, collect
 
 __all__ = [
     "BATCH_ROWS",
@@ -101,7 +102,7 @@ def score_batch(metric: AnswerRelevancy, batch: pd.DataFrame) -> pd.DataFrame:
     """
     try:
         rows = normalize_columns(batch)
-        frame = score_chunk(metric, rows).frame
+        frame = pipeline.score_chunk(metric, rows).frame
     except Exception as exc:  # the whole batch: keep its rows, say why on each
         error = redact(
             str(exc) if isinstance(exc, RelevancyError) else f"{type(exc).__name__}: {exc}"
