@@ -8,21 +8,10 @@ from __future__ import annotations
 
 import warnings
 
-from relevancy.scoring.files import (  # noqa: F401
-    CHUNK_ROWS,
-    FileRun,
-    Survey,
-    score_file,
-    survey,
-)
+from relevancy.scoring.files import *  # noqa: F403
+from relevancy.scoring.files import __all__ as _moved
 
-__all__ = [
-    "Survey",
-    "FileRun",
-    "survey",
-    "score_file",
-    "CHUNK_ROWS",
-]
+__all__ = list(_moved)
 
 warnings.warn(
     "relevancy.batch is deprecated and will be removed in 0.3: file scoring moved to "

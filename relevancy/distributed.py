@@ -8,29 +8,10 @@ from __future__ import annotations
 
 import warnings
 
-from relevancy.scoring.distributed import (  # noqa: F401
-    BATCH_ROWS,
-    READ_FORMATS,
-    ScoreBatches,
-    connect,
-    default_workers,
-    read_dataset,
-    score_batch,
-    score_dataset,
-    score_path,
-)
+from relevancy.scoring.distributed import *  # noqa: F403
+from relevancy.scoring.distributed import __all__ as _moved
 
-__all__ = [
-    "BATCH_ROWS",
-    "READ_FORMATS",
-    "ScoreBatches",
-    "score_batch",
-    "score_dataset",
-    "score_path",
-    "connect",
-    "read_dataset",
-    "default_workers",
-]
+__all__ = list(_moved)
 
 warnings.warn(
     "relevancy.distributed is deprecated and will be removed in 0.3: the Ray engine moved to "

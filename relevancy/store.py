@@ -8,37 +8,11 @@ from __future__ import annotations
 
 import warnings
 
-from relevancy.paths import (  # noqa: F401
-    default_store_path,
-)
-from relevancy.runs import (  # noqa: F401
-    DEMO_RUN_NAME,
-    EXPORT_FORMATS,
-    SORTS,
-    RowQuery,
-    RunData,
-    RunInfo,
-    RunStore,
-    clean_settings,
-    demo_inputs,
-    demo_results,
-    import_demo,
-)
+from relevancy.paths import default_store_path
+from relevancy.runs import *  # noqa: F403
+from relevancy.runs import __all__ as _moved
 
-__all__ = [
-    "RunStore",
-    "RunInfo",
-    "RunData",
-    "RowQuery",
-    "SORTS",
-    "clean_settings",
-    "import_demo",
-    "demo_inputs",
-    "demo_results",
-    "DEMO_RUN_NAME",
-    "EXPORT_FORMATS",
-    "default_store_path",
-]
+__all__ = [*_moved, "default_store_path"]
 
 warnings.warn(
     "relevancy.store is deprecated and will be removed in 0.3: the run store moved to "

@@ -61,7 +61,7 @@ def test_concurrency_is_bounded():
     active = peak = 0
 
     class Counting(FakeGenerator):
-        async def agenerate(self, response, n):
+        async def agenerate(self, response, n, language=None):
             nonlocal active, peak
             active += 1
             peak = max(peak, active)

@@ -14,7 +14,7 @@ import pytest
 
 from relevancy import AnswerRelevancy, ConfigError, InputError, make_embedder, make_generator
 from relevancy.analysis.explain import explain, explain_result
-from relevancy.backends import CachedGenerator
+from relevancy.backends import CachedGenerator, GeneratorBase
 from relevancy.backends._local_generator import QUESTION_GRAMMAR, language_prompt
 from relevancy.backends.cache import cache_key
 from relevancy.cli import main
@@ -71,7 +71,7 @@ def _english_for_french(response: str, n: int):
     return [("What is the height of the Eiffel Tower?", False)] * n
 
 
-class LanguageFake:
+class LanguageFake(GeneratorBase):
     """Records the language it is asked for; writes French when asked for French."""
 
     name = "fake:lang"

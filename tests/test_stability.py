@@ -23,6 +23,7 @@ from relevancy.analysis.stability import (
     stability_from_repeats,
     summarize_stability,
 )
+from relevancy.backends import GeneratorBase
 from relevancy.cli import main
 from relevancy.core.result import Generation, GenerationSet, QuestionScore, RelevancyResult
 from relevancy.runs import RunStore
@@ -32,7 +33,7 @@ from relevancy.testing.fakes import FakeEmbedder
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class SeededGenerator:
+class SeededGenerator(GeneratorBase):
     """Like the real generators: sample ``i`` of a row is drawn with seed ``seed + i``."""
 
     name = "fake:seeded"
@@ -45,7 +46,7 @@ class SeededGenerator:
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": "fake", "name": self.name, "seed": self.seed}
 
-    async def agenerate(self, response: str, n: int) -> GenerationSet:
+    async def agenerate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
         self.calls.append((response, n, self.seed))
         gens = [
             Generation(f"q{self.seed + i} {response}?", (self.seed + i) in self.evasive_seeds)

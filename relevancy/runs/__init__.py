@@ -5,22 +5,11 @@
 >>> [run.label for run in store.list_runs()]  # doctest: +SKIP
 """
 
-from relevancy.runs.demo import DEMO_RUN_NAME, demo_inputs, demo_results, import_demo
+from relevancy.runs import demo, query, store
+from relevancy.runs.demo import *  # noqa: F403
 from relevancy.runs.export import EXPORT_FORMATS
-from relevancy.runs.query import SORTS, RowQuery
+from relevancy.runs.query import *  # noqa: F403
 from relevancy.runs.rows import clean_settings
-from relevancy.runs.store import RunData, RunInfo, RunStore
+from relevancy.runs.store import *  # noqa: F403
 
-__all__ = [
-    "RunStore",
-    "RunInfo",
-    "RunData",
-    "RowQuery",
-    "SORTS",
-    "EXPORT_FORMATS",
-    "clean_settings",
-    "DEMO_RUN_NAME",
-    "demo_inputs",
-    "demo_results",
-    "import_demo",
-]
+__all__ = [*store.__all__, *query.__all__, *demo.__all__, "EXPORT_FORMATS", "clean_settings"]

@@ -14,6 +14,13 @@ from relevancy.io import read_table
 from relevancy.runs.rows import now_iso
 from relevancy.runs.store import RunStore
 
+__all__ = [
+    "DEMO_RUN_NAME",
+    "demo_inputs",
+    "demo_results",
+    "import_demo",
+]
+
 DEMO_RUN_NAME = "Demo (embedded default)"
 
 

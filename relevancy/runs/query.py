@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "SORTS",
+    "RowQuery",
+]
+
 SORTS = ("score ↑ (lowest first)", "score ↓", "row")
 
 

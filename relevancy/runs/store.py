@@ -39,7 +39,7 @@ from relevancy.core.result import QuestionScore, RelevancyResult
 from relevancy.core.schema import stored_columns
 from relevancy.errors import InputError
 from relevancy.paths import as_store_file, default_store_path
-from relevancy.runs.export import EXPORT_FORMATS, ExportMixin
+from relevancy.runs.export import ExportMixin
 from relevancy.runs.labels import LabelsMixin
 from relevancy.runs.query import SORTS, RowQuery
 from relevancy.runs.repeats import RepeatsMixin
@@ -59,14 +59,7 @@ from relevancy.runs.rows import (
 from relevancy.runs.schema import LABEL_SQL, open_schema, result_fields
 from relevancy.runs.vectors import VectorsMixin
 
-__all__ = [
-    "RunStore",
-    "RunInfo",
-    "RunData",
-    "RowQuery",
-    "SORTS",
-    "EXPORT_FORMATS",
-]
+__all__ = ["RunStore", "RunInfo", "RunData"]
 
 #: result columns a page can ask for (besides the input columns and ``row``)
 SCALARS = tuple(c.name for c in stored_columns() if c.page)
