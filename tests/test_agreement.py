@@ -25,6 +25,8 @@ from relevancy.analysis.agreement import (
     best_threshold,
     disagreements,
     label_kind,
+    pairwise_accuracy,
+    pairwise_wins,
     parse_labels,
     positive_labels,
     rankdata,
@@ -110,6 +112,28 @@ def test_best_threshold_maximises_recall_minus_false_positive_rate():
     assert precision == pytest.approx(y[called].mean())
     assert recall == pytest.approx(called[y == 1].mean())
     assert not np.isclose(s, t).any()  # halfway between two scores
+
+
+def test_pairwise_accuracy_counts_ties_and_missing_scores_one_half():
+    better = [0.9, 0.2, 0.5, math.nan, 0.7, 0.6]
+    worse = [0.1, 0.4, 0.5, 0.3, math.nan, 0.2]
+    assert pairwise_wins(better, worse).tolist() == [1, 0, 0.5, 0.5, 0.5, 1]
+    assert pairwise_accuracy(better, worse, n_boot=0).value == pytest.approx(3.5 / 6)
+    assert math.isnan(pairwise_accuracy([], []).value)
+
+
+def test_pairwise_accuracy_resamples_whole_questions():
+    rng = np.random.default_rng(4)
+    better, worse = np.round(rng.random(30), 1), np.round(rng.random(30), 1)
+    groups = [i // 3 for i in range(30)]  # three pairs per question
+    got = pairwise_accuracy(better, worse, groups=groups, n_boot=300, seed=2)
+    wins = [1.0 if b > w else 0.5 if b == w else 0.0 for b, w in zip(better, worse)]
+    low, high = group_bootstrap(lambda i: [np.mean(np.asarray(wins)[i])], groups, n_boot=300,
+                                seed=2)  # fmt: skip
+    assert got.value == pytest.approx(np.mean(wins))
+    assert (got.low, got.high) == (pytest.approx(low[0]), pytest.approx(high[0]))
+    alone = pairwise_accuracy(better, worse, n_boot=300, seed=2)  # every pair its own group
+    assert (alone.low, alone.high) != (got.low, got.high)
 
 
 def test_group_bootstrap_moves_whole_groups_and_repeats_with_its_seed():
