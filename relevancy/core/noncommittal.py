@@ -61,7 +61,7 @@ EVASIVE_EXEMPLARS: tuple[str, ...] = (
 )
 
 
-#: Chosen on the development half of ``bench/noncommittal_set.jsonl``: the best balanced
+#: Chosen on the development half of ``tests/data/noncommittal_set.jsonl``: the best balanced
 #: accuracy that zeroes no real answer there.
 DEFAULT_EXEMPLAR_THRESHOLD = 0.35
 
