@@ -188,19 +188,34 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         values = [key(d) if callable(key) else d.get(key) for d in sizes]
         rows.append([label, *(fmt(v, digits) for v in (old, *values))])
 
-    line("store write (inputs, then results in batches of 250), s",
-         (steps.get("store_write") or {}).get("s"), "store_write_s")
+    line(
+        "store write (inputs, then results in batches of 250), s",
+        (steps.get("store_write") or {}).get("s"),
+        "store_write_s",
+    )
     line("store size, MiB", before.get("store_file_mb"), "store_mb", 1)
-    line("store per row, KiB (without the 6 KiB of float32 vectors)", None,
-         "store_kib_per_row_without_vectors")
-    line("open the store and list its runs, s", (steps.get("store_load_run") or {}).get("s"),
-         "store_open_list_s")
+    line(
+        "store per row, KiB (without the 6 KiB of float32 vectors)",
+        None,
+        "store_kib_per_row_without_vectors",
+    )
+    line(
+        "open the store and list its runs, s",
+        (steps.get("store_load_run") or {}).get("s"),
+        "store_open_list_s",
+    )
     for page in PAGES:
-        line(f"first render `{page}`, s", first.get(page.removesuffix(".py"), {}).get("s"),
-             lambda d, p=page: d["first_render"].get(p, {}).get("s"))
+        line(
+            f"first render `{page}`, s",
+            first.get(page.removesuffix(".py"), {}).get("s"),
+            lambda d, p=page: d["first_render"].get(p, {}).get("s"),
+        )
     line("one drill-down (Dataset), s", None, "drilldown_s")
-    line("one filter change (Dataset), s", before.get("apptest_rerender_dataset_s"),
-         "filter_change_s")
+    line(
+        "one filter change (Dataset), s",
+        before.get("apptest_rerender_dataset_s"),
+        "filter_change_s",
+    )
     line("Embeddings with all points (WebGL), s", None, "embeddings_all_points_s")
     line("peak RSS, MiB", before.get("peak_rss_mb"), "peak_rss_mb", 0)  # fmt: skip
     targets = []
@@ -209,18 +224,34 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         n = f"{d['rows']:,} rows"
         slowest = max((v.get("s") or 0) for v in d["first_render"].values())
         if render is not None:
-            targets.append((f"{n}: slowest first render, s", slowest, f"≤ {render:g}",
-                            slowest <= render))
+            targets.append(
+                (f"{n}: slowest first render, s", slowest, f"≤ {render:g}", slowest <= render)
+            )
         if change is not None:
-            targets.append((f"{n}: filter change, s", d.get("filter_change_s"), f"≤ {change:g}",
-                            d.get("filter_change_s", 99) <= change))
+            targets.append(
+                (
+                    f"{n}: filter change, s",
+                    d.get("filter_change_s"),
+                    f"≤ {change:g}",
+                    d.get("filter_change_s", 99) <= change,
+                )
+            )
         if rss is not None:
-            targets.append((f"{n}: peak RSS, MiB", d.get("peak_rss_mb"), f"≤ {rss:,.0f}",
-                            d.get("peak_rss_mb", 1e9) <= rss))
+            targets.append(
+                (
+                    f"{n}: peak RSS, MiB",
+                    d.get("peak_rss_mb"),
+                    f"≤ {rss:,.0f}",
+                    d.get("peak_rss_mb", 1e9) <= rss,
+                )
+            )
         kib = d.get("store_kib_per_row_without_vectors")
         targets.append((f"{n}: store per row beside the vectors, KiB", kib, "≤ 3", kib <= 3))
-        targets += [(f"{n}, {p}: exceptions", "; ".join(v["exceptions"]), "none", False)
-                    for p, v in d["first_render"].items() if v.get("exceptions")]
+        targets += [
+            (f"{n}, {p}: exceptions", "; ".join(v["exceptions"]), "none", False)
+            for p, v in d["first_render"].items()
+            if v.get("exceptions")
+        ]
     targets += [(f"{d['rows']:,} rows: failed", d["error"][-300:], "", False)
                 for d in fig.get("dashboard", []) if "error" in d]  # fmt: skip
     head = ["", "before: 10,000 rows (Dec 2)", *(f"{d['rows']:,} rows" for d in sizes)]

@@ -232,8 +232,12 @@ def main() -> int:
     p.add_argument("--all", action="store_true", help="also the extra benches: " + ", ".join(
         n for n, e in BENCHES.items() if e.extra))  # fmt: skip
     p.add_argument("--budget", type=float, default=1800.0, help="overall seconds (default 1800)")
-    p.add_argument("--grace", type=float, default=900.0,
-                   help="seconds a bench started within the budget may run past it")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=900.0,
+        help="seconds a bench started within the budget may run past it",
+    )
     p.add_argument("--report-only", action="store_true", help="only refresh the tables")
     p.add_argument("--out", type=Path, default=RESULTS_MD, help="write the report here")
     args = p.parse_args()

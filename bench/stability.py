@@ -64,9 +64,17 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         if not f:
             continue
         seeds = ", ".join(map(str, f["seeds"]))
-        rows += [[f"seeds {seeds}: {name}", f[name]["median_row_sd"], f[name]["p95_row_sd"],
-                  f[name]["max_row_sd"], f.get("noncommittal_flips"),
-                  f.get("near_duplicate_rows")] for name in (f.get("mode", "focus"), "ragas")]
+        rows += [
+            [
+                f"seeds {seeds}: {name}",
+                f[name]["median_row_sd"],
+                f[name]["p95_row_sd"],
+                f[name]["max_row_sd"],
+                f.get("noncommittal_flips"),
+                f.get("near_duplicate_rows"),
+            ]
+            for name in (f.get("mode", "focus"), "ragas")
+        ]
     header = ["seeds: value", "median per-row sd", "p95", "max", "flips", "near duplicates"]
     return {"": f"{fig['rows']} rows.\n\n" + table(header, rows, digits=3)}  # fmt: skip
 

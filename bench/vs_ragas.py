@@ -150,8 +150,15 @@ def compare(server: LlamaServer, rows: list[dict], gen: Any, emb: Any, args: Any
                 o = ours(part, gen, emb)
                 got["ours"] += o["results"]
             else:
-                o = ragas(part, server.base_url, mode="collections", llm="jsonschema",
-                          model=LLAMA_MODEL, concurrency=1, row_timeout=args.ragas_row_timeout)
+                o = ragas(
+                    part,
+                    server.base_url,
+                    mode="collections",
+                    llm="jsonschema",
+                    model=LLAMA_MODEL,
+                    concurrency=1,
+                    row_timeout=args.ragas_row_timeout,
+                )
                 got["ragas"] += o["rows"]  # fmt: skip
                 meta = {k: o[k] for k in ("ragas_version", "import_s", "peak_rss_mb")}
             walls[side] = o["wall_s"]
@@ -193,8 +200,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         out["ragas_skipped"] = missing
         log("vs_ragas: Ragas' side skipped:", missing)
     with LlamaServer() as server:
-        out["server"] = {"start_s": r(server.start_s), "n_threads": server.threads,
-                         "n_ctx": server.n_ctx, "omp_wait_policy": server.omp_wait_policy}
+        out["server"] = {
+            "start_s": r(server.start_s),
+            "n_threads": server.threads,
+            "n_ctx": server.n_ctx,
+            "omp_wait_policy": server.omp_wait_policy,
+        }
         log(f"vs_ragas: server {server.base_url} in {server.start_s:.1f} s, {load_average()}")
         emb = make_embedder("local")
         emb.embed(["warm-up"])
@@ -306,8 +317,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep-rows", type=int, default=4, help="rows per concurrency setting")
     p.add_argument("--stock-rows", type=int, default=3, help="rows per stock set-up")
     p.add_argument("--stock-timeout", type=float, default=30.0, help="seconds per stock row")
-    p.add_argument("--ragas-row-timeout", type=float, default=120.0,
-                   help="seconds per Ragas row in the comparison (then NaN, as a failed row)")
+    p.add_argument(
+        "--ragas-row-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per Ragas row in the comparison (then NaN, as a failed row)",
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,14 @@ def ours(rows: list[dict], base_url: str, concurrency: int | None) -> dict[str, 
 
     options: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
     with tempfile.TemporaryDirectory(prefix="bench-api-ours-") as tmp:
-        metric = build_metric(llm=f"openai:{CHAT}", embeddings=f"openai:{EMBED}",
-                              base_url=base_url, strictness=STRICTNESS, cache=tmp, **options)
+        metric = build_metric(
+            llm=f"openai:{CHAT}",
+            embeddings=f"openai:{EMBED}",
+            base_url=base_url,
+            strictness=STRICTNESS,
+            cache=tmp,
+            **options,
+        )
         start = time.perf_counter()
         results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
         wall = time.perf_counter() - start  # fmt: skip
