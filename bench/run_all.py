@@ -163,9 +163,10 @@ def run_bench(name: str, args: list[str], timeout: float, logs: Path) -> dict[st
 def machine_block(meta: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     return "\n".join([
-        f"Measured by `python -m bench.run_all` on **{meta['date_utc']}** (git "
-        f"{meta.get('git') or '?'}), total wall time {meta.get('total_s', 0) / 60:.1f} min "
-        f"(budget {meta.get('budget_s', 0) / 60:.0f} min).",
+        f"The last `python -m bench.run_all` ran on **{meta['date_utc']}** (git "
+        f"{meta.get('git') or '?'}) for {meta.get('total_s', 0) / 60:.1f} min (budget "
+        f"{meta.get('budget_s', 0) / 60:.0f} min); a bench it did not run keeps its older "
+        "record.",
         "",
         f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory']} RAM, {meta['os']}, "
         f"Python {meta['python']}.",
