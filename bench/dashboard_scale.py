@@ -21,6 +21,7 @@ rows per second. The "before" figures are those of the Dec 2 run, kept in
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -30,13 +31,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import ROOT, emit, fmt, log, parser, r, table, toy_server, vm_hwm_mb  # noqa: E402
+from bench.harness import RESULTS_DIR, ROOT, against, fmt, log, main, r, table, vm_hwm_mb
+from bench.setups import ToyServer
 
 PAGES = ["app.py", "1_Dataset.py", "2_Distributions.py", "3_Embeddings.py", "4_Compare.py",
          "5_Runs.py"]  # fmt: skip
-BEFORE = Path(__file__).resolve().parent / "results" / "dashboard_scale_before.json"
+BEFORE = RESULTS_DIR / "dashboard_scale_before.json"
 TARGETS = {  # rows -> (first render of every page, filter change, peak RSS MiB)
     10_000: (2.0, 0.5, None),
     100_000: (5.0, None, 2048.0),
@@ -111,7 +111,7 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
     at.toggle(key="ds_only_low").set_value(True).run()
     out["filter_change_s"] = r(time.perf_counter() - started)
     out["interaction_exceptions"] = [str(e.value)[:200] for e in at.exception]
-    if n <= 10_000:
+    if 1_500 < n <= 10_000:  # above the page's sample of 1,500 rows it offers all points
         at.switch_page("pages/3_Embeddings.py")
         at.run()
         started = time.perf_counter()
@@ -150,46 +150,23 @@ def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
     }
 
 
-def build_parser() -> Any:
-    p = parser(__doc__.splitlines()[0], default_rows=10_000)
-    p.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000],
-                   help="dashboard run sizes")  # fmt: skip
-    p.add_argument("--cli-rows", type=int, nargs="*", default=[10_000, 100_000],
-                   help="CLI run sizes (none: skip)")  # fmt: skip
-    p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
-    p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
-    return p
-
-
-def measure(args: Any) -> dict[str, Any]:
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    if args.one is not None:  # one size, in this process (the parent runs it as a subprocess)
+        return one_size(args.one, args.timeout)
     out: dict[str, Any] = {"dashboard": [], "cli": []}
     for n in args.sizes:
         with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-            cmd = [sys.executable, __file__, "--one", str(n), "--json", tmp.name,
-                   "--timeout", str(args.timeout)]  # fmt: skip
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            cmd = [sys.executable, "-m", "bench.dashboard_scale", "--one", str(n), "--json",
+                   tmp.name, "--timeout", str(args.timeout)]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if done.returncode:
                 out["dashboard"].append({"rows": n, "error": done.stderr[-2000:]})
                 continue
             out["dashboard"].append(json.loads(Path(tmp.name).read_text()))
     if args.cli_rows:
-        with tempfile.TemporaryDirectory() as folder, toy_server() as base_url:
-            out["cli"] = [cli_run(n, base_url, Path(folder)) for n in args.cli_rows]
+        with tempfile.TemporaryDirectory() as folder, ToyServer() as server:
+            out["cli"] = [cli_run(n, server.base_url, Path(folder)) for n in args.cli_rows]
     return out
-
-
-def main() -> int:
-    args = build_parser().parse_args()
-    if args.one is not None:
-        emit(one_size(args.one, args.timeout), args.json)
-        return 0
-    emit(measure(args), args.json)
-    return 0
-
-
-# ------------------------------------------------------------------------------------------
-# RESULTS.md
-# ------------------------------------------------------------------------------------------
 
 
 def _before() -> dict[str, Any]:
@@ -199,22 +176,21 @@ def _before() -> dict[str, Any]:
         return {}
 
 
-def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
-    """The "Dashboard at scale" section of RESULTS.md."""
+def tables(fig: dict[str, Any]) -> dict[str, str]:
+    """Each size beside the Dec 2 figures, each size against its targets, the CLI's runs."""
     before = _before()
-    old = {k: before.get("apptest_first_render", {}).get(k.removesuffix(".py"), {}).get("s")
-           for k in PAGES}  # fmt: skip
+    steps = before.get("steps", {})
+    first = before.get("apptest_first_render", {})
     sizes = [d for d in fig.get("dashboard", []) if "error" not in d]
-    head = ["", "before: 10,000 rows (Dec 2)"] + [f"{d['rows']:,} rows" for d in sizes]
     rows: list[list[Any]] = []
 
-    def line(label: str, old_value: Any, key: Any, digits: int = 2) -> None:
+    def line(label: str, old: Any, key: Any, digits: int = 2) -> None:
         values = [key(d) if callable(key) else d.get(key) for d in sizes]
-        rows.append([label, fmt(old_value, digits)] + [fmt(v, digits) for v in values])
+        rows.append([label, *(fmt(v, digits) for v in (old, *values))])
 
     line(
         "store write (inputs, then results in batches of 250), s",
-        (before.get("steps", {}).get("store_write") or {}).get("s"),
+        (steps.get("store_write") or {}).get("s"),
         "store_write_s",
     )
     line("store size, MiB", before.get("store_file_mb"), "store_mb", 1)
@@ -225,13 +201,13 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
     )
     line(
         "open the store and list its runs, s",
-        (before.get("steps", {}).get("store_load_run") or {}).get("s"),
+        (steps.get("store_load_run") or {}).get("s"),
         "store_open_list_s",
     )
     for page in PAGES:
         line(
             f"first render `{page}`, s",
-            old.get(page),
+            first.get(page.removesuffix(".py"), {}).get("s"),
             lambda d, p=page: d["first_render"].get(p, {}).get("s"),
         )
     line("one drill-down (Dataset), s", None, "drilldown_s")
@@ -242,54 +218,59 @@ def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
     )
     line("Embeddings with all points (WebGL), s", None, "embeddings_all_points_s")
     line("peak RSS, MiB", before.get("peak_rss_mb"), "peak_rss_mb", 0)  # fmt: skip
-    verdicts = []
+    targets = []
     for d in sizes:
-        page_max = max((v.get("s") or 0) for v in d["first_render"].values())
-        target = TARGETS.get(d["rows"])
-        if target is None:
-            continue
-        bits = [f"slowest first render {page_max:.2f} s (target ≤ {target[0]:g} s)"]
-        if target[1] is not None:
-            bits.append(f"filter change {fmt(d.get('filter_change_s'))} s (≤ {target[1]:g} s)")
-        if target[2] is not None:
-            bits.append(f"peak RSS {fmt(d.get('peak_rss_mb'), 0)} MiB (≤ {target[2]:,.0f})")
-        bits.append(f"store {fmt(d.get('store_kib_per_row_without_vectors'))} KiB/row + vectors "
-                    "(≤ 3 KiB + vectors)")  # fmt: skip
-        verdicts.append(f"* {d['rows']:,} rows: " + "; ".join(bits) + ".")
-    errors = [f"* {d['rows']:,} rows failed: {d['error'][-300:]}" for d in fig.get("dashboard", [])
-              if "error" in d]  # fmt: skip
-    exceptions = [f"* {d['rows']:,} rows, {p}: {'; '.join(v['exceptions'])}" for d in sizes
-                  for p, v in d["first_render"].items() if v.get("exceptions")]  # fmt: skip
-    cli = fig.get("cli") or []
-    cli_rows = [
-        [f"{c['rows']:,}", c.get("exit"), fmt(c.get("wall_s"), 0), fmt(c.get("rows_per_s"), 1),
-         fmt(c.get("peak_rss_mb"), 0)]
-        for c in cli
-    ]  # fmt: skip
-    parts = [
-        "A synthetic run (3 generated questions per row, 384-d float32 vectors, two variants per "
-        "question), each size in a process of its own; AppTest first renders with "
-        "`st.cache_data` cleared before each page. Before: the JSON-per-row store and pages that "
-        "loaded the whole run (Dec 2, `bench/results/dashboard_scale_before.json`).",
-        "",
-        table(head, rows),
-        "",
-        *verdicts,
-        *errors,
-        *exceptions,
-    ]
-    if cli_rows:
-        before_cli = "495 MiB for 500 rows and 785 MiB for 3,000 before (about 116 KiB per row)"
-        parts += [
-            "",
-            "`relevancy score` from the toy OpenAI-compatible server (instant answers, hashed "
-            "embeddings), concurrency 16, a fresh cache, peak RSS of the process from `wait4` "
-            f"({before_cli}):",
-            "",
-            table(["rows", "exit", "wall s", "rows/s", "peak RSS MiB"], cli_rows),
+        render, change, rss = TARGETS.get(d["rows"], (None, None, None))
+        n = f"{d['rows']:,} rows"
+        slowest = max((v.get("s") or 0) for v in d["first_render"].values())
+        if render is not None:
+            targets.append(
+                (f"{n}: slowest first render, s", slowest, f"≤ {render:g}", slowest <= render)
+            )
+        if change is not None:
+            targets.append(
+                (
+                    f"{n}: filter change, s",
+                    d.get("filter_change_s"),
+                    f"≤ {change:g}",
+                    d.get("filter_change_s", 99) <= change,
+                )
+            )
+        if rss is not None:
+            targets.append(
+                (
+                    f"{n}: peak RSS, MiB",
+                    d.get("peak_rss_mb"),
+                    f"≤ {rss:,.0f}",
+                    d.get("peak_rss_mb", 1e9) <= rss,
+                )
+            )
+        kib = d.get("store_kib_per_row_without_vectors")
+        targets.append((f"{n}: store per row beside the vectors, KiB", kib, "≤ 3", kib <= 3))
+        targets += [
+            (f"{n}, {p}: exceptions", "; ".join(v["exceptions"]), "none", False)
+            for p, v in d["first_render"].items()
+            if v.get("exceptions")
         ]
-    return "\n".join(parts)
+    targets += [(f"{d['rows']:,} rows: failed", d["error"][-300:], "", False)
+                for d in fig.get("dashboard", []) if "error" in d]  # fmt: skip
+    head = ["", "before: 10,000 rows (Dec 2)", *(f"{d['rows']:,} rows" for d in sizes)]
+    cli = table(["rows", "exit", "wall s", "rows/s", "peak RSS MiB"],
+                [[f"{c['rows']:,}", c.get("exit"), fmt(c.get("wall_s"), 0),
+                  fmt(c.get("rows_per_s"), 1), fmt(c.get("peak_rss_mb"), 0)]
+                 for c in fig.get("cli") or []])  # fmt: skip
+    return {"": table(head, rows) + "\n\n" + against(targets), "cli": cli}
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000],
+                   help="dashboard run sizes")  # fmt: skip
+    p.add_argument("--cli-rows", type=int, nargs="*", default=[10_000, 100_000],
+                   help="CLI run sizes (none: skip)")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
+    p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    quick = ["--sizes", "300", "--cli-rows", "300"]
+    raise SystemExit(main("dashboard_scale", measure, arguments, quick=quick))

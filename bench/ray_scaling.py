@@ -12,12 +12,11 @@ OpenAI-compatible server (its own process) answering every request after a fixed
 * **overhead**: ``--small-rows`` rows through the command line, each a fresh process: the plain
   CLI, ``--engine ray --address`` (the running cluster) and ``--engine ray`` without an address
   (it starts a local Ray and stops it), ``--rounds`` times each, alternating.
-
-:func:`render` writes the "Scaling out on Ray" section of RESULTS.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -28,20 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
-    ROOT,
-    emit,
-    fmt,
-    load_average,
-    log,
-    make_rows,
-    parser,
-    r,
-    table,
-    vm_hwm_mb,
-)
+from bench.harness import ROOT, facts, fmt, load_average, log, main, r, table
+from bench.rows import make_rows
+from bench.setups import ToyServer
 
 WORKERS = (1, 2, 4)
 
@@ -117,21 +105,10 @@ def cli_run(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     return {"wall_s": wall, "scoring_s": scoring}
 
 
-def build_parser() -> Any:
-    p = parser(__doc__.splitlines()[0], default_rows=400)
-    p.add_argument("--latency", type=float, default=0.2, help="seconds per request")
-    p.add_argument("--concurrency", type=int, default=4, help="rows at once per worker")
-    p.add_argument("--rounds", type=int, default=2, help="runs of each setting")
-    p.add_argument("--small-rows", type=int, default=40, help="rows of the overhead run")
-    p.add_argument("--cpus", type=int, default=2, help="the cluster's CPUs")
-    return p
-
-
-def measure(args: Any) -> dict[str, Any]:
+def measure(args: argparse.Namespace) -> dict[str, Any]:
     import ray
 
     from relevancy.scoring.distributed import connect, score_path
-    from relevancy.testing.processes import ServerProcess, free_port
 
     out: dict[str, Any] = {
         "bench": "ray_scaling",
@@ -148,13 +125,8 @@ def measure(args: Any) -> dict[str, Any]:
     env = dict(os.environ, RAY_AUTH_MODE="disabled", RELEVANCY_CACHE_DIR=str(tmp / "cache"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}/v1"
-    server = ServerProcess(
-        [sys.executable, "-m", "relevancy.testing.openai_server", "--port", str(port),
-         "--latency", str(args.latency)],
-        url_to_poll=base + "/models", timeout=60, poll_interval=0.2,
-    ).start()  # fmt: skip
+    server = ToyServer(latency=args.latency)
+    base = server.base_url
     backend = ["--llm", "openai:toy-chat", "--embeddings", "openai:toy-embed", "--base-url", base,
                "--concurrency", str(args.concurrency)]  # fmt: skip
     settings = {"llm": "openai:toy-chat", "embeddings": "openai:toy-embed", "base_url": base,
@@ -224,88 +196,52 @@ def measure(args: Any) -> dict[str, Any]:
         if cluster is not None:
             cluster.stop()
         server.stop()
-    out["load_average_end"] = load_average()
-    out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
     return out
 
 
-def main() -> int:
-    args = build_parser().parse_args()
-    # run_all.py stops a bench that runs too long with SIGTERM: stop the cluster and the
-    # server too (they run in sessions of their own)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    emit(measure(args), args.json)
-    return 0
-
-
-# ------------------------------------------------------------------------------------------
-# RESULTS.md
-# ------------------------------------------------------------------------------------------
-
-
-def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
-    """The "Scaling out on Ray" section of RESULTS.md."""
+def tables(fig: dict[str, Any]) -> dict[str, str]:
+    """Rows per second by workers, Ray's cost on a small run, the set-up."""
     sc, ov = fig["scaling"], fig["overhead"]
-    parts = [
-        f"Ray {fig['ray_version']}, a one-node cluster (`ray start --head --num-cpus "
-        f"{fig['cluster_cpus']}`) on {fig['cores']} cores; the toy OpenAI-compatible server "
-        f"answers every request after {fmt(fig['latency_s'])} s (chat and embeddings), so the "
-        f"work is waiting, as against a remote API. Each worker scores "
-        f"{fig['concurrency_per_worker']} rows at once (0.25 CPU each); no cache. "
-        f"{fig['rows']} rows from a CSV file, the best of {len(sc['walls_s']['1'])} runs per "
-        "setting (runs alternate 1, 2, 4, 4, 2, 1), each run's wall time including its "
-        "workers' start.",
-        "",
-        table(
-            ["", "rows/s", "x 1 worker", "runs (s)"],
-            [
-                [
-                    f"Ray, {w} worker{'s' if w != '1' else ''}",
-                    sc["rows_per_s"][w],
-                    sc["speedup_over_1"][w],
-                    ", ".join(fmt(x, 1) for x in sc["walls_s"][w]),
-                ]
-                for w in sc["rows_per_s"]
-            ]
-            + [
-                [
-                    "plain CLI (`relevancy score`, one process)",
-                    sc["plain_cli_rows_per_s"],
-                    None,
-                    ", ".join(fmt(x, 1) for x in sc["plain_cli_walls_s"]),
-                ]
-            ],
-        ),  # fmt: skip
-        "",
-        f"Ray's cost on a small run ({fig['small_rows']} rows through the command line, each a "
-        "fresh process, wall time as the user waits; the best of "
-        f"{len(ov['walls_s']['plain'])}):",
-        "",
-        table(
-            ["", "wall s", "of which scoring s", "runs (s)"],
-            [
-                [
-                    label,
-                    ov["best_wall_s"][k],
-                    min(ov["scoring_s"][k]),
-                    ", ".join(fmt(x, 1) for x in ov["walls_s"][k]),
-                ]
-                for k, label in (
-                    ("plain", "`relevancy score` (plain)"),
-                    ("ray_address", "`--engine ray --address` (a running cluster, 1 worker)"),
-                    ("ray_local", "`--engine ray` (starts a local Ray, 1 worker)"),
-                )
-            ],
-        ),  # fmt: skip
-        "",
-        f"Ray adds **{fmt(ov['ray_address_minus_plain_s'], 1)} s** to a small run on a running "
-        f"cluster and **{fmt(ov['ray_local_minus_plain_s'], 1)} s** when it starts its own "
-        f"(cluster start alone: {fmt(fig.get('cluster_start_s'), 1)} s). Load average "
-        f"{' '.join(map(str, fig.get('load_average_start', [])))} at the start, "
-        f"{' '.join(map(str, fig.get('load_average_end', [])))} at the end.",
-    ]
-    return "\n".join(parts)
+    scaling = table(
+        ["", "rows/s", "x 1 worker", "runs (s)"],
+        [[f"Ray, {w} worker{'s' if w != '1' else ''}", sc["rows_per_s"][w],
+          sc["speedup_over_1"][w], fmt(sc["walls_s"][w], 1)] for w in sc["rows_per_s"]]
+        + [["plain CLI (`relevancy score`, one process)", sc["plain_cli_rows_per_s"], None,
+            fmt(sc["plain_cli_walls_s"], 1)]],
+    )  # fmt: skip
+    labels = {"plain": "`relevancy score` (plain)",
+              "ray_address": "`--engine ray --address` (a running cluster, 1 worker)",
+              "ray_local": "`--engine ray` (starts a local Ray, 1 worker)"}  # fmt: skip
+    cost = table(
+        [f"{fig['small_rows']} rows, each a fresh process", "wall s (best)",
+         "of which scoring s", "runs (s)"],
+        [[label, ov["best_wall_s"][k], min(ov["scoring_s"][k]), fmt(ov["walls_s"][k], 1)]
+         for k, label in labels.items()],
+    )  # fmt: skip
+    setup = facts([
+        ("Ray; cluster CPUs; machine cores", f"{fig['ray_version']}; {fig['cluster_cpus']}; "
+                                             f"{fig['cores']}"),
+        ("rows; runs per setting", f"{fig['rows']}; {len(sc['walls_s']['1'])}"),
+        ("toy server latency per request, s", fig["latency_s"]),
+        ("rows at once per worker", fig["concurrency_per_worker"]),
+        ("Ray's cost on a running cluster / starting its own, s",
+         f"{ov['ray_address_minus_plain_s']:.1f} / {ov['ray_local_minus_plain_s']:.1f}"),
+        ("cluster start alone, s", fig.get("cluster_start_s")),
+        ("load average at the start / the end",
+         f"{fmt(fig.get('load_average_start'))} / {fmt(fig.get('load_average_end'))}"),
+    ])  # fmt: skip
+    return {"": scaling, "cost": cost + "\n\n" + setup}
 
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--latency", type=float, default=0.2, help="seconds per request")
+    p.add_argument("--concurrency", type=int, default=4, help="rows at once per worker")
+    p.add_argument("--rounds", type=int, default=2, help="runs of each setting")
+    p.add_argument("--small-rows", type=int, default=40, help="rows of the overhead run")
+    p.add_argument("--cpus", type=int, default=2, help="the cluster's CPUs")
+
+
+QUICK = ["--rows", "40", "--rounds", "1", "--small-rows", "8"]
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main("ray_scaling", measure, arguments, rows=400, quick=QUICK))

@@ -11,22 +11,17 @@ what it should be:
   answer should be ``ok``, each worse one its kind (partial, padded, drifting -> off_topic,
   evasive -> noncommittal); scored here with the embedded default (cached).
 
-Prints a confusion table per set (label x reason) and the share of rows whose reason matches
+Gives a confusion table per set (label x reason) and the share of rows whose reason matches
 the label. Neither set was used to set the thresholds of the reasons.
-
-    python bench/reasons.py --json bench/results/reasons.json
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import emit, fmt, parser, table  # noqa: E402
+from bench.harness import main, table
 
 #: what each hand label should come out as
 EXPECTED = {
@@ -56,7 +51,7 @@ def _confusion(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def measure(args: Any) -> dict[str, Any]:
+def measure(args: argparse.Namespace) -> dict[str, Any]:
     from relevancy import AnswerRelevancy
     from relevancy.core.triage import triage
     from relevancy.runs import demo_inputs, demo_results
@@ -74,49 +69,24 @@ def measure(args: Any) -> dict[str, Any]:
     return {"demo": _confusion(demo), "check_set": _confusion(check)}
 
 
-def main() -> int:
-    p = parser(__doc__.splitlines()[0], default_rows=0)
-    p.add_argument("--cache", default=None, help="cache folder (default: the user's)")
-    args = p.parse_args()
-    emit(measure(args), args.json)
-    return 0
-
-
 def _table(fig: dict[str, Any]) -> str:
     reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "language_mismatch",
                "generator_suspect", "error"]  # fmt: skip
-    rows = []
-    for label, counts in fig["counts"].items():
-        per = fig["per_label"][label]
-        cells = [str(counts.get(r, "")) for r in reasons]
-        rows.append([f"{label} (→ {EXPECTED.get(label, '?')})", *cells,
-                     f"{per['matched']}/{per['rows']}"])  # fmt: skip
+    rows = [[f"{label} (→ {EXPECTED.get(label, '?')})", *(str(c.get(x, "")) for x in reasons),
+             f"{fig['per_label'][label]['matched']}/{fig['per_label'][label]['rows']}"]
+            for label, c in fig["counts"].items()]  # fmt: skip
+    share = f"{fig['matched']}/{fig['rows']} ({100 * fig['matched'] / max(1, fig['rows']):.0f}%)"
+    rows.append(["**all**", *[""] * len(reasons), share])
     return table(["hand label", *reasons, "matched"], rows)
 
 
-def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
-    """The "Reason codes against hand labels" section of RESULTS.md."""
-    demo, check = fig["demo"], fig["check_set"]
-    return "\n".join(
-        [
-            "Each row's main reason (`relevancy.core.triage.triage`) against labels written by "
-            "hand, on the bundled demo (its shipped results, `answer_type` column) and on the "
-            "judge check set (the complete answers should be `ok`, the worse ones their kind; "
-            "scored with the embedded default). Neither set chose a threshold.",
-            "",
-            f"**Demo**: {demo['matched']}/{demo['rows']} rows "
-            f"({fmt(100 * demo['matched'] / max(1, demo['rows']), 0)}%) get the reason of their "
-            "label.",
-            "",
-            _table(demo),
-            "",
-            f"**Judge check set**: {check['matched']}/{check['rows']} answers "
-            f"({fmt(100 * check['matched'] / max(1, check['rows']), 0)}%).",
-            "",
-            _table(check),
-        ]
-    )
+def tables(fig: dict[str, Any]) -> dict[str, str]:
+    return {"": _table(fig["demo"]), "check_set": _table(fig["check_set"])}
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache", default=None, help="cache folder (default: the user's)")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main("reasons", measure, arguments))

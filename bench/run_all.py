@@ -1,18 +1,18 @@
-"""Run every benchmark and write ``bench/RESULTS.md``.
+"""Run the benches and refresh the tables of ``bench/RESULTS.md``.
 
-    .venv/bin/python bench/run_all.py            # full sizes, 25-35 minutes on 2 cores
-    .venv/bin/python bench/run_all.py --quick    # tiny sizes: checks that everything runs
-    .venv/bin/python bench/run_all.py --only cache,dashboard_scale
-    .venv/bin/python bench/run_all.py --report-only   # rewrite RESULTS.md from bench/results/
-    .venv/bin/python bench/run_all.py --report-only --out /tmp/RESULTS.md   # write it elsewhere
+    python -m bench.run_all                  # every bench at full size (about half an hour)
+    python -m bench.run_all --quick          # small sizes: a smoke run, RESULTS.md untouched
+    python -m bench.run_all --only throughput,cache
+    python -m bench.run_all --report-only    # refresh the tables from bench/results/*.json
+    python -m bench.run_all --report-only --out /tmp/RESULTS.md
 
-This script only orchestrates. Each bench is a subprocess (so its peak RSS is its own) and
-writes ``bench/results/<name>.json``. Benches start while the overall budget (``--budget``,
-default 1,800 s) is not spent; one that runs more than ``--grace`` seconds past it is stopped.
-The report is the header and summary table written here, then one section per bench, written by
-that bench module's own ``render(figures, record)``. Sections written by hand or by other
-benches (:data:`KEEP_SECTIONS`) are taken from ``bench/RESULTS.md`` and kept as they are, also
-when ``--out`` writes the report elsewhere.
+Each bench runs as a subprocess (``python -m bench.NAME``, so its peak RSS is its own; the
+runner adds ``wait4``'s, children included) and its record goes to ``bench/results/NAME.json``
+with its log beside it. Benches start while the budget (``--budget``) is not spent; one that
+runs more than ``--grace`` seconds past it is stopped. Then the report: ``RESULTS.md`` is
+written by hand, and only what stands between ``<!-- figures:NAME -->`` and ``<!-- /figures
+-->`` is replaced, by the tables of that bench's record (``machine`` and ``runs``: the
+machine and how each bench ran). Everything else, conclusions included, is left as it is.
 """
 
 from __future__ import annotations
@@ -23,177 +23,67 @@ import importlib
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-sys.path.insert(0, str(BENCH))
-
-from _common import fmt, table  # noqa: E402
-
-RESULTS_DIR = BENCH / "results"
-RESULTS_MD = BENCH / "RESULTS.md"
-#: measured once and kept (their last JSON is re-rendered); run them with --all or --only
-EXTRA = {"omp_wait", "speedups", "one_slot", "stability", "language"}
-NO_JSON = {"agreement"}  # benches that print figures but take no --json
-KEEP_SECTIONS = ("Agreement with people", "Findings and proposals", "Judge check")
-
-# name -> (script, full-size args, quick args)
-BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
-    "throughput": (
-        "throughput.py",
-        ["--rows", "200", "--chunks", "10"],
-        ["--rows", "6", "--chunks", "2"],
-    ),
-    "vs_ragas": (
-        "vs_ragas.py",
-        [
-            "--rows",
-            "100",
-            "--chunks",
-            "4",
-            "--sweep-rows",
-            "4",
-            "--stock-rows",
-            "3",
-            "--stock-timeout",
-            "30",
-        ],
-        [
-            "--rows",
-            "4",
-            "--chunks",
-            "2",
-            "--sweep-rows",
-            "2",
-            "--stock-rows",
-            "1",
-            "--stock-timeout",
-            "20",
-        ],
-    ),
-    # ours against Ragas on the toy server as a remote API (latency, tokens, n, usage)
-    "vs_ragas_api": (
-        "vs_ragas_api.py",
-        ["--rows", "120", "--chunks", "2"],
-        ["--rows", "8", "--chunks", "2", "--equal", "4", "--one-rows", "4", "--no-legacy"],
-    ),
-    "cache": (
-        "cache.py",
-        ["--rows", "1000", "--embedded-rows", "12"],
-        ["--rows", "40", "--embedded-rows", "2"],
-    ),
-    "dashboard_scale": (
-        "dashboard_scale.py",
-        ["--sizes", "10000", "100000", "--cli-rows", "10000", "100000"],
-        ["--sizes", "300", "--cli-rows", "300"],
-    ),
-    # Ray workers 1/2/4 against a latency-bound toy server; Ray's cost on a small run
-    "ray_scaling": (
-        "ray_scaling.py",
-        ["--rows", "400", "--rounds", "2"],
-        ["--rows", "40", "--rounds", "1", "--small-rows", "8"],
-    ),
-    # reason codes against the demo's and the judge check set's hand labels
-    "reasons": ("reasons.py", [], []),
-    # the estimate before a run (tokens, time) against the run that followed
-    "estimate_error": (
-        "estimate_error.py",
-        ["--rows", "60", "--sample", "10"],
-        ["--rows", "6", "--sample", "5"],
-    ),
-    # the agreement harness (another engineer's): its cheap step, the baselines; its own
-    # report goes in the "Agreement with people" section, which is kept as written
-    "agreement": (
-        "agreement.py",
-        ["baselines", "--subset", "heldout", "--out", "/tmp/bench-agreement"],
-        ["baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"],
-    ),
-    # offline completeness candidates on both development sets (issue 19; embedding only)
-    "completeness": (
-        "completeness.py",
-        [],
-        ["--n-boot", "200", "--n-boot-dev", "100"],
-    ),
-    # what unrelated pairs score with the embedder (issue 15: chance level); embedding only,
-    # after generating HaluQuestQA dev questions once (cached)
-    "chance": ("chance.py", ["--rows", "120"], ["--rows", "4"]),
-    # seconds per row of each scoring mode (issue: agreement with people)
-    "modes": ("modes.py", ["--rows", "24", "--chunks", "4"], ["--rows", "4", "--chunks", "2"]),
-    # noncommittal detectors against a labelled set; the API prompt's question language
-    "noncommittal": (
-        "noncommittal.py",
-        ["--prompts", "french_last,french_first,no_french"],
-        ["--skip-llm"],
-    ),
-    # libgomp busy-waiting vs passive waiting, floor and ours (explains a measurement trap)
-    "omp_wait": (
-        "omp_wait.py",
-        ["--rows", "24", "--chunks", "4"],
-        ["--rows", "4", "--chunks", "2"],
-    ),
-    # our concurrency 1/2/4 on llama.cpp's one-slot server (the proposal in RESULTS.md)
-    "one_slot": (
-        "one_slot.py",
-        ["--rows", "10", "--rounds", "2"],
-        ["--rows", "2", "--rounds", "1"],
-    ),
-    # per-row spread over 5 spaced generator seeds (HaluQuestQA dev; skipped without the data);
-    # bench/stability_paths.py reads the same figures from the CLI and the dashboard
-    "stability": (
-        "stability.py",
-        ["--rows", "24", "--repeats", "5"],
-        ["--rows", "2", "--repeats", "2"],
-    ),
-    # generated questions' language before/after prompting in the question's; MiniLM vs e5
-    "language": ("language.py", [], ["--calibrate-only"]),
-    # candidate speed-ups (settings and bench-side wrappers), beyond the issue's benches
-    "speedups": (
-        "throughput.py",
-        [
-            "--rows",
-            "0",
-            "--variants",
-            "gt1,rowlock,c1,et1",
-            "--variant-rows",
-            "24",
-            "--api-rows",
-            "300",
-        ],
-        ["--rows", "0", "--variants", "gt1,rowlock", "--variant-rows", "2", "--api-rows", "20"],
-    ),
-}
-# name -> (section title, module in bench/, its function that renders the section)
-SECTIONS: dict[str, tuple[str, str, str]] = {
-    "throughput": ("1. Throughput, embedded default", "throughput", "render"),
-    "vs_ragas": ("2. Against Ragas on the same server", "vs_ragas", "render"),
-    "vs_ragas_api": ("2b. Against Ragas on a remote API", "vs_ragas_api", "render"),
-    "dashboard_scale": ("4. Dashboard at scale", "dashboard_scale", "render"),
-    "cache": ("5. Cache", "cache", "render"),
-    "ray_scaling": ("6. Scaling out on Ray", "ray_scaling", "render"),
-    "modes": ("Time per row of each scoring mode", "modes", "render"),
-    "noncommittal": ("Noncommittal detection", "noncommittal", "render"),
-    "reasons": ("Reason codes against hand labels", "reasons", "render"),
-    "estimate_error": ("Estimate before a run", "estimate_error", "render"),
-    "completeness": ("Completeness candidates", "completeness", "render"),
-    "stability": ("Stability", "stability", "render"),
-    "language": ("Language", "language", "render"),
-    "chance": ("Chance level", "chance", "render"),
-    "speedups": ("Speed-ups tried", "throughput", "render_speedups"),
-    "one_slot": ("Concurrency on a one-slot server", "one_slot", "render"),
-    "omp_wait": ("OpenMP waiting policy (measurement trap and proposal)", "omp_wait", "render"),
-}
+from bench.harness import (
+    RESULTS_DIR,
+    RESULTS_MD,
+    ROOT,
+    fmt,
+    load_average,
+    make_record,
+    markers,
+    read_record,
+    refresh,
+    save_record,
+    table,
+)
+from bench.setups import ragas_python
 
 
-def sh(cmd: list[str]) -> str:
+@dataclass(frozen=True)
+class Entry:
+    """One bench run: its module, the arguments beyond the module's defaults (its full size),
+    the quick ones (default: the module's own ``--quick``), and its tables' function."""
+
+    module: str
+    args: tuple[str, ...] = ()
+    quick: tuple[str, ...] = ("--quick",)
+    tables: str | None = "tables"
+    extra: bool = False  #: only with --all or --only
+
+
+BENCHES: dict[str, Entry] = {
+    "throughput": Entry("throughput"),
+    "instant_api": Entry("throughput", ("--rows", "0", "--api-rows", "300"),
+                         ("--rows", "0", "--api-rows", "20"), tables="instant_api_tables"),
+    "vs_ragas": Entry("vs_ragas"),
+    "vs_ragas_api": Entry("vs_ragas_api"),
+    "cache": Entry("cache"),
+    "dashboard_scale": Entry("dashboard_scale"),
+    "ray_scaling": Entry("ray_scaling"),
+    "reasons": Entry("reasons"),
+    "chance": Entry("chance"),
+    # the agreement harness's cheap step (its figures are in the hand-written section)
+    "agreement": Entry("agreement", ("baselines", "--subset", "heldout", "--out",
+                                     "/tmp/bench-agreement"),
+                       ("baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"),
+                       tables=None),
+    "stability": Entry("stability", extra=True),  # 5 seeds x 24 rows of HaluQuestQA
+}  # fmt: skip
+PACKAGES = ("relevancy", "llama-cpp-python", "onnxruntime", "tokenizers", "numpy", "openai",
+            "streamlit", "umap-learn", "numba", "ray")  # fmt: skip
+
+
+def _sh(cmd: list[str]) -> str:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -201,83 +91,45 @@ def sh(cmd: list[str]) -> str:
 
 
 def machine() -> dict[str, Any]:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f"{kb / 2**20:.1f} GiB"
-    except (OSError, ValueError, IndexError):
-        pass
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    cpu = next((x.split(":", 1)[1].strip() for x in info.splitlines()
+                if x.startswith("model name")), "")  # fmt: skip
+    kb = int(Path("/proc/meminfo").read_text().split()[1]) if Path("/proc/meminfo").exists() else 0
     versions = {}
-    for pkg in (
-        "relevancy",
-        "llama-cpp-python",
-        "onnxruntime",
-        "tokenizers",
-        "numpy",
-        "openai",
-        "streamlit",
-        "umap-learn",
-        "numba",
-        "ray",
-    ):
+    for pkg in PACKAGES:
         try:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             versions[pkg] = "not installed"
-    ragas_py = BENCH / ".venv-ragas" / "bin" / "python"
-    if ragas_py.exists():
-        code = (
-            "from importlib import metadata as m; print(' '.join(f'{p}=={m.version(p)}' "
-            "for p in ('ragas', 'instructor', 'langchain-community', 'openai')))"
-        )
-        versions["ragas venv"] = sh([str(ragas_py), "-c", code]) or "unreadable"
-    else:
-        versions["ragas venv"] = "absent"
-    return {
-        "date_utc": sh(["date", "-u"]),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory": mem,
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "versions": versions,
-        "git": sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
-    }
+    python = ragas_python()
+    code = ("from importlib import metadata as m; print(' '.join(f'{p}=={m.version(p)}' "
+            "for p in ('ragas', 'instructor', 'langchain-community', 'openai')))")  # fmt: skip
+    ragas = (_sh([str(python), "-c", code]) or "unreadable") if python else "absent"
+    versions["ragas venv"] = ragas
+    return {"date_utc": _sh(["date", "-u"]), "cpu": cpu, "cores": os.cpu_count(),
+            "memory": f"{kb / 2**20:.1f} GiB", "os": platform.platform(),
+            "python": platform.python_version(), "versions": versions,
+            "git": _sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])}  # fmt: skip
 
 
-def run_bench(name: str, args: list[str], timeout: float) -> dict[str, Any]:
-    script = BENCH / BENCHES[name][0]
-    if not script.exists():
-        return {"status": "skipped", "reason": f"no bench/{script.name}"}
-    out = RESULTS_DIR / f"{name}.json"
-    tmp_out = Path(tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".json")[1])
-    env = dict(os.environ)
-    env.setdefault("RAGAS_DO_NOT_TRACK", "true")
-    cmd = [sys.executable, str(script), *args]
-    if name not in NO_JSON:
-        cmd += ["--json", str(tmp_out)]
-    log_path = RESULTS_DIR / f"{name}.log"
-    load_before = [round(x, 2) for x in os.getloadavg()]
+def run_bench(name: str, args: list[str], timeout: float, logs: Path) -> dict[str, Any]:
+    """One bench in a session of its own (a timeout stops it and all it started)."""
+    entry = BENCHES[name]
+    tmp = Path(tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".json")[1])
+    cmd = [sys.executable, "-m", f"bench.{entry.module}", *args]
+    if entry.tables is not None:
+        cmd += ["--json", str(tmp)]
+    log_path = logs / f"{name}.log"
+    load_before = load_average()
     start = time.perf_counter()
+    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
     with log_path.open("w") as log:
-        # its own session, so a timeout can stop it and everything it started
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        status, maxrss_kb = "ok", 0
-        deadline = time.monotonic() + timeout
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
+        status, deadline = "ok", time.monotonic() + timeout
         while True:
             pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
-                maxrss_kb = usage.ru_maxrss
                 break
             if time.monotonic() > deadline:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -285,206 +137,142 @@ def run_bench(name: str, args: list[str], timeout: float) -> dict[str, Any]:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 _, code, usage = os.wait4(proc.pid, 0)
-                maxrss_kb = usage.ru_maxrss
                 status = "timed out"
                 break
             time.sleep(0.5)
-        proc.returncode = os.waitstatus_to_exitcode(code)
-    wall = time.perf_counter() - start
-    if status == "ok" and proc.returncode != 0:
-        status = f"failed (exit {proc.returncode})"
-    record: dict[str, Any] = {
-        "status": status,
-        "command": " ".join([Path(sys.executable).name, f"bench/{script.name}", *args]),
-        "wall_s": round(wall, 1),
-        "max_rss_children_mb": round(maxrss_kb / 1024, 1),
-        "load_average_before": load_before,
-        "log": str(log_path.relative_to(ROOT)),
-    }
+    exit_code = os.waitstatus_to_exitcode(code)
+    if status == "ok" and exit_code != 0:
+        status = f"failed (exit {exit_code})"
     try:
-        record["figures"] = json.loads(tmp_out.read_text())
+        figures = json.loads(tmp.read_text()) if entry.tables is not None else None
     except (OSError, ValueError):
-        record["figures"] = None
-    tmp_out.unlink(missing_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    return record
-
-
-def _record(name: str, data: dict[str, Any]) -> dict[str, Any]:
-    """A results file as :func:`run_bench` writes it; a bench's own ``--json`` output (run by
-    hand, e.g. ``completeness.json``) becomes the figures of an "ok" record."""
-    if "status" in data:
-        return data
-    script, args, _ = BENCHES[name]
-    return {
-        "status": "ok",
-        "command": " ".join(["python", f"bench/{script}", *args, "--json", f"{name}.json"]),
-        "wall_s": None,
-        "log": f"bench/results/{name}.json",
-        "figures": data,
-    }
+        figures = None
+    tmp.unlink(missing_ok=True)
+    shown = ["python", "-m", f"bench.{entry.module}", *args]
+    return make_record(status, shown, time.perf_counter() - start, load_before, figures,
+                       log=str(log_path.relative_to(ROOT) if log_path.is_relative_to(ROOT)
+                               else log_path),
+                       max_rss_children_mb=round(usage.ru_maxrss / 1024, 1))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------
-# RESULTS.md
+# the report
 # ------------------------------------------------------------------------------------------
 
 
-def kept_sections(text: str) -> list[str]:
-    """``## <title>`` sections of an existing RESULTS.md that this runner must not rewrite."""
-    out = []
-    chunks = re.split(r"(?m)^(?=## )", text)
-    for chunk in chunks:
-        m = re.match(r"## (.+)", chunk)
-        if m and m.group(1).strip() in KEEP_SECTIONS:
-            out.append(chunk.rstrip() + "\n")
+def machine_block(meta: dict[str, Any]) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+    return "\n".join([
+        f"The last `python -m bench.run_all` ran on **{meta['date_utc']}** (git "
+        f"{meta.get('git') or '?'}) for {meta.get('total_s', 0) / 60:.1f} min (budget "
+        f"{meta.get('budget_s', 0) / 60:.0f} min); a bench it did not run keeps its older "
+        "record.",
+        "",
+        f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory']} RAM, {meta['os']}, "
+        f"Python {meta['python']}.",
+        "",
+        f"Packages: {versions}.",
+    ])  # fmt: skip
+
+
+def runs_block(records: dict[str, dict[str, Any]]) -> str:
+    rows = [[name, rec["status"], rec.get("wall_s"),
+             f"{fmt((rec.get('figures') or {}).get('peak_rss_mb'), 0)} / "
+             f"{fmt(rec.get('max_rss_children_mb'), 0)}",
+             " ".join(map(str, rec.get("load_average_before") or [])), f"`{rec['command']}`"]
+            for name, rec in records.items()]  # fmt: skip
+    header = ["bench", "status", "wall s", "peak RSS MiB (bench / with children)",
+              "load before", "command"]  # fmt: skip
+    return table(header, rows, digits=1)
+
+
+def blocks(records: dict[str, dict[str, Any]], meta: dict[str, Any] | None) -> dict[str, str]:
+    """Every generated block, by marker name."""
+    out = {"runs": runs_block(records)}
+    if meta:
+        out["machine"] = machine_block(meta)
+    for name, rec in records.items():
+        entry = BENCHES[name]
+        if entry.tables is None or not rec.get("figures"):
+            continue
+        module = importlib.import_module(f"bench.{entry.module}")
+        try:
+            made = getattr(module, entry.tables)(rec["figures"])
+        except (KeyError, TypeError) as exc:
+            print(f"[run_all] {name}: figures incomplete ({exc!r}); its tables are left as they "
+                  "were", file=sys.stderr)  # fmt: skip
+            continue
+        for part, text in made.items():
+            if rec["status"] != "ok":
+                text += f"\n\nStatus: {rec['status']} (see `{rec.get('log')}`)."
+            out[f"{name}/{part}" if part else name] = text
     return out
 
 
-def render_section(name: str, record: dict[str, Any]) -> str:
-    """One bench's section, by its module's renderer, or a line saying why there is none."""
-    _, module, function = SECTIONS[name]
-    if not record.get("figures"):
-        return f"{record['status']}: {record.get('reason', '')} (see `{record.get('log')}`)."
-    render = getattr(importlib.import_module(module), function)
-    try:
-        text = render(record["figures"], record)
-    except (KeyError, TypeError) as exc:
-        text = f"(figures incomplete: {exc!r}; see `bench/results/{name}.json`)"
-    if record["status"] != "ok":
-        text += f"\n\nStatus: {record['status']} (see `{record.get('log')}`)."
-    return text
-
-
-def write_results(
-    records: dict[str, dict[str, Any]], meta: dict[str, Any], total: float, out: Path
-) -> None:
-    """Write the report to ``out``, keeping the hand-written sections of ``bench/RESULTS.md``."""
-    old = RESULTS_MD.read_text(encoding="utf-8") if RESULTS_MD.exists() else ""
-    keep = kept_sections(old)
-    v = meta["versions"]
-    lines = [
-        "# Benchmark results",
-        "",
-        f"Written by `bench/run_all.py` on **{meta['date_utc']}** (git {meta['git'] or '?'}).",
-        "",
-        f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory']} RAM, {meta['os']}, "
-        f"Python {meta['python']}. Shared with other work while measured (load averages "
-        "below), so absolute times are noisy; the ratios compare runs interleaved on the same "
-        "machine at the same time.",
-        "",
-        "Packages: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
-        "",
-        f"Total wall time: **{total / 60:.1f} min** (budget {meta['budget_s'] / 60:.0f} min).",
-        "",
-        table(
-            [
-                "bench",
-                "status",
-                "wall s",
-                "peak RSS MiB (bench / with children)",
-                "load before",
-                "command",
-            ],
-            [
-                [
-                    name,
-                    rec["status"],
-                    rec.get("wall_s"),
-                    f"{fmt((rec.get('figures') or {}).get('peak_rss_mb'), 0)} / "
-                    f"{fmt(rec.get('max_rss_children_mb'), 0)}",
-                    " ".join(map(str, rec.get("load_average_before", []))),
-                    f"`{rec.get('command', '')}`",
-                ]
-                for name, rec in records.items()
-            ],
-        ),
-        "",
-    ]
-    for name, (title, _, _) in SECTIONS.items():
-        rec = records.get(name)
-        lines += [f"## {title}", "", "Not run." if rec is None else render_section(name, rec), ""]
-    agreement = records.get("agreement")
-    if agreement and agreement["status"] != "skipped":
-        lines += [
-            "## 3. Agreement harness run",
-            "",
-            f"`{agreement.get('command')}`: {agreement['status']} in "
-            f"{fmt(agreement.get('wall_s'), 0)} s (output in `{agreement.get('log')}`). The "
-            "agreement figures themselves are in the section below written by that harness.",
-            "",
-        ]
-    lines += keep
-    out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+def write_report(out: Path) -> int:
+    records = {n: rec for n in BENCHES if (rec := read_record(n)) is not None}
+    meta_path = RESULTS_DIR / "machine.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+    made = blocks(records, meta)
+    text, done, kept = refresh(RESULTS_MD.read_text(encoding="utf-8"), made)
+    out.write_text(text, encoding="utf-8")
+    unused = sorted(set(made) - set(markers(text)))
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    print(f"[run_all] {shown}: {len(done)} blocks refreshed; prose left as it was")
+    for what, names in (("no figures for", kept), ("no marker in RESULTS.md for", unused)):
+        if names:
+            print(f"[run_all] {what}: {', '.join(names)}", file=sys.stderr)
+    return 0 if all(rec["status"] == "ok" for rec in records.values()) else 1
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    p = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run); its records "
+                   "go to a temporary folder and RESULTS.md is left alone")  # fmt: skip
     p.add_argument("--only", default="", help="comma-separated bench names")
+    p.add_argument("--all", action="store_true", help="also the extra benches: " + ", ".join(
+        n for n, e in BENCHES.items() if e.extra))  # fmt: skip
     p.add_argument("--budget", type=float, default=1800.0, help="overall seconds (default 1800)")
     p.add_argument(
         "--grace",
         type=float,
         default=900.0,
-        help="seconds a bench started within the budget may run past it before it is stopped "
-        "(benches not started when the budget is spent are skipped)",
+        help="seconds a bench started within the budget may run past it",
     )
-    p.add_argument("--report-only", action="store_true", help="rewrite RESULTS.md only")
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=RESULTS_MD,
-        help="write the report here (default bench/RESULTS.md); the hand-written sections are "
-        "still taken from bench/RESULTS.md",
-    )
-    p.add_argument(
-        "--all",
-        action="store_true",
-        help=f"also the extra benches ({', '.join(sorted(EXTRA))}); their last results are "
-        "kept in RESULTS.md otherwise",
-    )
+    p.add_argument("--report-only", action="store_true", help="only refresh the tables")
+    p.add_argument("--out", type=Path, default=RESULTS_MD, help="write the report here")
     args = p.parse_args()
-    RESULTS_DIR.mkdir(exist_ok=True)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or [
-        n for n in BENCHES if args.all or n not in EXTRA
-    ]
+        n for n, e in BENCHES.items() if args.all or not e.extra
+    ]  # fmt: skip
     unknown = set(names) - set(BENCHES)
     if unknown:
-        p.error(f"unknown bench(es): {', '.join(sorted(unknown))}")
-    meta = machine()
-    meta["budget_s"] = args.budget
-    records: dict[str, dict[str, Any]] = {}
-    start = time.perf_counter()
-    if not args.report_only:
-        for name in names:
-            left = args.budget - (time.perf_counter() - start)
-            script, full, quick = BENCHES[name]
-            if left < 30:
-                records[name] = {"status": "skipped", "reason": "time budget spent"}
-                continue
-            print(f"[run_all] {name}: up to {left + args.grace:.0f} s", flush=True)
-            records[name] = run_bench(name, quick if args.quick else full, left + args.grace)
-            print(
-                f"[run_all] {name}: {records[name]['status']} in "
-                f"{records[name].get('wall_s', 0)} s",
-                flush=True,
-            )
-            if records[name]["status"] == "skipped":
-                continue
-    total = time.perf_counter() - start
-    # merge with earlier results of benches not run this time
-    for name in BENCHES:
-        if name not in records and (RESULTS_DIR / f"{name}.json").exists():
-            records[name] = _record(name, json.loads((RESULTS_DIR / f"{name}.json").read_text()))
+        p.error(f"unknown bench(es): {', '.join(sorted(unknown))}; known: {', '.join(BENCHES)}")
     if args.report_only:
-        total = sum(rec.get("wall_s", 0) or 0 for rec in records.values())
-    records = {n: records[n] for n in BENCHES if n in records}
-    out = args.out.resolve()
-    write_results(records, meta, total, out)
-    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
-    print(f"[run_all] wrote {shown} ({total / 60:.1f} min)")
-    return 0 if all(rec["status"] in ("ok", "skipped") for rec in records.values()) else 1
+        return write_report(args.out.resolve())
+    meta = machine() | {"budget_s": args.budget}
+    logs = Path(tempfile.mkdtemp(prefix="bench-quick-")) if args.quick else RESULTS_DIR
+    logs.mkdir(exist_ok=True)
+    start, failed = time.perf_counter(), False
+    for name in names:
+        left = args.budget - (time.perf_counter() - start)
+        if left < 30:
+            print(f"[run_all] {name}: skipped, the budget is spent", flush=True)
+            continue
+        entry = BENCHES[name]
+        print(f"[run_all] {name}: up to {left + args.grace:.0f} s", flush=True)
+        record = run_bench(name, list(entry.quick if args.quick else entry.args),
+                           left + args.grace, logs)  # fmt: skip
+        print(f"[run_all] {name}: {record['status']} in {record['wall_s']} s", flush=True)
+        failed |= record["status"] != "ok"
+        if not args.quick:
+            save_record(name, record)
+    if args.quick:
+        print(f"[run_all] quick run: logs in {logs}; records and RESULTS.md left as they were")
+        return int(failed)
+    meta["total_s"] = time.perf_counter() - start
+    (RESULTS_DIR / "machine.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return write_report(args.out.resolve()) or int(failed)
 
 
 if __name__ == "__main__":

@@ -10,79 +10,45 @@
 Floor and ours run on the same rows in alternating chunks (floor, ours, ours, floor, ...) so
 that load from other processes hits both alike. Models are loaded (and warmed) before timing.
 
-Optional ``--variants`` measure possible speed-ups without editing the library: settings a
-user can already pass, or bench-side wrappers. Generator-level variants run the library
-generator and the variant on the same rows, order alternating row by row, and compare the
-scores they lead to; metric-level ones run ``score_many`` default and variant in alternating
-chunks:
-
-``gt1``            llama.cpp with 1 thread instead of 2
-``c1``             concurrency=1
-``rowlock``        one row's N samples back to back (a lock around the whole row), so
-                   llama.cpp reuses the row's prompt in its KV cache for samples 2..N
-``et1``            embedder with 1 onnxruntime thread (less contention with llama.cpp)
-
-``--api-rows`` adds ours against an instantly answering OpenAI-compatible server
-(``relevancy.testing.openai_server``) at concurrency 1/4/16/64: our own per-row work.
-
-:func:`render` writes the "Throughput" section of ``RESULTS.md``, :func:`render_speedups` the
-"Speed-ups tried" one (this script with ``--rows 0 --variants ... --api-rows ...``).
+``--api-rows`` measures ours against an instantly answering OpenAI-compatible server (the toy
+server) at concurrency 1/4/16/64: our own work per row (the runner's ``instant_api`` entry).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
-import sys
 import tempfile
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
+from bench.harness import (
+    against,
+    chunks,
+    facts,
+    in_turn,
+    load_average,
+    log,
+    main,
+    r,
+    row_seconds,
+    table,
+    vm_hwm_mb,
+    vm_rss_mb,
+)
+from bench.rows import make_rows
+from bench.setups import ToyServer
+from bench.timing import (
     Intervals,
     TimedEmbedder,
     TimedGenerator,
     TimedSyncGenerator,
-    emit,
     exclusive_split,
-    fmt,
-    load_average,
-    log,
-    make_rows,
-    parser,
-    percentile,
-    r,
-    table,
     timed_cache,
-    toy_server,
-    vm_hwm_mb,
-    vm_rss_mb,
 )
 
 STRICTNESS = 3
-
-
-class RowLocked(TimedSyncGenerator):
-    """Generates a row's N samples without letting another row's samples in between."""
-
-    _row_lock = threading.Lock()
-
-    async def agenerate(self, response: str, n: int) -> Any:
-        import asyncio
-
-        def run() -> Any:
-            with self._row_lock:
-                start = time.perf_counter()
-                try:
-                    return self.inner.generate(response, n)
-                finally:
-                    self.intervals.add(start, time.perf_counter())
-
-        return await asyncio.to_thread(run)
 
 
 def floor_run(gen: Any, rows: list[dict[str, str]]) -> dict[str, Any]:
@@ -130,14 +96,13 @@ def ours_run(
     emb: Any,
     cache_dir: str,
     concurrency: int = 4,
-    wrapper: type = TimedSyncGenerator,
 ) -> dict[str, Any]:
     from relevancy import AnswerRelevancy
 
     gi, ei, ci = Intervals(), Intervals(), Intervals()
     timed_emb = TimedEmbedder(emb, ei)
     metric = AnswerRelevancy(
-        llm=wrapper(gen, gi),
+        llm=TimedSyncGenerator(gen, gi),
         embeddings=timed_emb,
         cache=timed_cache(cache_dir, ci),
         strictness=STRICTNESS,
@@ -166,7 +131,8 @@ def api_section(n_rows: int, emb: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {"rows": n_rows, "server": "relevancy.testing.openai_server"}
     rows = [(x["user_input"], x["response"]) for x in make_rows(n_rows, seed=4)]
-    with toy_server() as base:
+    with ToyServer() as server:
+        base = server.base_url
         for conc in (1, 4, 16, 64):
             gi, ei, ci = Intervals(), Intervals(), Intervals()
             gen = make_generator("openai:toy-chat", base_url=base, api_key="sk-bench")
@@ -194,106 +160,6 @@ def api_section(n_rows: int, emb: Any) -> dict[str, Any]:
     return out
 
 
-GENERATOR_VARIANTS = {
-    "gt1": "llama.cpp with 1 thread instead of 2 (SmolLMGenerator(threads=1))",
-}
-METRIC_VARIANTS = {
-    "c1": "concurrency=1 instead of 4",
-    "rowlock": "a row's N samples back to back (no other row's sample in between)",
-    "et1": "embedder with 1 onnxruntime thread (MiniLMEmbedder(threads=1))",
-}
-RUNNABLE_VARIANTS = {**GENERATOR_VARIANTS, **METRIC_VARIANTS}
-
-
-def make_variant(name: str) -> Any:
-    """The generator of a generator-level variant, warmed up."""
-    from relevancy.backends import SmolLMGenerator
-
-    assert name == "gt1", name
-    variant = SmolLMGenerator(threads=1)
-    variant.generate("Warm-up.", 1)
-    return variant
-
-
-def generator_ab(
-    name: str, gen: Any, variant: Any, rows: list[dict[str, str]], emb: Any
-) -> dict[str, Any]:
-    """The library generator against a variant, row by row (order alternating per row), so
-    both see the same load; then the score each would give (same MiniLM, no noncommittal)."""
-    import numpy as np
-
-    from relevancy import cosine_similarities, relevancy_score
-
-    t = {"default": 0.0, "variant": 0.0}
-    qs: dict[str, list[list[str | None]]] = {"default": [], "variant": []}
-    for i, row in enumerate(rows):
-        order = (("default", gen), ("variant", variant))
-        for label, g in order if i % 2 == 0 else order[::-1]:
-            start = time.perf_counter()
-            got = g.generate(row["response"], STRICTNESS)
-            t[label] += time.perf_counter() - start
-            qs[label].append([x.question if x.usable else None for x in got.generations])
-    scores: dict[str, list[float]] = {"default": [], "variant": []}
-    for label in scores:
-        for row, q in zip(rows, qs[label]):
-            usable = [x for x in q if x]
-            if not usable:
-                scores[label].append(float("nan"))
-                continue
-            vec = emb.embed([row["user_input"], *usable])
-            sims = cosine_similarities(vec[1:], vec[0])
-            scores[label].append(relevancy_score(sims.tolist(), [False] * len(usable)))
-    a, b = np.array(scores["default"]), np.array(scores["variant"])
-    ok = ~np.isnan(a) & ~np.isnan(b)
-    same = sum(x == y for qa, qb in zip(qs["default"], qs["variant"]) for x, y in zip(qa, qb))
-    total = len(rows) * STRICTNESS
-    return {
-        "what": GENERATOR_VARIANTS[name],
-        "level": "generator, interleaved per row",
-        "default_s": r(t["default"]),
-        "variant_s": r(t["variant"]),
-        "variant_over_default": r(t["variant"] / t["default"]),
-        "usable_questions": {
-            k: f"{sum(x is not None for q in v for x in q)}/{total}" for k, v in qs.items()
-        },
-        "questions_identical_to_default": f"{same}/{total}",
-        "mean_score": {"default": r(np.nanmean(a)), "variant": r(np.nanmean(b))},
-        "mean_abs_score_diff": r(float(np.abs(a[ok] - b[ok]).mean())) if ok.any() else None,
-    }
-
-
-def metric_ab(
-    name: str, rows: list[dict[str, str]], *, gen: Any, emb: Any, tmp: str
-) -> dict[str, Any]:
-    """``AnswerRelevancy().score_many`` default against a variant, alternating chunks."""
-    from relevancy.backends import MiniLMEmbedder
-
-    kw: dict[str, Any] = {"gen": gen, "emb": emb}
-    if name == "c1":
-        kw["concurrency"] = 1
-    elif name == "rowlock":
-        kw["wrapper"] = RowLocked
-    elif name == "et1":
-        kw["emb"] = MiniLMEmbedder(threads=1)
-    t = {"default": 0.0, "variant": 0.0}
-    for c, part in enumerate(chunks(rows, 4)):
-        order = ("default", "variant") if c % 2 == 0 else ("variant", "default")
-        for label in order:
-            o = ours_run(
-                part,
-                cache_dir=f"{tmp}/v-{name}-{label}-{c}",
-                **(kw if label == "variant" else {"gen": gen, "emb": emb}),
-            )
-            t[label] += o["wall_s"]
-    return {
-        "what": METRIC_VARIANTS[name],
-        "level": "metric (score_many), alternating chunks",
-        "default_s": r(t["default"]),
-        "variant_s": r(t["variant"]),
-        "variant_over_default": r(t["variant"] / t["default"]),
-    }
-
-
 def compare(rows: list[dict[str, str]], gen: Any, emb: Any, n_chunks: int, tmp: str) -> dict:
     """Floor and ours on ``rows`` in alternating chunks."""
     floor_wall = 0.0
@@ -307,8 +173,7 @@ def compare(rows: list[dict[str, str]], gen: Any, emb: Any, n_chunks: int, tmp: 
     gen_busy = emb_busy = 0.0
     chunk_t: dict[int, dict[str, float]] = {}
     for c, chunk in enumerate(chunks(rows, max(1, n_chunks))):
-        order = ("floor", "ours") if c % 2 == 0 else ("ours", "floor")
-        for side in order:
+        for side in in_turn(("floor", "ours"), c):
             if side == "floor":
                 f = floor_run(gen, chunk)
                 floor_wall += f["wall_s"]
@@ -341,8 +206,7 @@ def compare(rows: list[dict[str, str]], gen: Any, emb: Any, n_chunks: int, tmp: 
         "floor": {
             "wall_s": r(floor_wall),
             "pairs_per_s": r(n / floor_wall),
-            "p50_row_s": r(percentile(floor_rows, 50)),
-            "p95_row_s": r(percentile(floor_rows, 95)),
+            **row_seconds(floor_rows),
             "prompt_tokens": floor_tokens["prompt"],
             "completion_tokens": floor_tokens["completion"],
             "llama_calls": n * STRICTNESS,
@@ -350,8 +214,7 @@ def compare(rows: list[dict[str, str]], gen: Any, emb: Any, n_chunks: int, tmp: 
         "ours": {
             "wall_s": r(ours_wall),
             "pairs_per_s": r(n / ours_wall),
-            "p50_row_s": r(percentile(latencies, 50)),
-            "p95_row_s": r(percentile(latencies, 95)),
+            **row_seconds(latencies),
             "split_s": {k: r(v) for k, v in split.items()},
             "split_pct": {k: r(100 * v / ours_wall, 1) for k, v in split.items()},
             "generation_busy_s": r(gen_busy),
@@ -378,45 +241,16 @@ def compare(rows: list[dict[str, str]], gen: Any, emb: Any, n_chunks: int, tmp: 
     }
 
 
-def chunks(rows: list[Any], k: int) -> list[list[Any]]:
-    size = -(-len(rows) // k)
-    return [rows[i : i + size] for i in range(0, len(rows), size)]
-
-
-def build_parser() -> Any:
-    p = parser(__doc__.splitlines()[0], default_rows=200)
-    p.add_argument("--chunks", type=int, default=4, help="alternating chunks (default 4)")
-    p.add_argument(
-        "--variants",
-        default="",
-        help="comma-separated: gt1 (generator level); c1, rowlock, et1 (metric level); "
-        "see the docstring",
-    )
-    p.add_argument("--variant-rows", type=int, default=60, help="rows per variant run")
-    p.add_argument(
-        "--api-rows", type=int, default=0, help="rows for the instant-API section (0: skip)"
-    )
-    p.add_argument(
-        "--omp-spin", action="store_true", help="keep libgomp's default waiting (see measure)"
-    )
-    return p
-
-
-def measure(args: Any) -> dict[str, Any]:
-    """Load the models, then the floor against ours, the variants and the instant API."""
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Load the models, then the floor against ours, and the instant API."""
     # llama.cpp's CPU backend uses OpenMP (libgomp). With libgomp's default busy-waiting, a
     # process that calls llama.cpp from one thread slows down several-fold whenever other
-    # processes load the cores (measured: bench/omp_wait.py), while the metric, which calls
-    # from several worker threads, falls back to libgomp's throttled waiting. Passive waiting
-    # for the whole process puts floor and ours on the same footing; ``--omp-spin`` keeps the
-    # default. Set before llama.cpp is loaded, which is below.
+    # processes load the cores (RESULTS.md, "OpenMP waiting policy"), while the metric, which
+    # calls from several worker threads, falls back to libgomp's throttled waiting. Passive
+    # waiting for the whole process puts floor and ours on the same footing; ``--omp-spin``
+    # keeps the default. Set before llama.cpp is loaded, which is below.
     if not args.omp_spin:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [v for v in variants if v not in RUNNABLE_VARIANTS]
-    if unknown:
-        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; see the docstring")
-
     from relevancy.backends import MiniLMEmbedder, SmolLMGenerator
     from relevancy.backends._local_embedder import _session
     from relevancy.backends._local_generator import _load
@@ -444,202 +278,76 @@ def measure(args: Any) -> dict[str, Any]:
         "rss_after_load_mb": r(rss_loaded, 1),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default"),
     }
-    with tempfile.TemporaryDirectory(prefix="bench-thr-") as tmp:
-        if rows:
+    if rows:
+        with tempfile.TemporaryDirectory(prefix="bench-thr-") as tmp:
             out.update(compare(rows, gen, emb, args.chunks, tmp))
-        if variants:
-            offset = max(args.rows, 200)  # never the rows of the main comparison
-            vrows = make_rows(offset + args.variant_rows)[offset:]
-            out["variants"] = {"rows": len(vrows)}
-            for v in variants:
-                if v in GENERATOR_VARIANTS:
-                    res = generator_ab(v, gen, make_variant(v), vrows, emb)
-                else:
-                    res = metric_ab(v, vrows, gen=gen, emb=emb, tmp=tmp)
-                out["variants"][v] = res
-                log(f"  variant {v}: {res['variant_over_default']}x the default")
     if args.api_rows > 0:
         out["instant_api"] = api_section(args.api_rows, emb)
     out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
     return out
 
 
-def main() -> int:
-    args = build_parser().parse_args()
-    emit(measure(args), args.json)
-    return 0
-
-
-# ------------------------------------------------------------------------------------------
-# RESULTS.md
-# ------------------------------------------------------------------------------------------
-
-
-def render(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
-    """The "Throughput" section of RESULTS.md (with the speed-ups when the run had them)."""
+def tables(fig: dict[str, Any]) -> dict[str, str]:
+    """The floor against ours, where our time went, the ratio against its goal, the rest."""
     fl, o = fig["floor"], fig["ours"]
-    sp = o["split_s"]
-    pct = o["split_pct"]
-    parts = [
-        f"{fig['rows']} rows, strictness {fig['strictness']}, our concurrency "
-        f"{fig['concurrency']}, llama.cpp threads {fig['threads']['llama']}, onnxruntime "
-        f"threads {fig['threads']['onnx']}; floor and ours alternate in chunks on the same rows "
-        "(same model object, same prompts, grammar, seeds, max_tokens).",
-        "",
-        table(
-            ["", "wall s", "pairs/s", "p50 row s", "p95 row s"],
-            [
-                [
-                    "floor: llama-cpp-python alone",
-                    fl["wall_s"],
-                    fl["pairs_per_s"],
-                    fl["p50_row_s"],
-                    fl["p95_row_s"],
-                ],
-                [
-                    "ours: `AnswerRelevancy().score_many`",
-                    o["wall_s"],
-                    o["pairs_per_s"],
-                    o["p50_row_s"],
-                    o["p95_row_s"],
-                ],
-            ],
-        ),
-        "",
-        f"**ours / floor = {fmt(fig['ours_over_floor'])}x** (goal: at most 1.1x); median "
-        f"over the {len(fig.get('ours_over_floor_per_chunk', []))} chunk pairs "
-        f"{fmt(fig.get('ours_over_floor_median_chunk'))}x (per chunk: "
-        f"{', '.join(fmt(x) for x in fig.get('ours_over_floor_per_chunk', []))}). "
-        f"Questions identical to the floor's: {o['questions_identical_to_floor']}; "
-        f"NaN rows: {o['nan_rows']}.",
-        "",
-        "Where our wall time went (each layer counts only time when no earlier layer was busy):",
-        "",
-        table(
-            ["generation", "embedding (outside generation)", "cache", "overhead"],
-            [
-                [
-                    f"{fmt(sp[k])} s ({fmt(pct[k], 1)}%)"
-                    for k in ("generation", "embedding", "cache", "overhead")
-                ]
-            ],
-        ),
-        "",
-        f"Embedding was busy {fmt(o['embedding_busy_s'])} s in all, mostly overlapping "
-        f"generation; {o['embed_backend_calls']} backend calls for {o['embed_backend_texts']} "
-        f"texts. Model load {fmt(fig['model_load_s'])} s; RSS after load "
-        f"{fmt(fig['rss_after_load_mb'], 0)} MiB; peak RSS {fmt(fig['peak_rss_mb'], 0)} MiB. "
-        f"Floor tokens: {fl['prompt_tokens']} prompt (counted, most reused from the KV cache), "
-        f"{fl['completion_tokens']} completion, {fl['llama_calls']} calls. Both sides ran "
-        f"with OMP_WAIT_POLICY={fig.get('omp_wait_policy', '?')} (see the OpenMP section).",
-    ]
-    if fig.get("variants") or fig.get("instant_api"):
-        parts += ["", render_speedups(fig, record)]
-    return "\n".join(parts)
+    sides = table(
+        ["", "wall s", "pairs/s", "p50 row s", "p95 row s"],
+        [[label, d["wall_s"], d["pairs_per_s"], d["p50_row_s"], d["p95_row_s"]]
+         for label, d in (("floor: llama-cpp-python alone", fl),
+                          ("ours: `AnswerRelevancy().score_many`", o))],
+    )  # fmt: skip
+    parts = ("generation", "embedding", "cache", "overhead")
+    split = table(
+        ["generation", "embedding (outside generation)", "cache", "overhead"],
+        [[f"{o['split_s'][k]:,.2f} s ({o['split_pct'][k]:.1f}%)" for k in parts]],
+    )
+    ratio = against([
+        ("ours / floor, wall time", fig["ours_over_floor"], "≤ 1.1", fig["ours_over_floor"] <= 1.1),
+        (f"median over the {len(fig['ours_over_floor_per_chunk'])} chunk pairs",
+         fig["ours_over_floor_median_chunk"], "", None),
+        ("per chunk", fig["ours_over_floor_per_chunk"], "", None),
+        ("NaN rows, ours", o["nan_rows"], "0", o["nan_rows"] == 0),
+    ])  # fmt: skip
+    rest = facts([
+        ("rows, strictness, our concurrency", f"{fig['rows']}, {fig['strictness']}, "
+                                              f"{fig['concurrency']}"),
+        ("threads: llama.cpp, onnxruntime", f"{fig['threads']['llama']}, "
+                                            f"{fig['threads']['onnx']}"),
+        ("OMP_WAIT_POLICY (both sides)", fig.get("omp_wait_policy")),
+        ("questions identical to the floor's", o["questions_identical_to_floor"]),
+        ("embedding busy in all, s (mostly overlapping generation)", o["embedding_busy_s"]),
+        ("embedding backend calls / texts", f"{o['embed_backend_calls']} / "
+                                            f"{o['embed_backend_texts']}"),
+        ("model load, s", fig["model_load_s"]),
+        ("RSS after load / peak RSS, MiB", f"{fig['rss_after_load_mb']:,.0f} / "
+                                          f"{fig['peak_rss_mb']:,.0f}"),
+        ("floor tokens: prompt (most reused from the KV cache) / completion / calls",
+         f"{fl['prompt_tokens']} / {fl['completion_tokens']} / {fl['llama_calls']}"),
+    ])  # fmt: skip
+    return {"": "\n\n".join([sides, ratio, split, rest])}
 
 
-def render_speedups(fig: dict[str, Any], record: dict[str, Any] | None = None) -> str:
-    """The "Speed-ups tried" section of RESULTS.md: the variants and the instant API.
+def instant_api_tables(fig: dict[str, Any]) -> dict[str, str]:
+    """Our own work per row behind an instantly answering server, by concurrency."""
+    api = fig["instant_api"]
+    keys = ("embedding", "generation", "cache", "overhead")
+    rows = [[k[1:], d["pairs_per_s"], d["wall_s"], *(d["split_s"][x] for x in keys),
+             d["embed_backend_calls"], d["texts_per_embed_call"], d["nan_rows"]]
+            for k, d in api.items() if isinstance(d, dict)]  # fmt: skip
+    header = ["concurrency", "pairs/s", "wall s", "embedding s", "generation (HTTP) s",
+              "cache s", "overhead s", "embed calls", "texts per call", "NaN rows"]  # fmt: skip
+    return {"": f"{api['rows']} rows, MiniLM int8 embeddings.\n\n" + table(header, rows)}
 
-    A recorded variant that this script can no longer run is still shown from its figures,
-    with a note saying so.
-    """
-    parts: list[str] = []
-    v = fig.get("variants")
-    if v:
-        rows = []
-        for name, d in v.items():
-            if not isinstance(d, dict):
-                continue
-            uq = d.get("usable_questions") or {}
-            ms = d.get("mean_score") or {}
-            rows.append(
-                [
-                    f"`{name}`",
-                    d["what"],
-                    d["level"],
-                    d["default_s"],
-                    d["variant_s"],
-                    f"**{fmt(d['variant_over_default'])}**",
-                    f"{uq.get('default')} / {uq.get('variant')}" if uq else "–",
-                    d.get("questions_identical_to_default", "–"),
-                    f"{fmt(ms.get('default'))} / {fmt(ms.get('variant'))}" if ms else "–",
-                    d.get("mean_abs_score_diff"),
-                ]
-            )
-        parts += [
-            f"Candidate speed-ups on {v['rows']} rows not used above, each against the default "
-            "on the same rows at the same time (generator level: order alternating row by row; "
-            "metric level: alternating chunks). Scores: same MiniLM, noncommittal off.",
-            "",
-            table(
-                [
-                    "variant",
-                    "what",
-                    "level",
-                    "default s",
-                    "variant s",
-                    "variant / default",
-                    "usable questions (default / variant)",
-                    "same questions as default",
-                    "mean score (default / variant)",
-                    "mean abs score diff",
-                ],
-                rows,
-            ),
-        ]
-        gone = [f"`{name}`" for name in v if name != "rows" and name not in RUNNABLE_VARIANTS]
-        if gone:
-            parts += [
-                "",
-                f"{', '.join(gone)}: measured with a prototype generator "
-                "(`bench/_proto_generator.py`) that has since been removed; shown from the "
-                "recorded figures, it can no longer be run.",
-            ]
-    api = fig.get("instant_api")
-    if api:
-        rows = []
-        for k, d in api.items():
-            if not isinstance(d, dict):
-                continue
-            sp = d["split_s"]
-            rows.append(
-                [
-                    k[1:],
-                    d["pairs_per_s"],
-                    d["wall_s"],
-                    sp["embedding"],
-                    sp["generation"],
-                    sp["cache"],
-                    sp["overhead"],
-                    d["embed_backend_calls"],
-                    d["texts_per_embed_call"],
-                    d["nan_rows"],
-                ]
-            )
-        parts += [
-            "",
-            "Ours behind an OpenAI-compatible server that answers instantly (the toy server, "
-            f"{api['rows']} rows, MiniLM int8 embeddings): our own per-row work by concurrency.",
-            "",
-            table(
-                [
-                    "concurrency",
-                    "pairs/s",
-                    "wall s",
-                    "embedding s",
-                    "generation (HTTP) s",
-                    "cache s",
-                    "overhead s",
-                    "embed calls",
-                    "texts per call",
-                    "NaN rows",
-                ],
-                rows,
-            ),
-        ]
-    return "\n".join(parts)
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--chunks", type=int, default=10, help="alternating chunks (default 10)")
+    p.add_argument("--api-rows", type=int, default=0, help="rows against the instant API")
+    p.add_argument(
+        "--omp-spin", action="store_true", help="keep libgomp's default waiting (see measure)"
+    )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(
+        main("throughput", measure, arguments, rows=200, quick=["--rows", "6", "--chunks", "2"])
+    )

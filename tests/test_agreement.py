@@ -1,6 +1,6 @@
-"""Human labels beside scores: label parsing, AUROC, Spearman, the best threshold, bootstrap by
-question, disagreements; the store's labels table and exports; and the figures the Agreement
-view shows against ``bench/_agreement_stats.py`` on HaluQuestQA (scores already on disk)."""
+"""Human labels beside scores: label parsing, AUROC, Spearman, the best threshold, pairwise
+accuracy, bootstrap by question, disagreements; the store's labels table and exports; and the
+figures the Agreement view shows on HaluQuestQA (../shared, when present)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import doctest
 import json
 import math
 import sqlite3
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,8 @@ from relevancy.analysis.agreement import (
     best_threshold,
     disagreements,
     label_kind,
+    pairwise_accuracy,
+    pairwise_wins,
     parse_labels,
     positive_labels,
     rankdata,
@@ -37,7 +38,6 @@ from relevancy.runs import RunStore, demo_inputs, import_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 HALU = ROOT.parent / "shared" / "data" / "haluquestqa"
-SCORES = ROOT / "bench" / "agreement_out" / "haluquestqa_heldout_focus_s0_ragas.txt"
 
 
 @pytest.mark.parametrize("module", [relevancy.analysis.agreement, relevancy.core.stats])
@@ -110,6 +110,28 @@ def test_best_threshold_maximises_recall_minus_false_positive_rate():
     assert precision == pytest.approx(y[called].mean())
     assert recall == pytest.approx(called[y == 1].mean())
     assert not np.isclose(s, t).any()  # halfway between two scores
+
+
+def test_pairwise_accuracy_counts_ties_and_missing_scores_one_half():
+    better = [0.9, 0.2, 0.5, math.nan, 0.7, 0.6]
+    worse = [0.1, 0.4, 0.5, 0.3, math.nan, 0.2]
+    assert pairwise_wins(better, worse).tolist() == [1, 0, 0.5, 0.5, 0.5, 1]
+    assert pairwise_accuracy(better, worse, n_boot=0).value == pytest.approx(3.5 / 6)
+    assert math.isnan(pairwise_accuracy([], []).value)
+
+
+def test_pairwise_accuracy_resamples_whole_questions():
+    rng = np.random.default_rng(4)
+    better, worse = np.round(rng.random(30), 1), np.round(rng.random(30), 1)
+    groups = [i // 3 for i in range(30)]  # three pairs per question
+    got = pairwise_accuracy(better, worse, groups=groups, n_boot=300, seed=2)
+    wins = [1.0 if b > w else 0.5 if b == w else 0.0 for b, w in zip(better, worse)]
+    low, high = group_bootstrap(lambda i: [np.mean(np.asarray(wins)[i])], groups, n_boot=300,
+                                seed=2)  # fmt: skip
+    assert got.value == pytest.approx(np.mean(wins))
+    assert (got.low, got.high) == (pytest.approx(low[0]), pytest.approx(high[0]))
+    alone = pairwise_accuracy(better, worse, n_boot=300, seed=2)  # every pair its own group
+    assert (alone.low, alone.high) != (got.low, got.high)
 
 
 def test_group_bootstrap_moves_whole_groups_and_repeats_with_its_seed():
@@ -320,25 +342,25 @@ def test_the_demo_has_labels_from_its_hand_labelled_answer_types(tmp_path):
     assert len(store.labels(run)) == len(inputs)
 
 
-# --- the Agreement view against the bench -------------------------------------------------
-def _halu_store(tmp_path: Path, label: str) -> tuple[RunStore, int, list[dict], list[float]]:
-    """HaluQuestQA's held-out rows, scored earlier (the Ragas value of the embedded default in
-    bench/agreement_out), saved as a run with its labels mapped: nothing is scored here."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from _agreement_stats import load_rows
-    from agreement import _common_mask, read_scores, subset_mask
+# --- the Agreement view on a real labelled set ----------------------------------------------
+def _halu_rows() -> list[dict]:
+    with open(HALU / "pairs.jsonl", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
-    rows = load_rows(HALU)
-    mask = _common_mask(rows, subset_mask(rows, "heldout"), [SCORES])
-    chosen = [r for r, m in zip(rows, mask) if m]
-    scores = [s for s, m in zip(read_scores(SCORES), mask) if m]
+
+def _halu_store(tmp_path: Path, label: str) -> tuple[RunStore, int, list[dict], list[float]]:
+    """HaluQuestQA's 1,396 answers (../shared, a development set) saved as a run with its labels
+    mapped, each scored by its length (shorter is better, many ties): nothing is scored by a
+    model here."""
+    rows = _halu_rows()
+    scores = [1.0 / len(r["response"]) for r in rows]
     table = pd.DataFrame(
         {
-            "question": [r["user_input"] for r in chosen],
-            "answer": [r["response"] for r in chosen],
-            "role": [r["role"] for r in chosen],
-            "pair_id": [r["pair_id"] for r in chosen],
-            label: [r[label] for r in chosen],
+            "question": [r["user_input"] for r in rows],
+            "answer": [r["response"] for r in rows],
+            "role": [r["role"] for r in rows],
+            "pair_id": [r["pair_id"] for r in rows],
+            label: [r[label] for r in rows],
         }  # fmt: skip
     )
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -347,34 +369,41 @@ def _halu_store(tmp_path: Path, label: str) -> tuple[RunStore, int, list[dict], 
     mapped = read_table(path, label_column=label)  # question/answer/pair_id by name
     mapped = mapped.rename(columns={"role": "variant"})
     store = RunStore(tmp_path / "runs.sqlite3")
-    run = store.create_run("HaluQuestQA held out", {}, mapped)
+    run = store.create_run("HaluQuestQA", {}, mapped)
     store.append_results(run, [(i, _result(r["user_input"], r["response"], s))
-                               for i, (r, s) in enumerate(zip(chosen, scores))])  # fmt: skip
-    return store, run, chosen, scores
+                               for i, (r, s) in enumerate(zip(rows, scores))])  # fmt: skip
+    return store, run, rows, scores
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (HALU / "pairs.jsonl").exists(), reason=f"no development data at {HALU}")
 @pytest.mark.parametrize("label", ["label_binary", "label"])
-def test_agreement_view_equals_the_bench_on_haluquestqa(tmp_path, label):
-    sys.path.insert(0, str(ROOT / "bench"))
-    from _agreement_stats import evaluate
-
-    store, run, chosen, scores = _halu_store(tmp_path, label)
-    bench = evaluate(chosen, scores)  # the bench's figures and question-bootstrap CIs
+def test_agreement_view_on_haluquestqa_equals_resampling_the_rows(tmp_path, label):
+    """On a real set (1,396 answers, 698 questions), the view's figures and intervals are those
+    of resampling whole questions and computing each figure again: AUROC within each answer
+    source (binary labels), Spearman over all answers (graded)."""
+    store, run, rows, scores = _halu_store(tmp_path, label)
     view = agreement_view.load(store, run)
-    assert view.overall.rows == len(chosen) == 932 and view.overall.questions == 466
+    assert view.overall.rows == len(rows) == 1396 and view.overall.questions == 698
 
-    def same(ours, theirs) -> None:
-        assert ours.value == pytest.approx(theirs["value"], abs=1e-12)
-        assert [ours.low, ours.high] == pytest.approx(theirs["ci"], abs=1e-12)
+    def same(got, rows_of: list[int], figure: int) -> None:
+        s = np.array([scores[i] for i in rows_of])
+        y = np.array([float(rows[i][label]) for i in rows_of])
+        groups = [rows[i]["user_input"] for i in rows_of]
+        low, high = _agreement_by_resampling(s, y, groups, n_boot=2000, seed=0)
+        assert [got.low, got.high] == pytest.approx([low[figure], high[figure]], abs=1e-12)
 
-    if label == "label_binary":  # AUROC within each answer source, as the bench reports it
+    if label == "label_binary":  # AUROC within each answer source
         assert view.overall.kind == "binary" and set(view.by_group) == {
             "human_answer", "model_answer"}  # fmt: skip
         for role, a in view.by_group.items():
-            same(a.auroc, bench[f"auroc_{role}"])
+            mine = [i for i, r in enumerate(rows) if r["role"] == role]
+            good = [float(rows[i]["label_binary"]) for i in mine]
+            assert a.auroc.value == pytest.approx(auroc([scores[i] for i in mine], good))
+            same(a.auroc, mine, 0)
     else:  # graded: Spearman over all answers
         assert view.overall.kind == "graded"
-        same(view.overall.spearman, bench["spearman"])
+        y = [float(r["label"]) for r in rows]
+        assert view.overall.spearman.value == pytest.approx(spearman(scores, y))
+        same(view.overall.spearman, list(range(len(rows))), 1)
     json.dumps(view.overall.to_dict())  # plain data

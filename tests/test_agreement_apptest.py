@@ -1,6 +1,6 @@
 """Human labels and the chance level in the dashboard, under Streamlit's AppTest: the Agreement
 page reached from app.py, a label set in the drill-down moving its figures, the label mapping of
-an upload, the chance band on Distributions, and HaluQuestQA's figures as the bench has them."""
+an upload, the chance band on Distributions, and the figures on HaluQuestQA (../shared)."""
 
 from __future__ import annotations
 
@@ -164,33 +164,29 @@ def test_a_run_without_labels_says_how_to_get_them():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (HALU / "pairs.jsonl").exists(), reason=f"no development data at {HALU}")
-def test_haluquestqa_figures_on_the_page_are_the_bench_figures(tmp_path):
-    """HaluQuestQA's held-out answers with their scores from bench/agreement_out, graded labels
-    mapped: the page shows the bench's Spearman and its CI (and per answer source, with the
-    binary labels, the bench's AUROCs)."""
+def test_haluquestqa_figures_on_the_page_are_the_library_figures(tmp_path):
+    """HaluQuestQA's answers (../shared) scored by their length, graded labels mapped: the page
+    shows the Spearman and its CI that relevancy.analysis.agreement gives on those rows (and per
+    answer source, with the binary labels, the AUROCs)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    sys.path.insert(0, str(ROOT / "bench"))
-    from _agreement_stats import evaluate
     from test_agreement import _halu_store
 
     at = _app()
     for label in ("label", "label_binary"):
-        store, run, chosen, scores = _halu_store(tmp_path / label, label)
-        bench = evaluate(chosen, scores)
+        store, run, rows, scores = _halu_store(tmp_path / label, label)
         at.session_state["sb_store"] = str(store.path)
         at.session_state["active_run"] = run
         _page(at, "6_Agreement.py")
         captions = [c.value for c in at.caption]
         if label == "label":
-            spearman = bench["spearman"]
-            assert _metrics(at)["Spearman"] == f"{spearman['value']:.3f}"
-            lo, hi = spearman["ci"]
-            assert f"95% CI {lo:.3f}-{hi:.3f}" in captions
+            spearman = _expected(store, run).spearman
+            assert _metrics(at)["Spearman"] == f"{spearman.value:.3f}"
+            assert f"95% CI {spearman.low:.3f}-{spearman.high:.3f}" in captions
         else:
             table = _figures(at).set_index("rows")
             for role in ("human_answer", "model_answer"):
-                fig = bench[f"auroc_{role}"]
-                lo, hi = fig["ci"]
-                assert table.loc[role, "AUROC"] == (
-                    f"{fig['value']:.3f} (95% CI {lo:.3f}-{hi:.3f})"
-                )
+                mine = [i for i, r in enumerate(rows) if r["role"] == role]
+                fig = agreement([scores[i] for i in mine],
+                                [float(rows[i][label]) for i in mine],
+                                groups=[rows[i]["user_input"] for i in mine]).auroc  # fmt: skip
+                assert table.loc[role, "AUROC"] == fig.format()

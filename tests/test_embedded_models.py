@@ -39,9 +39,9 @@ def test_evasive_answer_scores_zero(metric):
 
 
 def _held_out_noncommittal_items() -> list[dict]:
-    """The half of bench/noncommittal_set.jsonl that did not choose the threshold (odd ids;
-    bench/noncommittal.py chose DEFAULT_EXEMPLAR_THRESHOLD on the even ones)."""
-    lines = (ROOT / "bench" / "noncommittal_set.jsonl").read_text(encoding="utf-8").splitlines()
+    """The half of tests/data/noncommittal_set.jsonl that did not choose the threshold (odd ids;
+    DEFAULT_EXEMPLAR_THRESHOLD was chosen on the even ones)."""
+    lines = (ROOT / "tests" / "data" / "noncommittal_set.jsonl").read_text("utf-8").splitlines()
     items = [json.loads(line) for line in lines if line.strip()]
     return [it for it in items if it["id"] % 2 == 1]
 

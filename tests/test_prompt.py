@@ -41,7 +41,7 @@ def test_schema_requires_both_fields():
 
 def test_the_example_right_before_the_response_is_english():
     # With the French example last, SmolLM2-135M wrote French questions for English responses
-    # (bench/noncommittal.py measures it); it now comes first.
+    # (bench/RESULTS.md, "Noncommittal detection"); it now comes first.
     messages = chat_messages("The sky is blue because air scatters blue light.")
     last_example = messages[-2]["content"]
     assert "Combien" not in last_example and "?" in last_example

@@ -20,8 +20,8 @@ see :func:`relevancy.core.stats.group_bootstrap`; the resamples are computed as 
   sensitivity + specificity - 1, Youden's J), with the precision and recall of calling the
   answers at or above it good.
 
-:func:`disagreements` lists the rows where score and label disagree most. The figures and
-their intervals are those of ``bench/_agreement_stats.py`` on the same rows (a test checks it).
+:func:`disagreements` lists the rows where score and label disagree most;
+:func:`pairwise_accuracy` says how often the better of two answers scores higher.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from relevancy.core.stats import group_weights
+from relevancy.core.stats import group_bootstrap, group_weights
 from relevancy.errors import InputError
 
 __all__ = [
@@ -51,6 +51,8 @@ __all__ = [
     "best_threshold",
     "agreement",
     "disagreements",
+    "pairwise_wins",
+    "pairwise_accuracy",
     "BOOT_ROWS",
 ]
 
@@ -545,3 +547,42 @@ def disagreements(
         ).sort_values(["gap", "position"], ascending=[False, True], kind="mergesort")
         parts.append(frame if limit is None else frame.head(limit))
     return pd.concat(parts, ignore_index=True)
+
+
+def pairwise_wins(better: Sequence[float], worse: Sequence[float]) -> np.ndarray:
+    """Each pair's outcome: 1 when the better answer scores higher, 0 when it scores lower,
+    one half for a tie or when either side has no score (NaN: a coin, so failures cannot
+    raise the figure).
+
+    >>> pairwise_wins([0.9, 0.2, 0.5, float("nan")], [0.1, 0.4, 0.5, 0.3]).tolist()
+    [1.0, 0.0, 0.5, 0.5]
+    """
+    b = np.asarray(better, dtype=np.float64)
+    w = np.asarray(worse, dtype=np.float64)
+    wins = np.sign(b - w) * 0.5 + 0.5
+    return np.where(np.isnan(wins), 0.5, wins)
+
+
+def pairwise_accuracy(
+    better: Sequence[float],
+    worse: Sequence[float],
+    *,
+    groups: Sequence[Hashable] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Interval:
+    """The share of pairs whose better answer scores higher (:func:`pairwise_wins`), with a
+    95% percentile bootstrap interval that resamples ``groups`` (a question's pairs move
+    together; default: every pair its own), as :func:`relevancy.core.stats.group_bootstrap`.
+
+    >>> pairwise_accuracy([0.9, 0.2, 0.5, 0.7], [0.1, 0.4, 0.5, 0.3], n_boot=0).value
+    0.625
+    """
+    wins = pairwise_wins(better, worse)
+    if not wins.size:
+        return _NAN
+    if n_boot <= 0:
+        return Interval(float(wins.mean()))
+    keys = range(wins.size) if groups is None else groups
+    low, high = group_bootstrap(lambda idx: [wins[idx].mean()], keys, n_boot=n_boot, seed=seed)
+    return Interval(float(wins.mean()), float(low[0]), float(high[0]))

@@ -65,7 +65,7 @@ class E5Embedder(EmbedderBase):
     #: an embedded offline model (see ``relevancy.core.modes.resolve_mode``)
     embedded = True
     #: the exemplar noncommittal detector's threshold for this embedder (see
-    #: ``bench/language.py``; MiniLM's 0.35 would call every answer evasive)
+    #: bench/RESULTS.md, "Language"; MiniLM's 0.35 would call every answer evasive)
     exemplar_threshold = 0.86
 
     def __init__(self) -> None:

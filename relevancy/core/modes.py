@@ -29,10 +29,11 @@
                                                                   w = 0.5, p = 0.5
 
     The noncommittal rule (0) and the NaN rule are Ragas'; an answer with no sentence is NaN.
-    Measured (``bench/completeness.py``, issue 19; constants chosen on the development halves,
-    figures on the held-back halves): above the Ragas value on both development sets
-    (HaluQuestQA Spearman +0.12, pairwise +0.16; MedQuAD/LiveQA AUROC +0.11, Spearman +0.16;
-    those four CIs above 0, no figure below), and about as blind to length as the Ragas value.
+    Measured (bench/RESULTS.md, "Completeness candidates", issue 19; constants chosen on the
+    development halves, figures on the held-back halves): above the Ragas value on both
+    development sets (HaluQuestQA Spearman +0.12, pairwise +0.16; MedQuAD/LiveQA AUROC +0.11,
+    Spearman +0.16; those four CIs above 0, no figure below), and about as blind to length as
+    the Ragas value.
     It is not a completeness score: on MedQuAD's excellent-vs-incomplete pairs it is no better
     than the Ragas value, and the plain cos(question, answer) stays ahead of it on MedQuAD.
 
@@ -74,7 +75,7 @@ __all__ = [
 MODES = ("auto", "ragas", "focus", "blend")
 #: What ``"auto"`` becomes, for the embedded offline models and for API models. A mode may
 #: replace ``"ragas"`` here only when it beats the Ragas value from the same generations on
-#: both development sets (``bench/agreement.py``); today none does.
+#: both development sets (``python -m bench.agreement``); today none does.
 AUTO_MODE = {"embedded": "ragas", "api": "ragas"}
 #: Share of each neighbour's similarity mixed into a sentence's (``a`` above).
 FOCUS_CONTEXT = 0.25

@@ -10,8 +10,8 @@ Two detectors, chosen with ``AnswerRelevancy(noncommittal=...)``:
     not sure when the Eiffel Tower was built") embeds close to the question, not to "I don't
     know", so the response is also compared with the question's words left out ("I'm not sure
     the built") and the higher similarity counts. Used by the embedded default because the
-    135M model's own flag is noise (46-52% accurate in ``bench/noncommittal.py``; this detector
-    84% on the held-out half of the same items, with no answer wrongly zeroed).
+    135M model's own flag is noise (46-52% accurate; this detector 84% on the held-out half of
+    the same items, with no answer wrongly zeroed: bench/RESULTS.md, "Noncommittal detection").
 ``"auto"`` (default)
     ``"llm"`` when the generator gives flags (API models), else ``"exemplars"``.
 ``"off"``
@@ -61,7 +61,7 @@ EVASIVE_EXEMPLARS: tuple[str, ...] = (
 )
 
 
-#: Chosen on the development half of ``bench/noncommittal_set.jsonl``: the best balanced
+#: Chosen on the development half of ``tests/data/noncommittal_set.jsonl``: the best balanced
 #: accuracy that zeroes no real answer there.
 DEFAULT_EXEMPLAR_THRESHOLD = 0.35
 

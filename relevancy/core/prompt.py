@@ -78,7 +78,7 @@ INSTRUCTION = (
 
 # The French example comes first: when it came last, right before the response, SmolLM2-135M
 # behind a server wrote 33 of 263 questions in French for English responses (0 of 263 with it
-# first; bench/noncommittal.py).
+# first; bench/RESULTS.md, "Noncommittal detection").
 EXAMPLES: tuple[Example, ...] = (
     Example(
         response="Le cœur humain bat environ 100 000 fois par jour.",

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from relevancy.analysis.agreement import pairwise_accuracy, pairwise_wins
 from relevancy.backends.cache import Cache, cache_key
-from relevancy.core.stats import bootstrap_ci
 
 __all__ = [
     "CheckPair",
@@ -111,12 +111,6 @@ def check_set_version() -> str:
     """A digest of the shipped check set (a changed set never reuses an old check)."""
     data = (resources.files("relevancy") / "data" / _FILE).read_bytes()
     return hashlib.sha256(data).hexdigest()[:12]
-
-
-def _win(better: float, worse: float) -> float:
-    if math.isnan(better) or math.isnan(worse) or better == worse:
-        return 0.5
-    return 1.0 if better > worse else 0.0
 
 
 @dataclass(frozen=True)
@@ -244,31 +238,30 @@ def check_judge(
     started = time.perf_counter()
     results = metric.score_many(rows, progress=progress)
     seconds = time.perf_counter() - started
-    outcomes = []
-    for i, p in enumerate(pairs):
-        better, worse = results[2 * i], results[2 * i + 1]
-        outcomes.append(
-            PairOutcome(
-                id=p.id,
-                kind=p.kind,
-                better_score=better.value,
-                worse_score=worse.value,
-                outcome=_win(better.value, worse.value),
-                better_cosine=_nan(better.answer_similarity),
-                worse_cosine=_nan(worse.answer_similarity),
-            )
+    better, worse = results[0::2], results[1::2]
+    figure = pairwise_accuracy([b.value for b in better], [w.value for w in worse])
+    wins = pairwise_wins([b.value for b in better], [w.value for w in worse])
+    outcomes = [
+        PairOutcome(
+            id=p.id,
+            kind=p.kind,
+            better_score=b.value,
+            worse_score=w.value,
+            outcome=float(win),
+            better_cosine=_nan(b.answer_similarity),
+            worse_cosine=_nan(w.answer_similarity),
         )
-    wins = [o.outcome for o in outcomes]
-    lo, hi = bootstrap_ci(wins)
+        for p, b, w, win in zip(pairs, better, worse, wins)
+    ]
     check = JudgeCheck(
         llm=metric.llm.name,
         embeddings=metric.embeddings.name,
         mode=metric.mode,
         strictness=metric.strictness,
         key=judge_key(metric),
-        agreement=float(np.mean(wins)),
-        ci_low=lo,
-        ci_high=hi,
+        agreement=figure.value,
+        ci_low=figure.low,
+        ci_high=figure.high,
         failed=sum(math.isnan(o.better_score) or math.isnan(o.worse_score) for o in outcomes),
         by_kind={
             k: float(np.mean([o.outcome for o in outcomes if o.kind == k]))
@@ -292,13 +285,12 @@ def _nan(x: float | None) -> float:
 
 
 def _baselines(pairs: list[CheckPair], outcomes: list[PairOutcome]) -> dict[str, float]:
-    longer = [_win(len(p.better), len(p.worse)) for p in pairs]
+    longer = pairwise_wins([len(p.better) for p in pairs], [len(p.worse) for p in pairs])
+    cosine = pairwise_wins([o.better_cosine for o in outcomes], [o.worse_cosine for o in outcomes])
     return {
-        "longer answer wins": float(np.mean(longer)),
-        "shorter answer wins": float(np.mean([1 - x for x in longer])),
-        "cos(question, answer)": float(
-            np.mean([_win(o.better_cosine, o.worse_cosine) for o in outcomes])
-        ),
+        "longer answer wins": float(longer.mean()),
+        "shorter answer wins": float((1 - longer).mean()),
+        "cos(question, answer)": float(cosine.mean()),
     }
 
 

@@ -98,7 +98,7 @@ class AnswerRelevancy:
         Similarity to an evasive exemplar at which the ``"exemplars"`` detector fires (the
         response, or the response without the question's words, whichever is closer). Default:
         the embedder's own ``exemplar_threshold`` when it has one (multilingual-e5), else 0.35
-        (MiniLM's, chosen and measured in ``bench/noncommittal.py``).
+        (MiniLM's, chosen and measured in bench/RESULTS.md, "Noncommittal detection").
     mode : {"auto", "ragas", "focus", "blend"}, default "auto"
         What ``result.value`` is: ``"ragas"`` the Ragas value exactly; ``"focus"`` a
         sentence-level view that prefers short, one-note answers; ``"blend"`` half the Ragas

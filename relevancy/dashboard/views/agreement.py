@@ -4,7 +4,7 @@
 :func:`compute` gives every figure the page shows: :func:`relevancy.analysis.agreement.agreement` for all
 labelled rows and for each group (variant), and the rows where score and label disagree most.
 The bootstrap resamples questions (``user_input``): the same figures, intervals included, as
-``bench/_agreement_stats.py`` on the same rows.
+``python -m bench.agreement report`` on the same rows.
 """
 
 from __future__ import annotations
