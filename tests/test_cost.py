@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy import AnswerRelevancy
 from relevancy.analysis.cost import (
@@ -32,6 +31,8 @@ from relevancy.runs import RunStore
 from relevancy.scoring.estimate import InputStats, estimate, measure_sample, measured_rates
 from relevancy.testing._toy_model import word_count
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+from helpers import app, choose_toy_backend, metrics, ok, visit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -268,17 +269,13 @@ def test_dashboard_prices_runs_totals_and_estimate(tmp_path):
                     "--base-url", srv.base_url, "-q"]  # fmt: skip
         assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), "--save-run", "toy",
                      *backends]) == 0  # fmt: skip
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.run()
-        at.switch_page("pages/5_Runs.py")
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
+        at = visit(app(), "5_Runs.py")
         (toy,) = [r for r in RunStore(default_store_path()).list_runs() if r.name == "toy"]
         at.session_state["active_run"] = toy.id
         at.run()
-        metrics = {m.label: m.value for m in at.metric}
-        assert metrics["Cost"] == "unknown" and metrics["Rows from cache"] == "0"
-        assert int(float(metrics["Tokens billed"].rstrip("k")) * 1000) > 0
+        shown = metrics(at)
+        assert shown["Cost"] == "unknown" and shown["Rows from cache"] == "0"
+        assert int(float(shown["Tokens billed"].rstrip("k")) * 1000) > 0
         # price the toy models in the sidebar's table: the cost becomes a figure
         table = at.session_state["sb_prices"]
         at.session_state["sb_prices"] = pd.concat(
@@ -287,27 +284,21 @@ def test_dashboard_prices_runs_totals_and_estimate(tmp_path):
             ignore_index=True,
         )  # fmt: skip
         at.run()
-        metrics = {m.label: m.value for m in at.metric}
         expected = usage_totals(
             RunStore(default_store_path()).usage(toy.id),
             {CHAT_MODEL: Price(1, 2), EMBEDDING_MODEL: Price(0.5)},
         ).cost
-        assert metrics["Cost"] == f"${expected:.4f}"
+        assert metrics(at)["Cost"] == f"${expected:.4f}"
         # the Dataset page: an estimate with tokens and cost, then measured on a sample
-        at.sidebar.radio(key="_w_sb_backend").set_value("compatible").run()
-        at.sidebar.text_input(key="_w_sb_base_url").input(srv.base_url)
-        at.sidebar.text_input(key="_w_sb_llm_model").input(CHAT_MODEL)
-        at.sidebar.text_input(key="_w_sb_emb_model").input(EMBEDDING_MODEL).run()
-        at.switch_page("pages/1_Dataset.py")
-        at.run()
+        visit(choose_toy_backend(at, srv), "1_Dataset.py")
         at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
-        assert not at.exception, [e.value for e in at.exception]
+        ok(at)
         captions = " ".join(c.value for c in at.caption)
         assert "🔢 Tokens: about" in captions
         assert "measured on 12 rows" in captions  # the CLI run above measured these models
         assert "💲 Cost: about \\$" in captions  # priced in the sidebar above (escaped markdown)
         at.button(key="ds_measure").click().run()
-        assert not at.exception, [e.value for e in at.exception]
+        ok(at)
         captions = " ".join(c.value for c in at.caption)
         assert "measured on 20 rows" in captions
         assert any("Measured on 20 rows" in s.value for s in at.success)

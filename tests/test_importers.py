@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy import InputError, apply_mapping, read_table, read_table_bytes, write_results
 from relevancy.cli import main
@@ -20,6 +19,8 @@ from relevancy.io.importers import ImportReport, detect, text_of
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+from helpers import app, ok, visit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -401,14 +402,10 @@ def test_cli_format_option(tmp_path, capsys):
 
 
 def test_dataset_page_shows_what_was_detected():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.run()
-    at.switch_page("pages/1_Dataset.py")
-    at.run()
-    assert not at.exception
+    at = visit(app(), "1_Dataset.py")
     data = (DATA / "langfuse_traces.json").read_bytes()
     at.file_uploader(key="ds_upload").upload("traces.json", data, "application/json").run()
-    assert not at.exception, [e.value for e in at.exception]
+    ok(at)
     infos = [i.value.replace("\\", "") for i in at.info]
     assert (
         "Langfuse traces: 4 question/answer pairs found, 2 traces without an answer skipped, "
@@ -423,11 +420,11 @@ def test_dataset_page_shows_what_was_detected():
     assert "2 variant(s): b (2), a (2)." in [i.value for i in at.info]
     # overridden: read as a LangSmith export, it says why it cannot be
     at.selectbox(key="ds_format").set_value("langsmith").run()
-    assert not at.exception
+    ok(at)
     assert any("cannot be read as 'langsmith'" in e.value.replace("\\", "") for e in at.error)
     # another file: its format is detected again
     chats = (DATA / "openai_chat.jsonl").read_bytes()
     at.file_uploader(key="ds_upload").upload("chats.jsonl", chats, "application/json").run()
-    assert not at.exception
+    ok(at)
     assert not any("Cannot read this file" in e.value for e in at.error)
     assert at.selectbox(key="ds_format").options[0] == "auto-detected: OpenAI chat messages"

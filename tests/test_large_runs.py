@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy.cli import main
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+from helpers import app, choose_toy_backend, ok, visit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,17 +115,10 @@ def test_the_cli_and_the_dashboard_write_one_store_at_once(tmp_path):
              *backends(srv)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-        at.run()
-        at.sidebar.radio(key="_w_sb_backend").set_value("compatible").run()
-        at.sidebar.text_input(key="_w_sb_base_url").input(srv.base_url)
-        at.sidebar.text_input(key="_w_sb_llm_model").input(CHAT_MODEL)
-        at.sidebar.text_input(key="_w_sb_emb_model").input(EMBEDDING_MODEL).run()
-        at.switch_page("pages/1_Dataset.py")
-        at.run()
+        at = visit(choose_toy_backend(app(), srv), "1_Dataset.py")
         at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
         at.button(key="ds_score").click().run()
-        assert not at.exception, [e.value for e in at.exception]
+        ok(at)
         assert any("Scored 48 rows" in s.value for s in at.success)
         stdout, stderr = cli.communicate(timeout=300)
     assert cli.returncode == 0, stderr
