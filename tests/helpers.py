@@ -8,20 +8,38 @@ holds a ``conftest.py`` and no ``__init__.py``). Fixtures (``toy_server``) are i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pandas as pd
-from streamlit.testing.v1 import AppTest
+import pytest
 
 from relevancy import AnswerRelevancy, make_embedder, make_generator
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+
+if TYPE_CHECKING:  # imported when a test opens the dashboard, not by every test file
+    from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 #: the demo is the first run of every fresh store (imported on the dashboard's first start)
 DEMO = 1
+
+
+# --- what a test needs that may not be installed -----------------------------------------------
+def in_ci() -> bool:
+    """CI sets ``CI`` (``scripts/test.sh`` exports ``CI=1``): there, nothing may be skipped for a
+    missing dependency."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Something the test needs is missing: skip with ``reason``, or fail with it under CI."""
+    if in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
 
 
 # --- the dashboard under AppTest ---------------------------------------------------------------
@@ -37,6 +55,8 @@ def app(
     """A new session of the dashboard, run once and checked: ``app.py`` (Home), or ``page`` under
     ``pages/`` opened directly, with ``query`` as the URL's parameters (a link opened in a fresh
     browser tab)."""
+    from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(APP, default_timeout=timeout)
     if page:
         at.switch_page(f"pages/{page}")
@@ -116,9 +136,9 @@ def write_rows(path: Path, rows: pd.DataFrame | Iterable[Mapping[str, Any]]) -> 
     return path
 
 
-def mountain_rows(n: int, *, kinds: bool = False) -> list[dict[str, str]]:
-    """``n`` distinct on-topic question/answer rows; with ``kinds``, a ``kind`` column (every
-    third row ``padded``, the others ``good``)."""
+def write_pairs(path: Path, n: int, *, kinds: bool = False) -> Path:
+    """``n`` distinct on-topic question/answer rows written to ``path`` (see :func:`write_rows`);
+    with ``kinds``, a ``kind`` column too (every third row ``padded``, the others ``good``)."""
     rows = []
     for i in range(n):
         row = {
@@ -128,7 +148,7 @@ def mountain_rows(n: int, *, kinds: bool = False) -> list[dict[str, str]]:
         if kinds:
             row["kind"] = "good" if i % 3 else "padded"
         rows.append(row)
-    return rows
+    return write_rows(path, rows)
 
 
 TOPICS = ("tallest mountain", "longest river", "largest desert", "deepest lake", "oldest city")

@@ -34,11 +34,11 @@ def test_agreement_page_shows_the_figures_and_a_label_set_in_the_drill_down_move
     at = visit(app(), "6_Agreement.py")
     store = RunStore(default_store_path())
     before = _expected(store, DEMO)  # the demo: on-topic answers are good (20 of 48)
-    shown = metrics(at)
-    assert shown["Labelled rows"] == "48"
-    assert shown["AUROC"] == f"{before.auroc.value:.3f}"
-    assert shown["Best threshold"] == f"{before.threshold.value:.3f}"
-    assert shown["Precision"] == f"{before.precision.value:.3f}"
+    figures = metrics(at)
+    assert figures["Labelled rows"] == "48"
+    assert figures["AUROC"] == f"{before.auroc.value:.3f}"
+    assert figures["Best threshold"] == f"{before.threshold.value:.3f}"
+    assert figures["Precision"] == f"{before.precision.value:.3f}"
     captions = [c.value for c in at.caption]
     assert f"95% CI {before.auroc.low:.3f}-{before.auroc.high:.3f}" in captions
     assert "20 good · 28 bad" in captions

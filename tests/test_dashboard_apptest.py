@@ -79,8 +79,8 @@ def _demo_mean() -> str:
 def test_home_shows_demo_overview_and_precomputed_example():
     at = app()
     assert any("Active run" in m.value for m in at.markdown)
-    shown = metrics(at)
-    assert shown["Mean score"] == _demo_mean()
+    figures = metrics(at)
+    assert figures["Mean score"] == _demo_mean()
     assert any("for trying the tool offline" in c.value for c in at.caption)
     assert any("precomputed" in c.value for c in at.caption)
     # the page's words read the library's constants, not copies of them
@@ -277,12 +277,12 @@ def test_embeddings_projection_and_row_selection():
 # --- compare ------------------------------------------------------------------------------
 def test_compare_variants_and_regressions():
     at = visit(app(), "4_Compare.py")
-    shown = metrics(at)
-    assert shown["Pairs"] == "24"
+    figures = metrics(at)
+    assert figures["Pairs"] == "24"
     wins, ties, losses = (
-        int(shown["prompt-B better"]),
-        int(shown["Ties"]),
-        int(shown["prompt-A better"]),
+        int(figures["prompt-B better"]),
+        int(figures["Ties"]),
+        int(figures["prompt-A better"]),
     )
     assert wins + ties + losses == 24 and losses > 0
     charts = _charts(at)
@@ -324,8 +324,8 @@ def test_compare_two_runs():
     at = visit(at, "4_Compare.py")
     at.segmented_control(key="cmp_mode").set_value("runs").run()
     ok(at)
-    shown = metrics(at)
-    assert shown["Pairs"] == "48" and shown["Ties"] == "48"
+    figures = metrics(at)
+    assert figures["Pairs"] == "48" and figures["Ties"] == "48"
     assert any("No regressions" in s.value for s in at.success)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,11 +17,9 @@ from relevancy.io import iter_table
 from relevancy.io.importers import ImportReport, detect, text_of
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
-from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
-from helpers import app, ok, visit
+from helpers import ROOT, app, cli_backends, ok, visit
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 # file, detected format, the one-line description, first question, extra columns kept
@@ -354,23 +351,18 @@ def test_payload_shapes():
 
 
 # --- the command line and the dashboard --------------------------------------------------------
-def _backends(srv: OpenAICompatServer) -> list[str]:
-    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-            "--base-url", srv.base_url]  # fmt: skip
-
-
-def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys):
-    with OpenAICompatServer() as srv:
-        out = tmp_path / "traces.csv"
-        args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q",
-                "--save-run", "from langfuse", *_backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        first = capsys.readouterr()
-        hf_out = tmp_path / "hf.parquet"
-        args = ["score", str(DATA / "hf_qa"), "-o", str(hf_out), "-q", "--chunk-rows", "3",
-                *_backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        second = capsys.readouterr()
+def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys, toy_server):
+    backends = cli_backends(toy_server)
+    out = tmp_path / "traces.csv"
+    args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q",
+            "--save-run", "from langfuse", *backends]  # fmt: skip
+    assert main(args) == 0
+    first = capsys.readouterr()
+    hf_out = tmp_path / "hf.parquet"
+    args = ["score", str(DATA / "hf_qa"), "-o", str(hf_out), "-q", "--chunk-rows", "3",
+            *backends]  # fmt: skip
+    assert main(args) == 0
+    second = capsys.readouterr()
     assert (
         "input           Langfuse traces: 4 question/answer pairs found, 2 traces without an "
         "answer skipped, 1 trace without a question skipped"
@@ -386,17 +378,17 @@ def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys
     assert set(hf["variant"]) == {"chef-small", "chef-large"}
 
 
-def test_cli_format_option(tmp_path, capsys):
-    with OpenAICompatServer() as srv:
-        out = tmp_path / "runs.jsonl"
-        args = ["score", str(DATA / "langsmith_runs.jsonl"), "-o", str(out), "-q",
-                "--format", "langsmith", *_backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        assert "input           LangSmith runs: 3 question/answer pairs" in capsys.readouterr().err
-        assert len(pd.read_json(out, lines=True)) == 3
-        args = ["score", str(DATA / "openai_chat.jsonl"), "-o", str(tmp_path / "x.csv"),
-                "--format", "table", *_backends(srv)]  # fmt: skip
-        assert main(args) == 2
+def test_cli_format_option(tmp_path, capsys, toy_server):
+    backends = cli_backends(toy_server)
+    out = tmp_path / "runs.jsonl"
+    args = ["score", str(DATA / "langsmith_runs.jsonl"), "-o", str(out), "-q",
+            "--format", "langsmith", *backends]  # fmt: skip
+    assert main(args) == 0
+    assert "input           LangSmith runs: 3 question/answer pairs" in capsys.readouterr().err
+    assert len(pd.read_json(out, lines=True)) == 3
+    args = ["score", str(DATA / "openai_chat.jsonl"), "-o", str(tmp_path / "x.csv"),
+            "--format", "table", *backends]  # fmt: skip
+    assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: missing column 'user_input'")
 
