@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # imported when a test opens the dashboard, not by every test
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
+#: screenshots and logs of the browser tests (git-ignored)
+ARTIFACTS = ROOT / "test-artifacts"
 #: the demo is the first run of every fresh store (imported on the dashboard's first start)
 DEMO = 1
 
