@@ -1,8 +1,13 @@
-"""Shared fixtures: every test gets its own cache and run-store folders."""
+"""Shared fixtures: every test gets its own cache and run-store folders; ``toy_server`` is the
+toy OpenAI-compatible server for one test. Helpers to import are in ``helpers.py``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+
+from relevancy.testing.openai_server import OpenAICompatServer
 
 
 @pytest.fixture(autouse=True)
@@ -13,6 +18,14 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     yield
+
+
+@pytest.fixture
+def toy_server() -> Iterator[OpenAICompatServer]:
+    """The toy OpenAI-compatible server on 127.0.0.1, default settings, started for one test
+    (``helpers.cli_backends`` and ``helpers.toy_metric`` point the CLI and the metric at it)."""
+    with OpenAICompatServer() as srv:
+        yield srv
 
 
 def pytest_collection_modifyitems(session, config, items):

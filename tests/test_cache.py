@@ -158,39 +158,34 @@ def _openai_chats(srv, cache, **options) -> int:
 
 
 @pytest.mark.parametrize("change", [{"seed": 7}, {"temperature": 0.2}], ids=str)
-def test_openai_generator_settings_are_in_the_key(tmp_path, change):
-    from relevancy.testing.openai_server import OpenAICompatServer
-
+def test_openai_generator_settings_are_in_the_key(tmp_path, change, toy_server):
     cache = Cache(tmp_path)
-    with OpenAICompatServer() as srv:
-        assert _openai_chats(srv, cache) == 1
-        assert _openai_chats(srv, cache) == 0
-        assert _openai_chats(srv, cache, **change) == 1
-        assert {k: srv.requests[-1]["body"][k] for k in change} == change
+    assert _openai_chats(toy_server, cache) == 1
+    assert _openai_chats(toy_server, cache) == 0
+    assert _openai_chats(toy_server, cache, **change) == 1
+    assert {k: toy_server.requests[-1]["body"][k] for k in change} == change
 
 
 @pytest.mark.parametrize("name", ["INSTRUCTION", "EXAMPLES"])
-def test_openai_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name):
+def test_openai_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name, toy_server):
     from relevancy.backends import _openai
     from relevancy.core import prompt as _prompt
-    from relevancy.testing.openai_server import OpenAICompatServer
 
     cache = Cache(tmp_path)
-    with OpenAICompatServer() as srv:
-        assert _openai_chats(srv, cache) == 1
-        assert _openai_chats(srv, cache) == 0
-        value = getattr(_prompt, name)
-        if name == "EXAMPLES":
-            edited = value[:-1]
-            # chat_messages took the examples as a default argument when it was defined
-            monkeypatch.setattr(_prompt.chat_messages, "__kwdefaults__", {"examples": edited})
-        else:
-            edited = value + " Be brief."
-        # as an edit of relevancy/core/prompt.py would: the prompt sent and the fingerprint's input
-        monkeypatch.setattr(_prompt, name, edited)
-        monkeypatch.setattr(_openai, name, edited)
-        assert _openai_chats(srv, cache) == 1
-        sent = srv.requests[-1]["body"]["messages"]
+    assert _openai_chats(toy_server, cache) == 1
+    assert _openai_chats(toy_server, cache) == 0
+    value = getattr(_prompt, name)
+    if name == "EXAMPLES":
+        edited = value[:-1]
+        # chat_messages took the examples as a default argument when it was defined
+        monkeypatch.setattr(_prompt.chat_messages, "__kwdefaults__", {"examples": edited})
+    else:
+        edited = value + " Be brief."
+    # as an edit of relevancy/core/prompt.py would: the prompt sent and the fingerprint's input
+    monkeypatch.setattr(_prompt, name, edited)
+    monkeypatch.setattr(_openai, name, edited)
+    assert _openai_chats(toy_server, cache) == 1
+    sent = toy_server.requests[-1]["body"]["messages"]
     if name == "INSTRUCTION":
         assert sent[0]["content"].endswith("Be brief.")
     else:

@@ -17,29 +17,15 @@ import pytest
 from relevancy.analysis.compare import regression_check
 from relevancy.cli import main
 from relevancy.errors import InputError
-from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+from relevancy.testing.openai_server import OpenAICompatServer
 
-ROOT = Path(__file__).resolve().parents[1]
-TOPICS = ("tallest mountain", "longest river", "largest desert", "deepest lake", "oldest city")
+from helpers import ROOT, cli_backends, region_rows, write_rows
 
 
 def eval_set(path: Path, *, evasive_every: int = 0) -> Path:
-    """A small eval set; with ``evasive_every`` some answers dodge the question."""
-    rows = []
-    for i in range(24):
-        topic = TOPICS[i % len(TOPICS)]
-        answer = f"The {topic} of region {i} is famous for its {topic} records and maps."
-        if evasive_every and i % evasive_every == 0:
-            answer = "I don't know, it depends on many things I cannot help with."
-        rows.append({"id": f"q{i}", "question": f"What is the {topic} of region {i}?",
-                     "answer": answer})  # fmt: skip
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
-
-
-def backends(srv: OpenAICompatServer) -> list[str]:
-    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-            "--base-url", srv.base_url, "-q"]  # fmt: skip
+    """A small eval set with ids; with ``evasive_every`` some answers dodge the question."""
+    rows = region_rows(24, evasive_every=evasive_every)
+    return write_rows(path, [{"id": f"q{i}", **row} for i, row in enumerate(rows)])
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +34,10 @@ def scored(tmp_path_factory):
     d = tmp_path_factory.mktemp("gate")
     with OpenAICompatServer() as srv:
         base, new = d / "base.csv", d / "new.csv"
-        assert main(["score", str(eval_set(d / "a.csv")), "-o", str(base), *backends(srv)]) == 0
+        backends = cli_backends(srv, "-q")
+        assert main(["score", str(eval_set(d / "a.csv")), "-o", str(base), *backends]) == 0
         src = eval_set(d / "b.csv", evasive_every=2)
-        assert main(["score", str(src), "-o", str(new), *backends(srv)]) == 0
+        assert main(["score", str(src), "-o", str(new), *backends]) == 0
     return base, new
 
 
@@ -89,13 +76,12 @@ def test_without_a_margin_it_reports_and_never_fails(scored, capsys):
     assert "### ✅ Answer Relevancy" in out  # no gate asked for: nothing failed
 
 
-def test_runs_from_the_store_pair_by_id(scored, tmp_path, capsys):
+def test_runs_from_the_store_pair_by_id(scored, toy_server, tmp_path, capsys):
     d = tmp_path
-    with OpenAICompatServer() as srv:
-        for name, src in (("base", eval_set(d / "a.csv")),
-                          ("new", eval_set(d / "b.csv", evasive_every=3))):  # fmt: skip
-            args = ["score", str(src), "-o", str(d / f"{name}.jsonl"), "--save-run", name]
-            assert main([*args, *backends(srv)]) == 0
+    for name, src in (("base", eval_set(d / "a.csv")),
+                      ("new", eval_set(d / "b.csv", evasive_every=3))):  # fmt: skip
+        args = ["score", str(src), "-o", str(d / f"{name}.jsonl"), "--save-run", name]
+        assert main([*args, *cli_backends(toy_server, "-q")]) == 0
     saved = re.findall(r"saved           run #(\d+)", capsys.readouterr().out)
     assert len(saved) == 2
     code = main(["compare", f"run:{saved[0]}", f"run:#{saved[1]}", "--fail-on-regression", "0"])
@@ -119,9 +105,7 @@ def test_runs_from_the_store_pair_by_id(scored, tmp_path, capsys):
 def test_bad_input_is_one_line_and_exit_2(scored, tmp_path, capsys, args, message):
     src = eval_set(tmp_path / "unscored.csv")
     other = tmp_path / "other.csv"
-    pd.DataFrame({"user_input": ["Why?"], "response": ["Because."], "score": [0.5]}).to_csv(
-        other, index=False
-    )
+    write_rows(other, [{"user_input": "Why?", "response": "Because.", "score": 0.5}])
     paths = {"base": str(scored[0]), "src": str(src), "other": str(other)}
     assert main(["compare", *(a.format(**paths) for a in args)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -149,7 +133,7 @@ def test_regression_check_logic():
         regression_check(base, pd.DataFrame({"user_input": ["zz"], "score": [1.0]}))
 
 
-def test_the_documented_github_actions_recipe_runs_as_written(tmp_path):
+def test_the_documented_github_actions_recipe_runs_as_written(tmp_path, toy_server):
     """docs/cli.md's CI step, run through a shell with the console script, as Actions would."""
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     block = re.search(r"```yaml\n(.*?)```", page.split("## Regression gate in CI\n")[1], re.S)
@@ -159,29 +143,28 @@ def test_the_documented_github_actions_recipe_runs_as_written(tmp_path):
     (tmp_path / "eval").mkdir()
     eval_set(tmp_path / "eval" / "answers.csv", evasive_every=2)
     (tmp_path / "baseline").mkdir()
-    with OpenAICompatServer() as srv:
-        assert (
-            main(
-                [
-                    "score",
-                    str(eval_set(tmp_path / "base_src.csv")),
-                    "-q",
-                    "-o",
-                    str(tmp_path / "baseline" / "scores.csv"),
-                    *backends(srv)[:-1],
-                ]
-            )
-            == 0
+    assert (
+        main(
+            [
+                "score",
+                str(eval_set(tmp_path / "base_src.csv")),
+                "-q",
+                "-o",
+                str(tmp_path / "baseline" / "scores.csv"),
+                *cli_backends(toy_server),
+            ]
         )
-        env = {**os.environ, "OPENAI_BASE_URL": srv.base_url, "OPENAI_API_KEY": "sk-test",
-               "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}  # fmt: skip
-        bindir = str(Path(sys.executable).parent)
-        env["PATH"] = bindir + os.pathsep + env["PATH"]
-        codes = []
-        for line in run_lines:
-            done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=300)  # fmt: skip
-            codes.append(done.returncode)
-            assert "Traceback" not in done.stderr
+        == 0
+    )
+    env = {**os.environ, "OPENAI_BASE_URL": toy_server.base_url, "OPENAI_API_KEY": "sk-test",
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}  # fmt: skip
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env["PATH"]
+    codes = []
+    for line in run_lines:
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        codes.append(done.returncode)
+        assert "Traceback" not in done.stderr
     assert codes == [0, 1]  # the candidate's evasive answers fail the gate
     assert "### ❌ Answer Relevancy" in (tmp_path / "summary.md").read_text()

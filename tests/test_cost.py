@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy import AnswerRelevancy
 from relevancy.analysis.cost import (
@@ -23,7 +21,6 @@ from relevancy.analysis.cost import (
     row_costs,
     usage_totals,
 )
-from relevancy.backends import make_embedder, make_generator
 from relevancy.backends._openai import share_by_length
 from relevancy.cli import main
 from relevancy.errors import InputError
@@ -31,9 +28,19 @@ from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
 from relevancy.scoring.estimate import InputStats, estimate, measure_sample, measured_rates
 from relevancy.testing._toy_model import word_count
-from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import (
+    ROOT,
+    app,
+    choose_toy_backend,
+    cli_backends,
+    metrics,
+    ok,
+    toy_metric,
+    visit,
+    write_rows,
+)
 
 
 def rows(n: int, *, repeat_question: bool = False) -> pd.DataFrame:
@@ -49,16 +56,6 @@ def rows(n: int, *, repeat_question: bool = False) -> pd.DataFrame:
                 for i in range(n)
             ],
         }
-    )
-
-
-def toy_metric(srv: OpenAICompatServer, **kw) -> AnswerRelevancy:
-    return AnswerRelevancy(
-        llm=make_generator(f"openai:{CHAT_MODEL}", base_url=srv.base_url, api_key="sk-test"),
-        embeddings=make_embedder(
-            f"openai:{EMBEDDING_MODEL}", base_url=srv.base_url, api_key="sk-test"
-        ),
-        **kw,
     )
 
 
@@ -130,18 +127,17 @@ def test_openai_embedding_tokens_are_shared_out_by_length():
 # --- what rows record --------------------------------------------------------------------------
 
 
-def test_rows_record_the_servers_usage_and_embedding_tokens_once(tmp_path):
+def test_rows_record_the_servers_usage_and_embedding_tokens_once(tmp_path, toy_server):
     data = rows(6, repeat_question=True)
-    with OpenAICompatServer() as srv:
-        metric = toy_metric(srv)
-        results = metric.score_many(data)
-        again = metric.score_many(data)
-        stats = srv.stats()
+    metric = toy_metric(toy_server, api_key="sk-test")
+    results = metric.score_many(data)
+    again = metric.score_many(data)
+    stats = toy_server.stats()
     for r in results:
         assert r.usage["prompt_tokens"] > word_count(r.response)  # the prompt holds the answer
         assert r.usage["completion_tokens"] > 0 and not r.cached
     # every embedded text is paid for once, by one row: the rows add up to the server's usage
-    embedded = [t for q in srv.requests if q["path"].endswith("/embeddings")
+    embedded = [t for q in toy_server.requests if q["path"].endswith("/embeddings")
                 for t in q["body"]["input"]]  # fmt: skip
     assert sum(r.usage["embedding_tokens"] for r in results) == sum(map(word_count, embedded))
     assert len(set(embedded)) == len(embedded)  # the repeated question was embedded once
@@ -189,22 +185,21 @@ def _usable(r):
 # --- the estimate before a run -----------------------------------------------------------------
 
 
-def test_estimate_tokens_rough_then_measured_on_a_sample(tmp_path):
+def test_estimate_tokens_rough_then_measured_on_a_sample(tmp_path, toy_server):
     data = rows(40)
-    with OpenAICompatServer() as srv:
-        metric = toy_metric(srv, cache=str(tmp_path / "cache"))
-        stats = InputStats.of(metric, data["user_input"], data["response"])
-        rough = estimate(metric, stats)
-        assert rough.token_basis.startswith("rough") and rough.tokens["prompt_tokens"] > 0
-        assert math.isnan(rough.cost()) and rough.describe_cost().startswith("unknown")
-        sample = measure_sample(metric, stats, 10)
-        assert len(sample) == 10 and len({r.response for r in sample}) == 10
-        assert measured_rates(metric) is not None
-        stats = InputStats.of(metric, data["user_input"], data["response"])
-        assert (stats.rows, stats.cached) == (40, 10)  # the sample is in the cache for the run
-        plan = estimate(metric, stats)
-        assert plan.token_basis.startswith("measured on 10 rows")
-        actual = metric.score_many(data)
+    metric = toy_metric(toy_server, api_key="sk-test", cache=str(tmp_path / "cache"))
+    stats = InputStats.of(metric, data["user_input"], data["response"])
+    rough = estimate(metric, stats)
+    assert rough.token_basis.startswith("rough") and rough.tokens["prompt_tokens"] > 0
+    assert math.isnan(rough.cost()) and rough.describe_cost().startswith("unknown")
+    sample = measure_sample(metric, stats, 10)
+    assert len(sample) == 10 and len({r.response for r in sample}) == 10
+    assert measured_rates(metric) is not None
+    stats = InputStats.of(metric, data["user_input"], data["response"])
+    assert (stats.rows, stats.cached) == (40, 10)  # the sample is in the cache for the run
+    plan = estimate(metric, stats)
+    assert plan.token_basis.startswith("measured on 10 rows")
+    actual = metric.score_many(data)
     fresh = [r for r in actual if not r.cached]
     for key in ("prompt_tokens", "completion_tokens", "embedding_tokens"):
         real = sum(r.usage[key] for r in fresh)
@@ -213,30 +208,26 @@ def test_estimate_tokens_rough_then_measured_on_a_sample(tmp_path):
     assert plan.cost(prices) > 0 and plan.describe_cost(prices).startswith("about $")
 
 
-def test_cli_prints_tokens_cost_and_the_cache_savings(tmp_path, capsys):
+def test_cli_prints_tokens_cost_and_the_cache_savings(tmp_path, capsys, toy_server):
     src = tmp_path / "in.csv"
-    rows(30).rename(columns={"user_input": "question", "response": "answer"}).to_csv(
-        src, index=False
-    )
-    with OpenAICompatServer() as srv:
-        backends = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-                    "--base-url", srv.base_url, "-q"]  # fmt: skip
-        prices = ["--price", f"{CHAT_MODEL}=1/2", "--price", f"{EMBEDDING_MODEL}=0.5"]
-        assert main(["score", str(src), "--estimate", "--sample", "8", *prices, *backends]) == 0
-        err = capsys.readouterr().err
-        assert "sample          scored 8 rows of the file" in err
-        assert re.search(r"tokens        about [\d,.k]+ in \+ [\d,.k]+ out \(generation\), "
-                         r"[\d,.k]+ embedded \(measured on 8 rows", err)  # fmt: skip
-        assert re.search(r"cost          about \$[\d.]+ at toy-chat \$1/\$2, toy-embed \$0.5 per "
-                         r"1M tokens \(prices you set\)", err)  # fmt: skip
-        out = tmp_path / "out.csv"
-        assert main(["score", str(src), "-o", str(out), "--save-run", "cost", *prices,
-                     *backends]) == 0  # fmt: skip
-        text = capsys.readouterr().out
-        assert main(["score", str(src), "-o", str(out), *backends]) == 0
-        unpriced = capsys.readouterr().out
-        assert main(["score", str(src), "--estimate", "--price", "nonsense", *backends]) == 2
-        assert "bad price 'nonsense'" in capsys.readouterr().err
+    write_rows(src, rows(30).rename(columns={"user_input": "question", "response": "answer"}))
+    backends = cli_backends(toy_server, "-q")
+    prices = ["--price", f"{CHAT_MODEL}=1/2", "--price", f"{EMBEDDING_MODEL}=0.5"]
+    assert main(["score", str(src), "--estimate", "--sample", "8", *prices, *backends]) == 0
+    err = capsys.readouterr().err
+    assert "sample          scored 8 rows of the file" in err
+    assert re.search(r"tokens        about [\d,.k]+ in \+ [\d,.k]+ out \(generation\), "
+                     r"[\d,.k]+ embedded \(measured on 8 rows", err)  # fmt: skip
+    assert re.search(r"cost          about \$[\d.]+ at toy-chat \$1/\$2, toy-embed \$0.5 per "
+                     r"1M tokens \(prices you set\)", err)  # fmt: skip
+    out = tmp_path / "out.csv"
+    assert main(["score", str(src), "-o", str(out), "--save-run", "cost", *prices,
+                 *backends]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert main(["score", str(src), "-o", str(out), *backends]) == 0
+    unpriced = capsys.readouterr().out
+    assert main(["score", str(src), "--estimate", "--price", "nonsense", *backends]) == 2
+    assert "bad price 'nonsense'" in capsys.readouterr().err
     exported = pd.read_csv(out)
     t = usage_totals(exported, {CHAT_MODEL: Price(1, 2), EMBEDDING_MODEL: Price(0.5)})
     assert t.cached_rows == 30 and t.billed_tokens == 0  # the second run: all from the cache
@@ -258,59 +249,46 @@ def test_cli_prints_tokens_cost_and_the_cache_savings(tmp_path, capsys):
 # --- the dashboard -----------------------------------------------------------------------------
 
 
-def test_dashboard_prices_runs_totals_and_estimate(tmp_path):
+def test_dashboard_prices_runs_totals_and_estimate(tmp_path, toy_server):
     """Runs page totals at the sidebar's prices; an edited price moves the cost; the Dataset
     page estimates tokens and cost before a run and measures on a sample."""
-    with OpenAICompatServer() as srv:
-        src = tmp_path / "in.csv"
-        rows(12).to_csv(src, index=False)
-        backends = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-                    "--base-url", srv.base_url, "-q"]  # fmt: skip
-        assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), "--save-run", "toy",
-                     *backends]) == 0  # fmt: skip
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.run()
-        at.switch_page("pages/5_Runs.py")
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        (toy,) = [r for r in RunStore(default_store_path()).list_runs() if r.name == "toy"]
-        at.session_state["active_run"] = toy.id
-        at.run()
-        metrics = {m.label: m.value for m in at.metric}
-        assert metrics["Cost"] == "unknown" and metrics["Rows from cache"] == "0"
-        assert int(float(metrics["Tokens billed"].rstrip("k")) * 1000) > 0
-        # price the toy models in the sidebar's table: the cost becomes a figure
-        table = at.session_state["sb_prices"]
-        at.session_state["sb_prices"] = pd.concat(
-            [table, pd.DataFrame([{"model": CHAT_MODEL, "input": 1.0, "output": 2.0},
-                                  {"model": EMBEDDING_MODEL, "input": 0.5, "output": 0.0}])],
-            ignore_index=True,
-        )  # fmt: skip
-        at.run()
-        metrics = {m.label: m.value for m in at.metric}
-        expected = usage_totals(
-            RunStore(default_store_path()).usage(toy.id),
-            {CHAT_MODEL: Price(1, 2), EMBEDDING_MODEL: Price(0.5)},
-        ).cost
-        assert metrics["Cost"] == f"${expected:.4f}"
-        # the Dataset page: an estimate with tokens and cost, then measured on a sample
-        at.sidebar.radio(key="_w_sb_backend").set_value("compatible").run()
-        at.sidebar.text_input(key="_w_sb_base_url").input(srv.base_url)
-        at.sidebar.text_input(key="_w_sb_llm_model").input(CHAT_MODEL)
-        at.sidebar.text_input(key="_w_sb_emb_model").input(EMBEDDING_MODEL).run()
-        at.switch_page("pages/1_Dataset.py")
-        at.run()
-        at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
-        assert not at.exception, [e.value for e in at.exception]
-        captions = " ".join(c.value for c in at.caption)
-        assert "🔢 Tokens: about" in captions
-        assert "measured on 12 rows" in captions  # the CLI run above measured these models
-        assert "💲 Cost: about \\$" in captions  # priced in the sidebar above (escaped markdown)
-        at.button(key="ds_measure").click().run()
-        assert not at.exception, [e.value for e in at.exception]
-        captions = " ".join(c.value for c in at.caption)
-        assert "measured on 20 rows" in captions
-        assert any("Measured on 20 rows" in s.value for s in at.success)
+    src = write_rows(tmp_path / "in.csv", rows(12))
+    backends = cli_backends(toy_server, "-q")
+    assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), "--save-run", "toy",
+                 *backends]) == 0  # fmt: skip
+    at = visit(app(), "5_Runs.py")
+    (toy,) = [r for r in RunStore(default_store_path()).list_runs() if r.name == "toy"]
+    at.session_state["active_run"] = toy.id
+    at.run()
+    figures = metrics(at)
+    assert figures["Cost"] == "unknown" and figures["Rows from cache"] == "0"
+    assert int(float(figures["Tokens billed"].rstrip("k")) * 1000) > 0
+    # price the toy models in the sidebar's table: the cost becomes a figure
+    table = at.session_state["sb_prices"]
+    at.session_state["sb_prices"] = pd.concat(
+        [table, pd.DataFrame([{"model": CHAT_MODEL, "input": 1.0, "output": 2.0},
+                              {"model": EMBEDDING_MODEL, "input": 0.5, "output": 0.0}])],
+        ignore_index=True,
+    )  # fmt: skip
+    at.run()
+    expected = usage_totals(
+        RunStore(default_store_path()).usage(toy.id),
+        {CHAT_MODEL: Price(1, 2), EMBEDDING_MODEL: Price(0.5)},
+    ).cost
+    assert metrics(at)["Cost"] == f"${expected:.4f}"
+    # the Dataset page: an estimate with tokens and cost, then measured on a sample
+    visit(choose_toy_backend(at, toy_server), "1_Dataset.py")
+    at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
+    ok(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "🔢 Tokens: about" in captions
+    assert "measured on 12 rows" in captions  # the CLI run above measured these models
+    assert "💲 Cost: about \\$" in captions  # priced in the sidebar above (escaped markdown)
+    at.button(key="ds_measure").click().run()
+    ok(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "measured on 20 rows" in captions
+    assert any("Measured on 20 rows" in s.value for s in at.success)
 
 
 def test_default_prices_are_dated_and_cover_the_default_api_models():

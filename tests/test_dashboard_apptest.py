@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,28 +23,9 @@ from relevancy.runs import DEMO_RUN_NAME, RunStore
 from relevancy.scoring.judge import load_check_set
 from relevancy.scoring.metric import API_CONCURRENCY, EMBEDDED_CONCURRENCY
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
-DEMO = 1  # the demo is the first run of every fresh store
+from helpers import DEMO, ROOT, app, choose_toy_backend, metrics, ok, visit
+
 FAKE_KEY = "sk-FAKE-dashboard-key-0123456789-DO-NOT-SHOW"
-
-
-def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    _ok(at)
-    return at
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-
-
-def _page(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"pages/{page}")
-    at.run()
-    _ok(at)
-    return at
 
 
 def _charts(at: AppTest) -> list[dict]:
@@ -97,10 +77,10 @@ def _demo_mean() -> str:
 
 
 def test_home_shows_demo_overview_and_precomputed_example():
-    at = _app()
+    at = app()
     assert any("Active run" in m.value for m in at.markdown)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Mean score"] == _demo_mean()
+    figures = metrics(at)
+    assert figures["Mean score"] == _demo_mean()
     assert any("for trying the tool offline" in c.value for c in at.caption)
     assert any("precomputed" in c.value for c in at.caption)
     # the page's words read the library's constants, not copies of them
@@ -116,7 +96,7 @@ def test_home_shows_demo_overview_and_precomputed_example():
     )
     # picking another example refills the question and both answers
     at.selectbox(key="home_example").set_value("When was the first super bowl?").run()
-    _ok(at)
+    ok(at)
     assert at.text_area(key="home_question").value == "When was the first super bowl?"
     assert "1967" in at.text_area(key="home_answer_0").value
     assert len(_charts(at)) == 2
@@ -124,7 +104,7 @@ def test_home_shows_demo_overview_and_precomputed_example():
 
 # --- dataset ------------------------------------------------------------------------------
 def test_dataset_results_filters_and_drilldown():
-    at = _page(_app(), "1_Dataset.py")
+    at = visit(app(), "1_Dataset.py")
     table = _table(at, f"ds_table_{DEMO}")
     assert len(table) == 48
     assert table["score"].is_monotonic_increasing  # lowest first by default
@@ -141,14 +121,14 @@ def test_dataset_results_filters_and_drilldown():
     at.multiselect(key="ds_variants").set_value(["prompt-B"]).run()
     assert set(_table(at, f"ds_table_{DEMO}")["variant"]) == {"prompt-B"}
     at.selectbox(key="ds_nc").set_value("yes").run()
-    _ok(at)
+    ok(at)
     flagged = _table(at, f"ds_table_{DEMO}")  # B's two evasive answers, zeroed
     assert len(flagged) == 2 and (flagged["score"] == 0).all()
     assert set(flagged["variant"]) == {"prompt-B"}
     at.selectbox(key="ds_nc").set_value("all")
     at.multiselect(key="ds_variants").set_value([]).run()  # none chosen: all variants
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(0).run()  # row 0: the France partial answer
-    _ok(at)
+    ok(at)
     bars = _charts(at)[-1]["data"][0]
     assert bars["type"] == "bar" and len(_values(bars["x"])) == 3
     # the partial answer passes the threshold, and says first that it is partial
@@ -165,21 +145,21 @@ def test_dataset_results_filters_and_drilldown():
     partial = sum(r.reason == "partial" for r in demo_results())
     assert any(f"{partial} partial" in c.value for c in at.caption)
     at.multiselect(key="ds_reasons").set_value(["partial"]).run()
-    _ok(at)
+    ok(at)
     kept = _table(at, f"ds_table_{DEMO}")
     assert len(kept) == partial and set(kept["reason"]) == {"partial"}
 
 
 def test_dataset_validation_messages_for_a_bad_upload():
-    at = _page(_app(), "1_Dataset.py")
+    at = visit(app(), "1_Dataset.py")
     at.file_uploader(key="ds_upload").upload("notes.csv", b"title,body\nx,y\n", "text/csv").run()
-    _ok(at)
+    ok(at)
     assert any("Choose the column that holds the question" in e.value for e in at.error)
     assert at.button(key="ds_score").disabled
     # map the columns by hand: the errors go away
     at.selectbox(key="ds_map_user_input").set_value("title")
     at.selectbox(key="ds_map_response").set_value("body").run()
-    _ok(at)
+    ok(at)
     assert not any("Choose the column" in e.value for e in at.error)
     assert not at.button(key="ds_score").disabled
     at.file_uploader(key="ds_upload").upload("bad.json", b"{not json", "application/json").run()
@@ -189,7 +169,7 @@ def test_dataset_validation_messages_for_a_bad_upload():
 @pytest.mark.models
 @pytest.mark.slow
 def test_dataset_upload_and_score_with_the_embedded_models():
-    at = _page(_app(), "1_Dataset.py")
+    at = visit(app(), "1_Dataset.py")
     csv = (
         b"question,answer,variant\n"
         b'When was the first super bowl?,"The first superbowl was held on Jan 15, 1967",v1\n'
@@ -197,11 +177,11 @@ def test_dataset_upload_and_score_with_the_embedded_models():
         b"How do vaccines work?,I don't know.,v1\n"
     )
     at.file_uploader(key="ds_upload").upload("three.csv", csv, "text/csv").run()
-    _ok(at)
+    ok(at)
     assert len(_table(at, "ds_preview")) == 3
     at.text_input(key="ds_run_name").input("three rows")
     at.button(key="ds_score").click().run()
-    _ok(at)
+    ok(at)
     assert any("Scored 3 rows" in s.value for s in at.success)
     table = _table(at, "ds_table_2")
     assert len(table) == 3 and table["score"].notna().all()
@@ -215,7 +195,7 @@ def test_dataset_upload_and_score_with_the_embedded_models():
 
 def test_resume_a_partial_run(monkeypatch):
     """A run cut short keeps its rows; Resume scores only the missing ones."""
-    at = _app()
+    at = app()
     store = RunStore(default_store_path())
     demo = store.load_run(store.list_runs()[0].id)
     run_id = store.create_run("partial", {"backend": "embedded"}, demo.inputs.head(4))
@@ -238,10 +218,10 @@ def test_resume_a_partial_run(monkeypatch):
 
     monkeypatch.setattr(models, "_build_metric", lambda *a, **k: FakeMetric())
     at.session_state["active_run"] = run_id
-    _page(at, "1_Dataset.py")
+    visit(at, "1_Dataset.py")
     assert any("partial: 2 of 4 rows" in i.value for i in at.info)
     at.button(key="ds_resume").click().run()
-    _ok(at)
+    ok(at)
     assert FakeMetric.calls == [[demo.inputs["user_input"][1], demo.inputs["user_input"][3]]]
     assert store.get_run(run_id).complete
     assert len(_table(at, f"ds_table_{run_id}")) == 4
@@ -249,7 +229,7 @@ def test_resume_a_partial_run(monkeypatch):
 
 # --- distributions ------------------------------------------------------------------------
 def test_distributions_charts_and_summary():
-    at = _page(_app(), "2_Distributions.py")
+    at = visit(app(), "2_Distributions.py")
     charts = _charts(at)
     assert [c["data"][0]["type"] for c in charts] == ["histogram", "box", "scatter"]
     assert [t["name"] for t in charts[0]["data"]] == ["prompt-A", "prompt-B"]
@@ -263,18 +243,18 @@ def test_distributions_charts_and_summary():
     assert f"more than {DOTS_UP_TO:,} rows shows its outliers only" in captions
     at.segmented_control(key="dist_split").set_value("none")
     at.radio(key="dist_kind").set_value("violin").run()
-    _ok(at)
+    ok(at)
     charts = _charts(at)
     assert len(charts[0]["data"]) == 1 and charts[1]["data"][0]["type"] == "violin"
     at.sidebar.slider(key="_w_sb_threshold").set_value(0.7).run()
-    _ok(at)
+    ok(at)
     assert any(s.get("x0") == 0.7 for s in _charts(at)[0]["layout"]["shapes"])
     assert "below 0.70" in _table(at, "dist_table").columns
 
 
 # --- embeddings ---------------------------------------------------------------------------
 def test_embeddings_projection_and_row_selection():
-    at = _page(_app(), "3_Embeddings.py")
+    at = visit(app(), "3_Embeddings.py")
     chart = _charts(at)[0]
     names = [t.get("name") for t in chart["data"]]
     assert names == ["links", "generated questions", "original questions"]
@@ -282,27 +262,27 @@ def test_embeddings_projection_and_row_selection():
     at.segmented_control(key="emb_color").set_value("variant").run()
     assert [t.get("name") for t in _charts(at)[0]["data"]][1:3] == ["prompt-A", "prompt-B"]
     at.segmented_control(key="emb_dims").set_value(3).run()
-    _ok(at)
+    ok(at)
     assert {t["type"] for t in _charts(at)[0]["data"]} == {"scatter3d"}
     at.segmented_control(key="emb_dims").set_value(2)
     at.segmented_control(key="emb_method").set_value("tsne").run()
-    _ok(at)
+    ok(at)
     assert _charts(at)[0]["data"][1]["type"] == "scatter"
     at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
-    _ok(at)
+    ok(at)
     assert any("row 6" in c.value for c in at.caption)  # the run's row 5, shown 1-based
     assert _charts(at)[-1]["data"][0]["type"] == "bar"
 
 
 # --- compare ------------------------------------------------------------------------------
 def test_compare_variants_and_regressions():
-    at = _page(_app(), "4_Compare.py")
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Pairs"] == "24"
+    at = visit(app(), "4_Compare.py")
+    figures = metrics(at)
+    assert figures["Pairs"] == "24"
     wins, ties, losses = (
-        int(metrics["prompt-B better"]),
-        int(metrics["Ties"]),
-        int(metrics["prompt-A better"]),
+        int(figures["prompt-B better"]),
+        int(figures["Ties"]),
+        int(figures["prompt-A better"]),
     )
     assert wins + ties + losses == 24 and losses > 0
     charts = _charts(at)
@@ -318,7 +298,7 @@ def test_compare_variants_and_regressions():
     before = [(m.label, m.value) for m in at.metric]
     at.selectbox(key="cmp_a").set_value("prompt-B")
     at.selectbox(key="cmp_b").set_value("prompt-A").run()
-    _ok(at)
+    ok(at)
     after = [(m.label, m.value) for m in at.metric]
     assert after[1] == ("prompt-A better", str(losses)) and after[1] == before[3]
     assert after[3] == ("prompt-B better", str(wins)) and after[3] == before[1]
@@ -326,32 +306,32 @@ def test_compare_variants_and_regressions():
     assert float(after[4][1]) == pytest.approx(-float(before[4][1]), abs=1e-3)
     # a wider tie margin turns small differences into ties
     at.number_input(key="cmp_margin").set_value(0.2).run()
-    assert int({m.label: m.value for m in at.metric}["Ties"]) > ties
+    assert int(metrics(at)["Ties"]) > ties
     # another column of the user's splits the run too (the demo's answer_type)
     at.selectbox(key="cmp_column").set_value("answer_type").run()
-    _ok(at)
+    ok(at)
     assert at.selectbox(key="cmp_a").options[:2] == ["evasive", "off-topic"]
     at.segmented_control(key="cmp_mode").set_value("runs").run()
     assert any("Only one run" in i.value for i in at.info)
 
 
 def test_compare_two_runs():
-    at = _app()
+    at = app()
     store = RunStore(default_store_path())
     demo = store.load_run(store.list_runs()[0].id)
     run_id = store.create_run("copy", {"backend": "embedded"}, demo.inputs)
     store.append_results(run_id, enumerate(demo.results))
-    at = _page(at, "4_Compare.py")
+    at = visit(at, "4_Compare.py")
     at.segmented_control(key="cmp_mode").set_value("runs").run()
-    _ok(at)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Pairs"] == "48" and metrics["Ties"] == "48"
+    ok(at)
+    figures = metrics(at)
+    assert figures["Pairs"] == "48" and figures["Ties"] == "48"
     assert any("No regressions" in s.value for s in at.success)
 
 
 # --- runs ---------------------------------------------------------------------------------
 def test_runs_rename_export_delete():
-    at = _page(_app(), "5_Runs.py")
+    at = visit(app(), "5_Runs.py")
     runs = _table(at, "runs_table")
     assert list(runs["name"]) == [DEMO_RUN_NAME]
     run_id = int(runs["id"][0])
@@ -359,13 +339,13 @@ def test_runs_rename_export_delete():
     assert labels == ["CSV", "JSON", "PARQUET", "HTML report"]  # each built when clicked
     at.text_input(key=f"runs_name_{run_id}").input("Renamed <b>demo</b>")
     at.button(key="runs_rename").click().run()
-    _ok(at)
+    ok(at)
     assert list(_table(at, "runs_table")["name"]) == ["Renamed <b>demo</b>"]
     assert any("Renamed run" in s.value for s in at.success)
     assert at.button(key="runs_delete").disabled
     at.checkbox(key=f"runs_sure_{run_id}").check().run()
     at.button(key="runs_delete").click().run()
-    _ok(at)
+    ok(at)
     assert any("No saved runs" in i.value for i in at.info)
     at.button(key="runs_demo").click().run()
     assert len(_table(at, "runs_table")) == 1
@@ -373,31 +353,26 @@ def test_runs_rename_export_delete():
 
 # --- secrets ------------------------------------------------------------------------------
 def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
-    from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+    from relevancy.testing.openai_server import OpenAICompatServer
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with OpenAICompatServer(api_key=FAKE_KEY) as srv:
-        at = _app()
-        at.sidebar.radio(key="_w_sb_backend").set_value("compatible").run()
-        at.sidebar.text_input(key="_w_sb_base_url").input(srv.base_url)
-        at.sidebar.text_input(key="_w_sb_llm_model").input(CHAT_MODEL)
-        at.sidebar.text_input(key="_w_sb_emb_model").input(EMBEDDING_MODEL).run()
-        _ok(at)
+        at = choose_toy_backend(app(), srv)
         assert any("OPENAI_API_KEY" in c.value for c in at.sidebar.caption)
         # score on Home with the API backend
         at.button(key="home_score").click().run()
-        _ok(at)
+        ok(at)
         assert len(_charts(at)) == 2
         assert FAKE_KEY not in _element_texts(at)
         # score the bundled demo on the Dataset page, then visit every page
-        _page(at, "1_Dataset.py")
+        visit(at, "1_Dataset.py")
         at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
         at.button(key="ds_score").click().run()
-        _ok(at)
+        ok(at)
         assert any("Scored 48 rows" in s.value for s in at.success)
         assert FAKE_KEY not in _element_texts(at)
         for page in ("2_Distributions.py", "3_Embeddings.py", "4_Compare.py", "5_Runs.py"):
-            _page(at, page)
+            visit(at, page)
             assert FAKE_KEY not in _element_texts(at), page
     store = RunStore(default_store_path())
     newest = store.list_runs()[0]
@@ -415,17 +390,17 @@ def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
     assert FAKE_KEY not in build_report(store, newest.id)
 
 
-def test_typed_api_key_is_kept_out_of_the_page():
+def test_typed_api_key_is_kept_out_of_thevisit():
     typed = "sk-TYPED-in-the-password-field-987654321"
-    at = _app()
+    at = app()
     at.sidebar.radio(key="_w_sb_backend").set_value("openai").run()
     assert any("needs an API key" in w.value for w in at.sidebar.warning)
     at.sidebar.text_input(key="sb_api_key_input").input(typed).run()
-    _ok(at)
+    ok(at)
     assert at.sidebar.text_input(key="sb_api_key_input").value == ""  # the field is emptied
     assert any("entered in this session" in c.value for c in at.sidebar.caption)
     assert typed not in _element_texts(at)
-    _page(at, "5_Runs.py")
+    visit(at, "5_Runs.py")
     assert any("entered in this session" in c.value for c in at.sidebar.caption)
     assert typed not in _element_texts(at)
     at.sidebar.button(key="sb_forget_key").click().run()
@@ -480,7 +455,7 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     llm, emb = _fake_backends()
     monkeypatch.setattr(relevancy.scoring.config, "make_generator", lambda *a, **k: llm)
     monkeypatch.setattr(relevancy.scoring.config, "make_embedder", lambda *a, **k: emb)
-    at = _app()
+    at = app()
     control = at.sidebar.segmented_control(key="_w_sb_mode")
     assert control.value == "auto" and control.options == ["auto", "ragas", "focus", "blend"]
     assert any("**ragas** (auto)" in c.value for c in at.sidebar.caption)
@@ -492,7 +467,7 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     at.text_area(key="home_answer_0").input(f"{ON} {OFF}")
     control.set_value("focus").run()
     at.button(key="home_score").click().run()
-    _ok(at)
+    ok(at)
     assert any("**Mode:** focus" in m.value for m in at.markdown)
     (sentences,) = _sentence_tables(at)
     assert sentences.count("<tr class=") == 2 and "I like bananas." in sentences
@@ -500,7 +475,7 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     at.sidebar.segmented_control(key="_w_sb_mode").set_value("ragas").run()
     assert any("New scores: **ragas**" in c.value for c in at.sidebar.caption)
     at.button(key="home_score").click().run()
-    _ok(at)
+    ok(at)
     assert any("**Mode:** ragas" in m.value for m in at.markdown)
     # the sentence view stays (every result carries it), without the focus score's columns
     (sentences,) = _sentence_tables(at)
@@ -508,19 +483,19 @@ def test_scoring_mode_control_reaches_the_metric(monkeypatch):
     # blend: the score's arithmetic under its sentences
     at.sidebar.segmented_control(key="_w_sb_mode").set_value("blend").run()
     at.button(key="home_score").click().run()
-    _ok(at)
+    ok(at)
     assert any("**Mode:** blend" in m.value for m in at.markdown)
     assert any(c.value.startswith("Score = 0.5 × (") for c in at.caption)
     # the mode survives a page switch
-    _page(at, "5_Runs.py")
+    visit(at, "5_Runs.py")
     assert at.sidebar.segmented_control(key="_w_sb_mode").value == "blend"
 
 
 def test_focus_run_table_and_drilldown_explain_the_sentences():
-    at = _app()
+    at = app()
     run_id = _focus_run(RunStore(default_store_path()))
     at.session_state["active_run"] = run_id
-    _page(at, "1_Dataset.py")
+    visit(at, "1_Dataset.py")
     table = _table(at, f"ds_table_{run_id}")
     assert list(table.columns[:7]) == [
         "row", "id", "score", "reason", "Ragas value", "mode", "question"
@@ -531,7 +506,7 @@ def test_focus_run_table_and_drilldown_explain_the_sentences():
     assert any("**focus** mode" in c.value for c in at.caption)
     assert "Ragas mean" in {m.label for m in at.metric}
     at.selectbox(key=f"ds_inspect_{run_id}").set_value(0).run()  # the padded answer
-    _ok(at)
+    ok(at)
     (sentences,) = _sentence_tables(at)
     rows = sentences.split("<tr class=")[1:]
     assert [ON in rows[0], OFF in rows[1], ON2 in rows[2]] == [True] * 3
@@ -555,44 +530,44 @@ def test_a_store_from_the_previous_version_opens_everywhere():
     shutil.copy(ROOT / "tests" / "data" / "store_v1.sqlite3", path)
     with sqlite3.connect(path) as db:
         db.execute("UPDATE rows SET result = json_remove(result, '$.mode', '$.ragas_value')")
-    at = _app()  # migrates; the store had the demo imported before, so it is not added again
+    at = app()  # migrates; the store had the demo imported before, so it is not added again
     run = 1  # "v1 run, complete": 6 rows, two variants, a user column "kind"
     at.session_state["active_run"] = run
-    _page(at, "1_Dataset.py")
+    visit(at, "1_Dataset.py")
     table = _table(at, f"ds_table_{run}")
     assert len(table) == 6 and set(table["mode"]) == {"ragas"}
     assert "Ragas value" not in table.columns and "kind" in table.columns
     assert any("**ragas** mode" in c.value for c in at.caption)
     at.selectbox(key=f"ds_inspect_{run}").set_value(0).run()
-    _ok(at)
+    ok(at)
     assert any("**Mode:** ragas" in m.value for m in at.markdown)
     assert any(c.value.startswith("Score = ") for c in at.caption)
     assert any("kind: good" in c.value for c in at.caption)  # the user's own column
-    _page(at, "2_Distributions.py")
+    visit(at, "2_Distributions.py")
     assert list(_table(at, "dist_table")["mode"]) == ["ragas"] * 3
-    _page(at, "3_Embeddings.py")
+    visit(at, "3_Embeddings.py")
     assert _charts(at)[0]["data"][0]["name"] == "links"
-    _page(at, "5_Runs.py")
+    visit(at, "5_Runs.py")
     runs = _table(at, "runs_table")
     assert list(runs["name"]) == ["v1 run, partial", "v1 run, complete"]
     assert list(runs["mode"]) == ["ragas", "ragas"] and "ragas_mean" not in runs.columns
     at.sidebar.selectbox(key="_w_active_run").set_value(run).run()
-    _ok(at)
+    ok(at)
     from relevancy.dashboard.views.report import build_report
 
     assert "Lowest 6 rows" in build_report(RunStore(path), run)
-    _page(at, "4_Compare.py")
+    visit(at, "4_Compare.py")
     assert int({m.label: m.value for m in at.metric}["Pairs"]) == 3
     assert not any("mean different things" in w.value for w in at.warning)
 
 
 def test_runs_distributions_and_compare_across_modes():
-    at = _app()
+    at = app()
     store = RunStore(default_store_path())
     focus = _focus_run(store)
     ragas = store.create_run("ragas run", {"backend": "embedded"}, store.inputs(focus))
     store.append_results(ragas, enumerate(_fake_metric("ragas").score_many(store.inputs(focus))))
-    _page(at, "5_Runs.py")
+    visit(at, "5_Runs.py")
     runs = _table(at, "runs_table")
     assert list(runs["mode"]) == ["ragas", "focus", "ragas"]  # newest first, the demo last
     assert runs["ragas_mean"].notna().all()
@@ -600,19 +575,19 @@ def test_runs_distributions_and_compare_across_modes():
     assert "Mean Ragas value" in {m.label for m in at.metric}
     # distributions of the focus run: mode and Ragas mean in the summary; switch to Ragas
     at.session_state["active_run"] = focus
-    _page(at, "2_Distributions.py")
+    visit(at, "2_Distributions.py")
     summary = _table(at, "dist_table")
     assert list(summary["mode"]) == ["focus"] and summary["ragas_mean"].notna().all()
     at.segmented_control(key="dist_value").set_value("Ragas value").run()
-    _ok(at)
+    ok(at)
     assert "ragas_mean" not in _table(at, "dist_table").columns
     # the focus run against the ragas run: warned, and compared on the Ragas value
     at.session_state["active_run"] = ragas
-    _page(at, "4_Compare.py")
+    visit(at, "4_Compare.py")
     at.segmented_control(key="cmp_mode").set_value("runs").run()
     at.selectbox(key="cmp_run_a").set_value(focus)
     at.selectbox(key="cmp_run_b").set_value(ragas).run()
-    _ok(at)
+    ok(at)
     assert any("mean different things" in w.value for w in at.warning)
     pairs = _table(at, "cmp_table")
     assert f"#{focus} (Ragas value)" in pairs.columns
@@ -622,25 +597,25 @@ def test_runs_distributions_and_compare_across_modes():
     again = _focus_run(store, "focus again")
     at.run()
     at.selectbox(key="cmp_run_b").set_value(again).run()
-    _ok(at)
+    ok(at)
     assert not any("mean different things" in w.value for w in at.warning)
     pairs = _table(at, "cmp_table")
     assert [f"#{focus}", f"#{again}", f"#{focus} Ragas value"] == list(pairs.columns[2:5])
     at.segmented_control(key="cmp_value").set_value("Ragas value").run()
-    _ok(at)
+    ok(at)
     assert f"#{focus} (Ragas value)" in _table(at, "cmp_table").columns
 
 
 # --- rough edges a new user hit -----------------------------------------------------------
 def test_compare_says_what_it_needs_and_offers_a_run_with_variants():
-    at = _app()
+    at = app()
     store = RunStore(default_store_path())
     demo = store.load_run(DEMO)
     one = store.create_run("one variant", {"backend": "embedded"}, demo.inputs.head(4).drop(
         columns=["variant", "answer_type", "language"]))  # fmt: skip
     store.append_results(one, enumerate(demo.results[:4]))
     at.session_state["active_run"] = one
-    _page(at, "4_Compare.py")
+    visit(at, "4_Compare.py")
     # no variants in the active run: it is compared with the newest other run on shared
     # questions (here the demo, 4 questions in common), not with nothing
     assert at.segmented_control(key="cmp_mode").value == "runs"
@@ -649,29 +624,29 @@ def test_compare_says_what_it_needs_and_offers_a_run_with_variants():
     at.segmented_control(key="cmp_mode").set_value("variants").run()
     assert any("no column with two values to compare" in i.value for i in at.info)
     at.button(key="cmp_switch").click().run()
-    _ok(at)
+    ok(at)
     assert at.session_state["active_run"] == DEMO
     assert {m.label: m.value for m in at.metric}["Pairs"] == "24"
 
 
 def test_home_example_picker_follows_the_question():
-    at = _app()
+    at = app()
     assert at.selectbox(key="home_example").value != "(your own question)"
     at.text_area(key="home_question").input("What is my own question?").run()
-    _ok(at)
+    ok(at)
     assert at.selectbox(key="home_example").value == "(your own question)"
     at.selectbox(key="home_example").set_value("When was the first super bowl?").run()
     assert at.text_area(key="home_question").value == "When was the first super bowl?"
 
 
 def test_runs_page_acts_on_the_active_run():
-    at = _app()
+    at = app()
     store = RunStore(default_store_path())
     copy = store.create_run("a copy", {"backend": "embedded"}, store.inputs(DEMO).head(2))
     at.session_state["active_run"] = DEMO
-    _page(at, "5_Runs.py")
+    visit(at, "5_Runs.py")
     headings = [m.value for m in at.markdown if m.value.startswith("####")]
     assert len(headings) == 1 and f"#{DEMO} ·" in headings[0] and "complete" in headings[0]
     at.sidebar.selectbox(key="_w_active_run").set_value(copy).run()
-    _ok(at)
+    ok(at)
     assert any(f"#{copy}" in m.value and "empty" in m.value for m in at.markdown)

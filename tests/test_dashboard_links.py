@@ -6,7 +6,6 @@ drill-down, or says in one line what is wrong with it.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -14,27 +13,9 @@ from streamlit.testing.v1 import AppTest
 from relevancy.paths import default_store_path
 from relevancy.runs import RowQuery, RunStore, demo_results
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
-DEMO = 1  # the demo is the first run of every fresh store
+from helpers import DEMO, app, ok, visit
 
 pytestmark = pytest.mark.slow
-
-
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _fresh(page: str | None = None, **params: str) -> AppTest:
-    """A new browser session opening the app's URL (``page`` under ``pages/``) with ``params``."""
-    at = AppTest.from_file(APP, default_timeout=180)
-    if page:
-        at.switch_page(f"pages/{page}")
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    return _ok(at)
 
 
 def _link_warnings(at: AppTest) -> list[str]:
@@ -50,16 +31,13 @@ def _drilled(at: AppTest) -> tuple[str, str, str]:
 
 
 def test_the_url_follows_the_run_and_the_row_as_a_user_moves():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    _ok(at)
+    at = app()
     assert at.query_params == {"run": str(DEMO)}  # Home: the active run
-    at.switch_page("pages/1_Dataset.py").run()
-    _ok(at)
+    visit(at, "1_Dataset.py")
     shown = at.selectbox(key=f"ds_inspect_{DEMO}").value  # the first row of the grid
     assert at.query_params == {"run": str(DEMO), "row": str(shown + 1)}  # 1-based, as on screen
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(36).run()
-    _ok(at)
+    ok(at)
     assert at.query_params == {"run": str(DEMO), "row": "37"}
     assert _drilled(at)[0] == "row 37"
     # the copy box: relative without the browser's address, absolute with it
@@ -70,24 +48,23 @@ def test_the_url_follows_the_run_and_the_row_as_a_user_moves():
     assert [c.value for c in at.code] == [f"http://localhost:8501/Dataset?run={DEMO}&row=37"]
     # no drill-down: no row in the URL
     at.text_input(key="ds_search").input("no-such-words-anywhere").run()
-    _ok(at)
+    ok(at)
     assert at.query_params == {"run": str(DEMO)}
     at.text_input(key="ds_search").input("").run()
     assert at.query_params == {"run": str(DEMO), "row": "37"}  # the picked row is kept
     # other pages carry the run only
-    at.switch_page("pages/2_Distributions.py").run()
-    _ok(at)
+    visit(at, "2_Distributions.py")
     assert at.query_params == {"run": str(DEMO)}
     assert not _link_warnings(at)
 
 
 def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_session():
-    at = _fresh("1_Dataset.py")
+    at = app("1_Dataset.py")
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(36).run()
-    _ok(at)
+    ok(at)
     copied = dict(at.query_params)
     before = _drilled(at)
-    opened = _fresh("1_Dataset.py", **copied)
+    opened = app("1_Dataset.py", query=copied)
     assert opened.selectbox(key=f"ds_inspect_{DEMO}").value == 36
     assert _drilled(opened) == before
     expected = demo_results()[36]
@@ -97,32 +74,32 @@ def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_session():
 
 def test_a_link_opens_its_run_as_the_active_run_on_any_page():
     store = RunStore(default_store_path())
-    _fresh()  # the demo is imported on first start
+    app()  # the demo is imported on first start
     from relevancy.runs import import_demo
 
     newer = import_demo(store, force=True)
     assert newer is not None and newer > DEMO
     # without a link the newest run is active; the link opens the older one
-    assert _fresh("2_Distributions.py").query_params == {"run": str(newer)}
-    at = _fresh("2_Distributions.py", run=str(DEMO))
+    assert app("2_Distributions.py").query_params == {"run": str(newer)}
+    at = app("2_Distributions.py", query={"run": str(DEMO)})
     assert at.session_state["active_run"] == DEMO
     assert at.selectbox(key="_w_active_run").value == DEMO  # the sidebar shows it
     assert at.query_params == {"run": str(DEMO)} and not _link_warnings(at)
     # a row means nothing here: ignored without a word, and dropped from the URL
-    at = _fresh("4_Compare.py", run=str(DEMO), row="3")
+    at = app("4_Compare.py", query={"run": str(DEMO), "row": "3"})
     assert at.query_params == {"run": str(DEMO)} and not _link_warnings(at)
     # picking another run in the sidebar updates the URL
     at.selectbox(key="_w_active_run").set_value(newer).run()
-    _ok(at)
+    ok(at)
     assert at.query_params == {"run": str(newer)}
 
 
 def test_a_link_to_a_deleted_run_says_so_and_the_page_still_works():
-    _fresh()
+    app()
     store = RunStore(default_store_path())
     gone = store.create_run("soon gone", {"backend": "embedded"}, store.inputs(DEMO).head(3))
     store.delete(gone)
-    at = _fresh("1_Dataset.py", run=str(gone), row="2")
+    at = app("1_Dataset.py", query={"run": str(gone), "row": "2"})
     (warning,) = _link_warnings(at)
     assert f"Run #{gone} from the link is not in this run store" in warning
     assert "Active run" in warning  # what to do
@@ -134,11 +111,11 @@ def test_a_link_to_a_deleted_run_says_so_and_the_page_still_works():
     # that keeps the row)...
     at.run()
     at.selectbox(key="ds_sort").set_value(at.selectbox(key="ds_sort").value).run()
-    _ok(at)
+    ok(at)
     assert len(_link_warnings(at)) == 1
     # ...and goes once the user picks another row
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(row + 1).run()
-    _ok(at)
+    ok(at)
     assert not _link_warnings(at)
 
 
@@ -152,7 +129,7 @@ def test_a_link_to_a_deleted_run_says_so_and_the_page_still_works():
     ],
 )
 def test_a_bad_link_gives_one_line_and_the_page_still_works(params, says):
-    at = _fresh("1_Dataset.py", **params)
+    at = app("1_Dataset.py", query=params)
     (warning,) = _link_warnings(at)
     assert says in warning
     row = at.selectbox(key=f"ds_inspect_{DEMO}").value  # the drill-down still shows a row
@@ -161,18 +138,18 @@ def test_a_bad_link_gives_one_line_and_the_page_still_works(params, says):
 
 
 def test_a_link_to_a_row_not_scored_yet_says_resume():
-    _fresh()
+    app()
     store = RunStore(default_store_path())
     demo = store.load_run(DEMO)
     run_id = store.create_run("partial", {"backend": "embedded"}, demo.inputs.head(4))
     store.append_results(run_id, [(0, demo.results[0]), (2, demo.results[2])])
-    at = _fresh("1_Dataset.py", run=str(run_id), row="2")
+    at = app("1_Dataset.py", query={"run": str(run_id), "row": "2"})
     (warning,) = _link_warnings(at)
     assert f"Row 2 of run #{run_id} is not scored yet (2 of 4 rows are)" in warning
     assert at.session_state["active_run"] == run_id
     assert at.selectbox(key=f"ds_inspect_{run_id}").value in (0, 2)
     assert (
-        _ok(_fresh("1_Dataset.py", run=str(run_id), row="3"))
+        app("1_Dataset.py", query={"run": str(run_id), "row": "3"})
         .selectbox(key=f"ds_inspect_{run_id}")
         .value
         == 2
@@ -182,13 +159,13 @@ def test_a_link_to_a_row_not_scored_yet_says_resume():
 def test_a_linked_row_off_the_grids_page_is_offered_until_another_is_picked():
     from relevancy.testing.synthetic import write_synthetic_run
 
-    _fresh()
+    app()
     store = RunStore(default_store_path())
     run_id = write_synthetic_run(store, 1200, name="three pages")
     grid = store.columns(run_id, ["score"], query=RowQuery(), limit=500)  # as the grid sorts
     first_page = set(grid["row"].astype(int))
     row = next(r for r in range(1200) if r not in first_page)
-    at = _fresh("1_Dataset.py", run=str(run_id), row=str(row + 1))
+    at = app("1_Dataset.py", query={"run": str(run_id), "row": str(row + 1)})
     assert not _link_warnings(at)
     picker = at.selectbox(key=f"ds_inspect_{run_id}")
     assert picker.value == row and picker.options[0].endswith("(from the link)")
@@ -197,7 +174,7 @@ def test_a_linked_row_off_the_grids_page_is_offered_until_another_is_picked():
     # picking a row of the grid lets the linked one go
     other = sorted(first_page)[3]
     picker.set_value(other).run()
-    _ok(at)
+    ok(at)
     assert at.query_params == {"run": str(run_id), "row": str(other + 1)}
     at.run()
     assert not any(
@@ -207,23 +184,23 @@ def test_a_linked_row_off_the_grids_page_is_offered_until_another_is_picked():
 
 def test_back_and_forward_reopen_the_row_in_the_url():
     """The browser's history sends an earlier URL in the same session: its row opens again."""
-    at = _fresh("1_Dataset.py")
+    at = app("1_Dataset.py")
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(10).run()
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(20).run()
     assert at.query_params == {"run": str(DEMO), "row": "21"}
     at.query_params["row"] = "11"  # Back
     at.run()
-    _ok(at)
+    ok(at)
     assert at.selectbox(key=f"ds_inspect_{DEMO}").value == 10
     assert _drilled(at)[0] == "row 11" and not _link_warnings(at)
 
 
 def test_embeddings_and_compare_link_their_rows_to_the_dataset_drill_down():
-    at = _fresh("3_Embeddings.py")
+    at = app("3_Embeddings.py")
     at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
-    _ok(at)
+    ok(at)
     assert [c.value for c in at.code] == [f"Dataset?run={DEMO}&row=6"]
-    at = _fresh("4_Compare.py")
+    at = app("4_Compare.py")
     links = [
         (int(m.group(1)), int(m.group(2)))
         for md in at.markdown

@@ -5,11 +5,9 @@ what the run store's repeats give."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy.analysis.stability import stability_from_repeats, summarize_stability
 from relevancy.dashboard.views.format import esc
@@ -17,40 +15,22 @@ from relevancy.dashboard.widgets.stability_panel import models_mismatch
 from relevancy.paths import default_store_path
 from relevancy.runs import RunInfo, RunStore
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = 1
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-
-
-def _page(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"pages/{page}")
-    at.run()
-    _ok(at)
-    return at
-
-
-def _metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+from helpers import DEMO, app, metrics, ok, visit
 
 
 @pytest.mark.models
 @pytest.mark.slow
 def test_rescore_k_times_band_and_run_figures():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    _ok(at)
-    _page(at, "2_Distributions.py")
+    at = app(timeout=300)
+    visit(at, "2_Distributions.py")
     assert any("no row of this run has been re-scored" in c.value for c in at.caption)
-    _page(at, "1_Dataset.py")
+    visit(at, "1_Dataset.py")
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("ds_drill_band")]
     row = at.selectbox(key=f"ds_inspect_{DEMO}").value
     at.number_input(key="ds_stab_k").set_value(3)
     at.radio(key="ds_stab_which").set_value("inspected")
     at.button(key="ds_stab_go").click().run()
-    _ok(at)
+    ok(at)
     flash = "Re-scored 1 row(s) 3 times (generator seeds 0, 3, 6)"
     assert any(flash in s.value for s in at.success)
     store = RunStore(default_store_path())
@@ -70,11 +50,11 @@ def test_rescore_k_times_band_and_run_figures():
     # the run figures: Runs and Distributions
     expected = summarize_stability([band["score_sd"]])
     for page in ("5_Runs.py", "2_Distributions.py"):
-        _page(at, page)
-        metrics = _metrics(at)
-        assert metrics["Median per-row sd"] == f"{expected['median_row_sd']:.3f}"
-        assert metrics["p95 per-row sd"] == f"{expected['p95_row_sd']:.3f}"
-        assert metrics["Noncommittal flips"] == str(int(bool(band["noncommittal_flips"])))
+        visit(at, page)
+        figures = metrics(at)
+        assert figures["Median per-row sd"] == f"{expected['median_row_sd']:.3f}"
+        assert figures["p95 per-row sd"] == f"{expected['p95_row_sd']:.3f}"
+        assert figures["Noncommittal flips"] == str(int(bool(band["noncommittal_flips"])))
     assert any("1 row re-scored up to 3 times" in m.value for m in at.markdown)
 
 
@@ -95,9 +75,7 @@ def test_rescoring_with_other_models_than_the_run_is_refused_in_words():
 @pytest.mark.models
 @pytest.mark.slow
 def test_sidebar_language_toggle_and_multilingual_embedder_reach_the_scores():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    _ok(at)
+    at = app(timeout=300)
     radio = at.sidebar.radio(key="_w_sb_embedder")
     assert radio.options == [
         "all-MiniLM-L6-v2 (int8 ONNX)",
@@ -110,7 +88,7 @@ def test_sidebar_language_toggle_and_multilingual_embedder_reach_the_scores():
     at.text_area(key="home_answer_0").input("La tour Eiffel mesure environ 330 mètres de haut.")
     at.run()
     at.button(key="home_score").click().run()
-    _ok(at)
+    ok(at)
     captions = [c.value for c in at.caption]
     line = next(c for c in captions if c.startswith("Languages: question in French"))
     assert line.endswith("the generator was asked to write in French")

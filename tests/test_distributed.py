@@ -24,11 +24,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import ROOT, cli_backends, in_ci, write_rows
+
 try:
     import ray
     import ray.data
 except ImportError:  # pragma: no cover - depends on the install
-    if os.environ.get("CI"):
+    if in_ci():
         raise
     pytest.skip('Ray is not installed (pip install "relevancy[ray]")', allow_module_level=True)
 
@@ -38,7 +40,6 @@ from relevancy.scoring.distributed import score_batch, score_dataset
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 from relevancy.testing.processes import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
 #: columns that may differ between two runs of the same rows (time, cache state, and which
 #: of two rows sharing a text was first to embed it: the total is checked instead)
 UNSTABLE = {"seconds", "cached", "embedding_tokens"}
@@ -201,11 +202,12 @@ def cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
 # ------------------------------------------------------------------------------ no cluster
 
 
-def test_score_batch_keeps_every_row_when_a_batch_cannot_be_scored() -> None:
-    with OpenAICompatServer() as srv:
-        metric = build_metric(**settings(srv, cache=False))  # type: ignore[arg-type]
-        good = score_batch(metric, pairs(3))
-        bad = score_batch(metric, pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}))
+def test_score_batch_keeps_every_row_when_a_batch_cannot_be_scored(
+    toy_server: OpenAICompatServer,
+) -> None:
+    metric = build_metric(**settings(toy_server, cache=False))  # type: ignore[arg-type]
+    good = score_batch(metric, pairs(3))
+    bad = score_batch(metric, pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}))
     head = ["id", "user_input", "response", "kind"]
     assert list(good.columns) == [*head, *RESULT_COLUMNS]
     assert good["score"].notna().all() and not good["error"].any()
@@ -217,40 +219,38 @@ def test_score_batch_keeps_every_row_when_a_batch_cannot_be_scored() -> None:
 # ------------------------------------------------------------------------------ on the cluster
 
 
-def test_python_api_equals_the_single_process_run(connected: Cluster) -> None:
+def test_python_api_equals_the_single_process_run(
+    connected: Cluster, toy_server: OpenAICompatServer
+) -> None:
     frame = pairs(240)
-    with OpenAICompatServer() as srv:
-        want = reference(frame, srv)
-        scored = score_dataset(
-            ray.data.from_pandas(frame), workers=2, batch_size=40, **settings(srv, cache=False)
-        )
-        got = scored.to_pandas()
+    want = reference(frame, toy_server)
+    scored = score_dataset(
+        ray.data.from_pandas(frame), workers=2, batch_size=40, **settings(toy_server, cache=False)
+    )
+    got = scored.to_pandas()
     assert list(got.columns) == list(want.columns)
     assert_same_rows(got, want)
     assert set(got["reason"]) >= {"ok", "noncommittal"}  # the rows are not all alike
 
 
 def test_cli_connects_with_address_and_the_node_cache_serves_a_rerun(
-    cluster: Cluster, tmp_path: Path
+    cluster: Cluster, tmp_path: Path, toy_server: OpenAICompatServer
 ) -> None:
     frame = pairs(200)
-    src = tmp_path / "pairs.csv"
-    frame.to_csv(src, index=False)
-    with OpenAICompatServer() as srv:
-        want = reference(frame, srv)
-        backend = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-                   "--base-url", srv.base_url]  # fmt: skip
-        out = tmp_path / "scored.parquet"
-        done = cli(cluster, str(src), "-o", str(out), "--address", cluster.address,
-                   "--workers", "2", *backend)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
-        chat_calls = srv.stats()["by_path"]["/v1/chat/completions"]
+    src = write_rows(tmp_path / "pairs.csv", frame)
+    want = reference(frame, toy_server)
+    backend = cli_backends(toy_server)
+    out = tmp_path / "scored.parquet"
+    done = cli(cluster, str(src), "-o", str(out), "--address", cluster.address,
+               "--workers", "2", *backend)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    chat_calls = toy_server.stats()["by_path"]["/v1/chat/completions"]
 
-        # the same command again: every row from the node's cache, no new generation
-        again = cli(cluster, str(src), "-o", str(tmp_path / "again.csv"), "--address",
-                    cluster.address, "--workers", "2", "--fail-under", "0.99",
-                    *backend)  # fmt: skip
-        assert srv.stats()["by_path"]["/v1/chat/completions"] == chat_calls
+    # the same command again: every row from the node's cache, no new generation
+    again = cli(cluster, str(src), "-o", str(tmp_path / "again.csv"), "--address",
+                cluster.address, "--workers", "2", "--fail-under", "0.99",
+                *backend)  # fmt: skip
+    assert toy_server.stats()["by_path"]["/v1/chat/completions"] == chat_calls
     assert "rows            200  (scored 200, NaN 0, from cache 0)" in done.stdout
     assert "mean " in done.stdout and "reasons " in done.stdout
     got = pd.read_parquet(out)
@@ -264,44 +264,42 @@ def test_cli_connects_with_address_and_the_node_cache_serves_a_rerun(
     )
 
 
-def test_cli_scores_a_folder_into_a_folder_of_parquet(cluster: Cluster, tmp_path: Path) -> None:
+def test_cli_scores_a_folder_into_a_folder_of_parquet(
+    cluster: Cluster, tmp_path: Path, toy_server: OpenAICompatServer
+) -> None:
     frame = pairs(260)
     folder = tmp_path / "in"
     folder.mkdir()
     for i, part in enumerate((frame[:100], frame[100:200], frame[200:])):
-        part.to_json(folder / f"part{i}.jsonl", orient="records", lines=True)
-    with OpenAICompatServer() as srv:
-        want = reference(frame, srv)
-        out = tmp_path / "out"
-        done = cli(cluster, str(folder), "-o", str(out), "--address", cluster.address,
-                   "--chunk-rows", "50", "--llm", f"openai:{CHAT_MODEL}", "--embeddings",
-                   f"openai:{EMBEDDING_MODEL}", "--base-url", srv.base_url)  # fmt: skip
+        write_rows(folder / f"part{i}.jsonl", part)
+    want = reference(frame, toy_server)
+    out = tmp_path / "out"
+    done = cli(cluster, str(folder), "-o", str(out), "--address", cluster.address,
+               "--chunk-rows", "50", *cli_backends(toy_server))  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     parts = sorted(out.glob("part-*.parquet"))
     assert [len(pd.read_parquet(p)) for p in parts] == [50, 50, 50, 50, 50, 10]
     assert_same_rows(pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True), want)
 
 
-def test_cli_starts_a_local_cluster_without_an_address(tmp_path: Path) -> None:
-    src = tmp_path / "pairs.jsonl"
-    pairs(12).to_json(src, orient="records", lines=True)
+def test_cli_starts_a_local_cluster_without_an_address(
+    tmp_path: Path, toy_server: OpenAICompatServer
+) -> None:
+    src = write_rows(tmp_path / "pairs.jsonl", pairs(12))
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    with OpenAICompatServer() as srv:
-        done = subprocess.run(
-            [sys.executable, "-m", "relevancy.cli", "score", str(src), "--engine", "ray",
-             "--workers", "1", "-q", "--llm", f"openai:{CHAT_MODEL}", "--embeddings",
-             f"openai:{EMBEDDING_MODEL}", "--base-url", srv.base_url],
-            capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
-        )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "relevancy.cli", "score", str(src), "--engine", "ray",
+         "--workers", "1", "-q", *cli_backends(toy_server)],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rows            12  (scored 12" in done.stdout
     assert len(pd.read_parquet(tmp_path / "pairs.relevancy.parquet")) == 12
 
 
 def test_options_that_need_the_local_engine_say_so(tmp_path: Path) -> None:
-    src = tmp_path / "pairs.csv"
-    pairs(2).to_csv(src, index=False)
+    src = write_rows(tmp_path / "pairs.csv", pairs(2))
     from relevancy.cli import main
 
     assert main(["score", str(src), "--engine", "ray", "--estimate"]) == 2

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from relevancy import AnswerRelevancy, make_embedder, make_generator
 from relevancy.cli import main
 from relevancy.testing.openai_server import FaultPlan, OpenAICompatServer
+
+from helpers import cli_backends, toy_metric, write_rows
 
 # Every failed row must say specifically what went wrong.
 SPECIFIC = re.compile(
@@ -31,13 +32,8 @@ def rows(n):
 
 
 def metric_for(srv, *, timeout=1.0, max_retries=3):
-    llm = make_generator(
-        "openai:toy-chat", base_url=srv.base_url, timeout=timeout, max_retries=max_retries
-    )
-    emb = make_embedder(
-        "openai:toy-embed", base_url=srv.base_url, timeout=timeout, max_retries=max_retries
-    )
-    return AnswerRelevancy(llm=llm, embeddings=emb, cache=False, concurrency=16)
+    client = {"timeout": timeout, "max_retries": max_retries}
+    return toy_metric(srv, client=client, cache=False, concurrency=16)
 
 
 @pytest.mark.slow
@@ -79,30 +75,11 @@ def test_retry_after_is_honoured_and_retries_are_bounded():
 
 
 def test_cli_summary_counts_failures_by_reason(tmp_path, capsys):
-    src = tmp_path / "pairs.csv"
-    src.write_text(
-        "question,answer\n" + "".join(f'"{q}","{a}"\n' for q, a in rows(24)), encoding="utf-8"
-    )
+    src = write_rows(tmp_path / "pairs.csv", [{"question": q, "answer": a} for q, a in rows(24)])
     with OpenAICompatServer(retry_after=0.05) as srv:
         srv.set_faults(FaultPlan(rate=0.7, kinds=("500",), seed=3))
-        code = main(
-            [
-                "score",
-                str(src),
-                "-o",
-                str(tmp_path / "out.csv"),
-                "-q",
-                "--llm",
-                "openai:toy-chat",
-                "--embeddings",
-                "openai:toy-embed",
-                "--base-url",
-                srv.base_url,
-                "--no-cache",
-                "--timeout",
-                "2",
-            ]
-        )
+        backends = cli_backends(srv, "-q", "--no-cache", "--timeout", "2")
+        code = main(["score", str(src), "-o", str(tmp_path / "out.csv"), *backends])
     out = capsys.readouterr().out
     assert code == 0
     nan = int(re.search(r"NaN (\d+)", out).group(1))

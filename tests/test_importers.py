@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy import InputError, apply_mapping, read_table, read_table_bytes, write_results
 from relevancy.cli import main
@@ -19,9 +17,9 @@ from relevancy.io import iter_table
 from relevancy.io.importers import ImportReport, detect, text_of
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
-from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT, app, cli_backends, ok, visit
+
 DATA = ROOT / "tests" / "data"
 
 # file, detected format, the one-line description, first question, extra columns kept
@@ -353,23 +351,18 @@ def test_payload_shapes():
 
 
 # --- the command line and the dashboard --------------------------------------------------------
-def _backends(srv: OpenAICompatServer) -> list[str]:
-    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-            "--base-url", srv.base_url]  # fmt: skip
-
-
-def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys):
-    with OpenAICompatServer() as srv:
-        out = tmp_path / "traces.csv"
-        args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q",
-                "--save-run", "from langfuse", *_backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        first = capsys.readouterr()
-        hf_out = tmp_path / "hf.parquet"
-        args = ["score", str(DATA / "hf_qa"), "-o", str(hf_out), "-q", "--chunk-rows", "3",
-                *_backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        second = capsys.readouterr()
+def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys, toy_server):
+    backends = cli_backends(toy_server)
+    out = tmp_path / "traces.csv"
+    args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q",
+            "--save-run", "from langfuse", *backends]  # fmt: skip
+    assert main(args) == 0
+    first = capsys.readouterr()
+    hf_out = tmp_path / "hf.parquet"
+    args = ["score", str(DATA / "hf_qa"), "-o", str(hf_out), "-q", "--chunk-rows", "3",
+            *backends]  # fmt: skip
+    assert main(args) == 0
+    second = capsys.readouterr()
     assert (
         "input           Langfuse traces: 4 question/answer pairs found, 2 traces without an "
         "answer skipped, 1 trace without a question skipped"
@@ -385,30 +378,26 @@ def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys
     assert set(hf["variant"]) == {"chef-small", "chef-large"}
 
 
-def test_cli_format_option(tmp_path, capsys):
-    with OpenAICompatServer() as srv:
-        out = tmp_path / "runs.jsonl"
-        args = ["score", str(DATA / "langsmith_runs.jsonl"), "-o", str(out), "-q",
-                "--format", "langsmith", *_backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        assert "input           LangSmith runs: 3 question/answer pairs" in capsys.readouterr().err
-        assert len(pd.read_json(out, lines=True)) == 3
-        args = ["score", str(DATA / "openai_chat.jsonl"), "-o", str(tmp_path / "x.csv"),
-                "--format", "table", *_backends(srv)]  # fmt: skip
-        assert main(args) == 2
+def test_cli_format_option(tmp_path, capsys, toy_server):
+    backends = cli_backends(toy_server)
+    out = tmp_path / "runs.jsonl"
+    args = ["score", str(DATA / "langsmith_runs.jsonl"), "-o", str(out), "-q",
+            "--format", "langsmith", *backends]  # fmt: skip
+    assert main(args) == 0
+    assert "input           LangSmith runs: 3 question/answer pairs" in capsys.readouterr().err
+    assert len(pd.read_json(out, lines=True)) == 3
+    args = ["score", str(DATA / "openai_chat.jsonl"), "-o", str(tmp_path / "x.csv"),
+            "--format", "table", *backends]  # fmt: skip
+    assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: missing column 'user_input'")
 
 
 def test_dataset_page_shows_what_was_detected():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.run()
-    at.switch_page("pages/1_Dataset.py")
-    at.run()
-    assert not at.exception
+    at = visit(app(), "1_Dataset.py")
     data = (DATA / "langfuse_traces.json").read_bytes()
     at.file_uploader(key="ds_upload").upload("traces.json", data, "application/json").run()
-    assert not at.exception, [e.value for e in at.exception]
+    ok(at)
     infos = [i.value.replace("\\", "") for i in at.info]
     assert (
         "Langfuse traces: 4 question/answer pairs found, 2 traces without an answer skipped, "
@@ -423,11 +412,11 @@ def test_dataset_page_shows_what_was_detected():
     assert "2 variant(s): b (2), a (2)." in [i.value for i in at.info]
     # overridden: read as a LangSmith export, it says why it cannot be
     at.selectbox(key="ds_format").set_value("langsmith").run()
-    assert not at.exception
+    ok(at)
     assert any("cannot be read as 'langsmith'" in e.value.replace("\\", "") for e in at.error)
     # another file: its format is detected again
     chats = (DATA / "openai_chat.jsonl").read_bytes()
     at.file_uploader(key="ds_upload").upload("chats.jsonl", chats, "application/json").run()
-    assert not at.exception
+    ok(at)
     assert not any("Cannot read this file" in e.value for e in at.error)
     assert at.selectbox(key="ds_format").options[0] == "auto-detected: OpenAI chat messages"

@@ -20,6 +20,9 @@ from relevancy.scoring.judge import (
     load_check_set,
 )
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+from relevancy.testing.openai_server import CHAT_MODEL
+
+from helpers import cli_backends, write_rows
 
 
 def test_check_set_is_balanced_for_length_and_kind():
@@ -93,27 +96,23 @@ def test_failed_rows_count_as_ties_and_are_reported(tmp_path):
     json.dumps(check.to_dict(), allow_nan=False)  # NaN is stored as null
 
 
-def test_cli_check_judge_against_an_openai_compatible_server(tmp_path, capsys):
-    from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
-
+def test_cli_check_judge_against_an_openai_compatible_server(tmp_path, capsys, toy_server):
     out = tmp_path / "check.json"
-    with OpenAICompatServer() as srv:
-        backends = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}"]
-        backends += ["--base-url", srv.base_url]
-        args = ["check-judge", "-q", *backends, "--json", str(out)]
-        assert main(args) == 0
-        text = capsys.readouterr().out
-        assert "agreement" in text and "95% CI" in text and "longer answer wins 0.500" in text
-        assert f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f}" in text
-        data = json.loads(out.read_text())
-        assert len(data["outcomes"]) == 40 and data["llm"] == f"openai:{CHAT_MODEL}"
-        # stored: a scoring run with the same options names the check
-        rows = tmp_path / "rows.csv"
-        rows.write_text("question,answer\nWhere is Paris?,Paris is in France.\n")
-        assert main(["score", str(rows), "-q", "-o", str(tmp_path / "o.csv"), *backends]) == 0
-        assert f"judge check: {data['agreement']:.2f} on 40 pairs" in capsys.readouterr().out
-        code = main([*args, "--fail-under", "1.01"])
-        assert code == 1 and "below --fail-under 1.01" in capsys.readouterr().err
+    backends = cli_backends(toy_server)
+    args = ["check-judge", "-q", *backends, "--json", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "agreement" in text and "95% CI" in text and "longer answer wins 0.500" in text
+    assert f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f}" in text
+    data = json.loads(out.read_text())
+    assert len(data["outcomes"]) == 40 and data["llm"] == f"openai:{CHAT_MODEL}"
+    # stored: a scoring run with the same options names the check
+    row = {"question": "Where is Paris?", "answer": "Paris is in France."}
+    rows = write_rows(tmp_path / "rows.csv", [row])
+    assert main(["score", str(rows), "-q", "-o", str(tmp_path / "o.csv"), *backends]) == 0
+    assert f"judge check: {data['agreement']:.2f} on 40 pairs" in capsys.readouterr().out
+    code = main([*args, "--fail-under", "1.01"])
+    assert code == 1 and "below --fail-under 1.01" in capsys.readouterr().err
 
 
 @pytest.mark.models

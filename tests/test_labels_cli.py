@@ -8,43 +8,24 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from relevancy import read_table
 from relevancy.analysis.agreement import agreement, parse_labels
 from relevancy.cli import main
 from relevancy.runs import RunStore
-from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+from relevancy.testing.openai_server import EMBEDDING_MODEL
 
-TOPICS = ("tallest mountain", "longest river", "largest desert", "deepest lake", "oldest city")
+from helpers import cli_backends, region_rows, write_rows
 
 
 def labelled_set(path: Path, column: str = "rating") -> Path:
     """24 answers, every third evasive; the evasive ones labelled bad, two others too."""
     rows = []
-    for i in range(24):
-        topic = TOPICS[i % len(TOPICS)]
-        answer = f"The {topic} of region {i} is famous for its {topic} records and maps."
-        good = "yes"
-        if i % 3 == 0:
-            answer, good = "I don't know, it depends on many things I cannot help with.", "no"
-        if i in (4, 10):
-            good = "no"
-        rows.append({"question": f"What is the {topic} of region {i}?", "answer": answer,
-                     column: good, "kind": "evasive" if i % 3 == 0 else "direct"})  # fmt: skip
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
-
-
-@pytest.fixture(scope="module")
-def server():
-    with OpenAICompatServer() as srv:
-        yield srv
-
-
-def backends(srv: OpenAICompatServer) -> list[str]:
-    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-            "--base-url", srv.base_url, "-q"]  # fmt: skip
+    for i, row in enumerate(region_rows(24, evasive_every=3)):
+        evasive = i % 3 == 0
+        good = "no" if evasive or i in (4, 10) else "yes"
+        rows.append({**row, column: good, "kind": "evasive" if evasive else "direct"})
+    return write_rows(path, rows)
 
 
 def _line(out: str, head: str) -> str:
@@ -52,12 +33,13 @@ def _line(out: str, head: str) -> str:
 
 
 def test_score_with_a_label_column_prints_the_agreement_and_keeps_the_labels(
-    server, tmp_path, capsys
+    toy_server, tmp_path, capsys
 ):
+    backends = cli_backends(toy_server, "-q")
     src, out = labelled_set(tmp_path / "in.csv"), tmp_path / "out.csv"
     store = tmp_path / "runs.sqlite3"
     code = main(["score", str(src), "-o", str(out), "--save-run", "labelled", "--store",
-                 str(store), *backends(server)])  # fmt: skip
+                 str(store), *backends])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "labels          column 'rating': 24 rows labelled" in captured.err
@@ -90,21 +72,23 @@ def test_score_with_a_label_column_prints_the_agreement_and_keeps_the_labels(
     assert read_table(exported)["label"].tolist() == [str(int(v)) for v in labels["label"]]
 
 
-def test_a_column_named_label_is_found_by_name(server, tmp_path, capsys):
+def test_a_column_named_label_is_found_by_name(toy_server, tmp_path, capsys):
+    backends = cli_backends(toy_server, "-q")
     src = labelled_set(tmp_path / "in.csv", column="label")
-    assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), *backends(server)]) == 0
+    assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), *backends]) == 0
     captured = capsys.readouterr()
     assert "column 'label': 24 rows labelled" in captured.err
     assert "auroc           " in captured.out
 
 
-def test_label_column_problems_are_one_line(server, tmp_path, capsys):
+def test_label_column_problems_are_one_line(toy_server, tmp_path, capsys):
+    backends = cli_backends(toy_server, "-q")
     src = labelled_set(tmp_path / "in.csv")
     out = str(tmp_path / "o.csv")
     # a column named like labels that holds none: not used, said, and scoring goes on
     frame = pd.read_csv(src).rename(columns={"rating": "drop"}).assign(label="medical")
-    frame.to_csv(tmp_path / "other.csv", index=False)
-    assert main(["score", str(tmp_path / "other.csv"), "-o", out, *backends(server)]) == 0
+    other = write_rows(tmp_path / "other.csv", frame)
+    assert main(["score", str(other), "-o", out, *backends]) == 0
     captured = capsys.readouterr()
     assert "note: not used as human labels: column 'label', row 1: 'medical' is not a label" in (
         captured.err
@@ -117,11 +101,11 @@ def test_label_column_problems_are_one_line(server, tmp_path, capsys):
         ("question", "error: column 'question' is the user_input column"),
     ):
         assert main(["score", str(src), "-o", out, "--label-column", column,
-                     *backends(server)]) == 2  # fmt: skip
+                     *backends]) == 2  # fmt: skip
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 or err[-1].startswith("error:")
         assert err[-1].startswith(message), err
     # '' turns a label column off
-    assert main(["score", str(src), "-o", out, "--label-column", "", *backends(server)]) == 0
+    assert main(["score", str(src), "-o", out, "--label-column", "", *backends]) == 0
     assert "auroc" not in capsys.readouterr().out
     assert np.isfinite(pd.read_csv(out)["score"]).all()

@@ -31,6 +31,8 @@ from relevancy.core.triage import REASONS, triage
 from relevancy.testing.fakes import FakeEmbedder
 from relevancy.testing.openai_server import OpenAICompatServer
 
+from helpers import toy_metric
+
 FR_Q = "Quelle est la hauteur de la tour Eiffel ?"
 FR_A = "La tour Eiffel mesure environ 330 mètres de haut, antennes comprises."
 
@@ -195,9 +197,7 @@ def test_the_embedded_prompt_in_a_language_and_its_fingerprint():
 def test_the_openai_generator_sends_the_language_to_the_server():
     key = "sk-test-lang-0123456789"
     with OpenAICompatServer(api_key=key) as srv:
-        llm = make_generator("openai:toy-chat", base_url=srv.base_url, api_key=key)
-        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=key)
-        metric = AnswerRelevancy(llm=llm, embeddings=emb, prompt_language="question", cache=False)
+        metric = toy_metric(srv, api_key=key, prompt_language="question", cache=False)
         r = metric.score(user_input=FR_Q, response=FR_A)
         chats = [x for x in srv.requests if x["path"].endswith("/chat/completions")]
     assert r.ok and r.languages["prompted"] == "fr"

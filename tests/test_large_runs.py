@@ -7,39 +7,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from relevancy.cli import main
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
-from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
+from relevancy.testing.openai_server import CHAT_MODEL, OpenAICompatServer
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def write_pairs(path: Path, n: int, *, kinds: bool = True) -> Path:
-    frame = pd.DataFrame(
-        {
-            "question": [f"What is the tallest mountain in range {i}?" for i in range(n)],
-            "answer": [f"The tallest peak of range {i} rises above the valley." for i in range(n)],
-        }
-    )
-    if kinds:
-        frame["kind"] = ["good" if i % 3 else "padded" for i in range(n)]
-    if path.suffix == ".jsonl":
-        frame.to_json(path, orient="records", lines=True)
-    else:
-        frame.to_csv(path, index=False)
-    return path
-
-
-def backends(srv: OpenAICompatServer) -> list[str]:
-    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-            "--base-url", srv.base_url]  # fmt: skip
+from helpers import app, choose_toy_backend, cli_backends, ok, visit, write_pairs
 
 
 def test_a_file_with_no_scoreable_row_exits_with_one_line(tmp_path, capsys):
@@ -54,16 +31,16 @@ def test_a_file_with_no_scoreable_row_exits_with_one_line(tmp_path, capsys):
     assert not (tmp_path / "o.csv").exists()
 
 
-def test_chunks_give_the_same_output_and_the_run_is_saved(tmp_path, capsys):
-    src = write_pairs(tmp_path / "pairs.jsonl", 23)
-    with OpenAICompatServer() as srv:
-        whole, chunked = tmp_path / "whole.csv", tmp_path / "chunked.parquet"
-        assert main(["score", str(src), "-o", str(whole), "-q", *backends(srv)]) == 0
-        capsys.readouterr()
-        args = ["score", str(src), "-o", str(chunked), "-q", "--chunk-rows", "5",
-                "--save-run", "from the CLI", *backends(srv)]  # fmt: skip
-        assert main(args) == 0
-        out = capsys.readouterr()
+def test_chunks_give_the_same_output_and_the_run_is_saved(tmp_path, capsys, toy_server):
+    backends = cli_backends(toy_server)
+    src = write_pairs(tmp_path / "pairs.jsonl", 23, kinds=True)
+    whole, chunked = tmp_path / "whole.csv", tmp_path / "chunked.parquet"
+    assert main(["score", str(src), "-o", str(whole), "-q", *backends]) == 0
+    capsys.readouterr()
+    args = ["score", str(src), "-o", str(chunked), "-q", "--chunk-rows", "5",
+            "--save-run", "from the CLI", *backends]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr()
     a, b = pd.read_csv(whole), pd.read_parquet(chunked)
     assert len(a) == len(b) == 23 and list(a.columns) == list(b.columns)
     assert a["score"].tolist() == pytest.approx(b["score"].tolist())
@@ -78,23 +55,23 @@ def test_chunks_give_the_same_output_and_the_run_is_saved(tmp_path, capsys):
     assert store.columns(run.id, ["score"])["score"].tolist() == pytest.approx(a["score"])
 
 
-def test_estimate_from_the_measured_speed(tmp_path, capsys):
-    src = write_pairs(tmp_path / "pairs.csv", 12)
-    more = write_pairs(tmp_path / "more.csv", 40)
-    with OpenAICompatServer() as srv:
-        assert main(["score", str(src), "--estimate", *backends(srv)]) == 0
-        assert "time unknown until the first rows finish" in capsys.readouterr().err
-        assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), "-q", *backends(srv)]) == 0
-        capsys.readouterr()
-        assert main(["score", str(more), "--estimate", *backends(srv)]) == 0
-        err = capsys.readouterr().err
+def test_estimate_from_the_measured_speed(tmp_path, capsys, toy_server):
+    backends = cli_backends(toy_server)
+    src = write_pairs(tmp_path / "pairs.csv", 12, kinds=True)
+    more = write_pairs(tmp_path / "more.csv", 40, kinds=True)
+    assert main(["score", str(src), "--estimate", *backends]) == 0
+    assert "time unknown until the first rows finish" in capsys.readouterr().err
+    assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), "-q", *backends]) == 0
+    capsys.readouterr()
+    assert main(["score", str(more), "--estimate", *backends]) == 0
+    err = capsys.readouterr().err
     assert "estimate        about" in err and "for 28 rows" in err  # 12 of 40 are cached
     assert "measured on 12 rows" in err and "12 rows are in the cache already" in err
     assert not (tmp_path / "more.relevancy.csv").exists()  # --estimate scores nothing
 
 
 def test_embedded_estimate_before_any_run(tmp_path, capsys):
-    src = write_pairs(tmp_path / "pairs.csv", 100)
+    src = write_pairs(tmp_path / "pairs.csv", 100, kinds=True)
     assert main(["score", str(src), "--estimate"]) == 0
     assert "about 3 min for 100 rows (1.75 s/row, the embedded models' benchmark" in (
         capsys.readouterr().err
@@ -104,27 +81,20 @@ def test_embedded_estimate_before_any_run(tmp_path, capsys):
 @pytest.mark.slow
 def test_the_cli_and_the_dashboard_write_one_store_at_once(tmp_path):
     """A CLI run saved into the store while the Dataset page scores another: nothing lost."""
-    src = write_pairs(tmp_path / "big.csv", 300)
+    src = write_pairs(tmp_path / "big.csv", 300, kinds=True)
     store_path = default_store_path()
     with OpenAICompatServer(latency=0.01) as srv:
         env = {**os.environ, "RELEVANCY_STORE": str(store_path)}
         cli = subprocess.Popen(
             [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
              str(tmp_path / "big.jsonl"), "-q", "--chunk-rows", "50", "--save-run", "cli run",
-             *backends(srv)],
+             *cli_backends(srv)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-        at.run()
-        at.sidebar.radio(key="_w_sb_backend").set_value("compatible").run()
-        at.sidebar.text_input(key="_w_sb_base_url").input(srv.base_url)
-        at.sidebar.text_input(key="_w_sb_llm_model").input(CHAT_MODEL)
-        at.sidebar.text_input(key="_w_sb_emb_model").input(EMBEDDING_MODEL).run()
-        at.switch_page("pages/1_Dataset.py")
-        at.run()
+        at = visit(choose_toy_backend(app(), srv), "1_Dataset.py")
         at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
         at.button(key="ds_score").click().run()
-        assert not at.exception, [e.value for e in at.exception]
+        ok(at)
         assert any("Scored 48 rows" in s.value for s in at.success)
         stdout, stderr = cli.communicate(timeout=300)
     assert cli.returncode == 0, stderr

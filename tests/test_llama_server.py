@@ -1,7 +1,6 @@
 """Our OpenAI-compatible backend against llama-cpp-python's own server on 127.0.0.1."""
 
 import importlib
-import os
 import sys
 
 import pytest
@@ -10,25 +9,19 @@ from relevancy import AnswerRelevancy, make_embedder, make_generator
 from relevancy.backends import smollm_model_path
 from relevancy.testing.processes import ServerProcess, free_port
 
+from helpers import skip_or_fail
+
 pytestmark = pytest.mark.models
-
-
-def in_ci() -> bool:
-    """CI sets CI (scripts/test.sh exports CI=1): there, a missing dependency is an error."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def require_llama_cpp_server() -> None:
     try:
         importlib.import_module("llama_cpp.server")
     except ImportError as exc:
-        reason = (
+        skip_or_fail(
             f"llama-cpp-python's server cannot be imported ({exc}): install the dev extra, "
             "`pip install -e '.[dev]'` (llama-cpp-python[server])"
         )
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

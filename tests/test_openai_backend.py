@@ -10,13 +10,14 @@ import pytest
 from relevancy import AnswerRelevancy, ConfigError, EmbeddingError, make_embedder, make_generator
 from relevancy.testing.openai_server import OpenAICompatServer
 
+from helpers import toy_metric
+
 KEY = "sk-test-RECOGNISABLE-0123456789"
 
 
-def build(srv, **kw):
-    llm = make_generator("openai:toy-chat", base_url=srv.base_url, api_key=KEY, **kw)
-    emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY)
-    return AnswerRelevancy(llm=llm, embeddings=emb, cache=False)
+def build(srv, **llm):
+    """The metric on the toy server, no cache; ``llm`` goes to the generator."""
+    return toy_metric(srv, api_key=KEY, llm=llm, cache=False)
 
 
 def embed(emb, texts):
@@ -73,9 +74,8 @@ def test_falls_back_from_json_schema_to_json_mode_then_text():
     assert r.ok and len(r.questions) == 3
 
 
-def test_noncommittal_flag_from_the_llm_zeroes():
-    with OpenAICompatServer() as srv:
-        r = build(srv).score(user_input="Where is Paris?", response="I don't know, it depends.")
+def test_noncommittal_flag_from_the_llm_zeroes(toy_server):
+    r = build(toy_server).score(user_input="Where is Paris?", response="I don't know, it depends.")
     assert r.noncommittal and r.value == 0.0
 
 
@@ -95,33 +95,30 @@ def test_retries_honour_retry_after_then_succeed():
     assert 2.2 <= elapsed < 1.5 + 1.0 + 2.0, elapsed
 
 
-def test_persistent_failure_is_a_nan_row_with_a_specific_reason():
-    with OpenAICompatServer() as srv:
-        m = build(srv, max_retries=1)
-        srv.script(["500"] * 10)
-        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+def test_persistent_failure_is_a_nan_row_with_a_specific_reason(toy_server):
+    m = build(toy_server, max_retries=1)
+    toy_server.script(["500"] * 10)
+    r = m.score(user_input="Where is Paris?", response="Paris is in France.")
     assert math.isnan(r.value)
     assert "HTTP 500" in r.error and KEY not in r.error
 
 
-def test_empty_content_is_reported_per_question():
-    with OpenAICompatServer() as srv:
-        m = build(srv, max_retries=0)
-        srv.script(["empty_content"] * 10)
-        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
-        reqs = chat_requests(srv)
+def test_empty_content_is_reported_per_question(toy_server):
+    m = build(toy_server, max_retries=0)
+    toy_server.script(["empty_content"] * 10)
+    r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    reqs = chat_requests(toy_server)
     assert math.isnan(r.value) and "empty content" in r.error
     assert len(r.questions) == 3
     assert all(q.similarity is None and "empty content" in q.error for q in r.questions)
     assert len(reqs) == 7  # bounded: 2 * N + 1 requests, then the row gives up
 
 
-def test_fewer_choices_than_n_are_topped_up():
-    with OpenAICompatServer() as srv:
-        m = build(srv, max_retries=0)
-        srv.script(["fewer_choices"])  # the n=3 request gets 2 choices back
-        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
-        reqs = chat_requests(srv)
+def test_fewer_choices_than_n_are_topped_up(toy_server):
+    m = build(toy_server, max_retries=0)
+    toy_server.script(["fewer_choices"])  # the n=3 request gets 2 choices back
+    r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    reqs = chat_requests(toy_server)
     assert r.ok and len(r.questions) == 3 and all(q.question for q in r.questions)
     assert [req["fault"] for req in reqs] == ["fewer_choices", None]
     assert reqs[0]["body"]["n"] == 3 and reqs[1]["body"].get("n", 1) == 1  # only the missing one
@@ -140,12 +137,11 @@ def test_server_capping_n_is_topped_up_on_every_row():
     assert [req["body"].get("n", 1) for req in reqs] == [3, 1, 3, 1]
 
 
-def test_fewer_choices_every_time_leaves_a_reason_on_the_missing_question():
-    with OpenAICompatServer() as srv:
-        m = build(srv, max_retries=0)
-        srv.script(["fewer_choices"] * 10)  # n=3 gives 2 choices, each n=1 top-up gives none
-        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
-        reqs = chat_requests(srv)
+def test_fewer_choices_every_time_leaves_a_reason_on_the_missing_question(toy_server):
+    m = build(toy_server, max_retries=0)
+    toy_server.script(["fewer_choices"] * 10)  # n=3 gives 2 choices, each n=1 top-up gives none
+    r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    reqs = chat_requests(toy_server)
     assert r.ok and len(r.questions) == 3
     usable = [q for q in r.questions if q.similarity is not None]
     assert len(usable) == 2
@@ -155,35 +151,32 @@ def test_fewer_choices_every_time_leaves_a_reason_on_the_missing_question():
     assert len(reqs) == 7  # the top-ups are bounded (2 * N + 1 requests)
 
 
-def test_wrong_embedding_count_is_an_error_not_a_crash():
-    with OpenAICompatServer() as srv:
-        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY, max_retries=0)
-        srv.script(["embed_wrong_count"])
-        with pytest.raises(EmbeddingError, match="embeddings for 2 texts"):
-            embed(emb, ["a", "b"])
-        srv.script(["embed_wrong_dim"])
-        with pytest.raises(EmbeddingError, match="dimension"):
-            embed(emb, ["a", "b"])
-        ok = embed(emb, ["a", "b"])
+def test_wrong_embedding_count_is_an_error_not_a_crash(toy_server):
+    emb = make_embedder(
+        "openai:toy-embed", base_url=toy_server.base_url, api_key=KEY, max_retries=0
+    )
+    toy_server.script(["embed_wrong_count"])
+    with pytest.raises(EmbeddingError, match="embeddings for 2 texts"):
+        embed(emb, ["a", "b"])
+    toy_server.script(["embed_wrong_dim"])
+    with pytest.raises(EmbeddingError, match="dimension"):
+        embed(emb, ["a", "b"])
+    ok = embed(emb, ["a", "b"])
     assert ok.shape == (2, 64) and np.allclose(np.linalg.norm(ok, axis=1), 1, atol=1e-5)
 
 
-def test_embeddings_requested_in_batches():
-    with OpenAICompatServer() as srv:
-        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY, batch_size=10)
-        v = embed(emb, [f"text {i}" for i in range(25)])
-        sizes = [len(req["body"]["input"]) for req in srv.requests]
+def test_embeddings_requested_in_batches(toy_server):
+    emb = make_embedder(
+        "openai:toy-embed", base_url=toy_server.base_url, api_key=KEY, batch_size=10
+    )
+    v = embed(emb, [f"text {i}" for i in range(25)])
+    sizes = [len(req["body"]["input"]) for req in toy_server.requests]
     assert v.shape[0] == 25 and sizes == [10, 10, 5]
 
 
 def test_wrong_key_is_a_clear_error_without_the_key():
-
     with OpenAICompatServer(api_key="sk-the-right-one-123456") as srv:
-        llm = make_generator("openai:toy-chat", base_url=srv.base_url, api_key=KEY, max_retries=0)
-        emb = make_embedder("openai:toy-embed", base_url=srv.base_url, api_key=KEY)
-        r = AnswerRelevancy(llm=llm, embeddings=emb, cache=False).score(
-            user_input="q?", response="a"
-        )
+        r = build(srv, max_retries=0).score(user_input="q?", response="a")
         assert "HTTP 401" in r.error and KEY not in r.error and "check the API key" in r.error
 
 
@@ -277,14 +270,13 @@ def test_server_ignoring_n_gets_a_rows_missing_requests_at_once():
     assert max(in_flight) == 3
 
 
-def test_hint_that_n_is_ignored_clears_itself_on_a_server_that_honours_n():
-    with OpenAICompatServer() as srv:
-        m = build(srv)
-        expected = m.score(user_input="Where is Paris?", response="Paris is in France.")
-        m.llm._ignores_n = True  # as if a fault had made one n=3 request come back with one
-        again = m.score(user_input="Where is Paris?", response="Paris is in France.")
-        after = m.score(user_input="Where is Rome?", response="Rome is in Italy.")
-        reqs = chat_requests(srv)
+def test_hint_that_n_is_ignored_clears_itself_on_a_server_that_honours_n(toy_server):
+    m = build(toy_server)
+    expected = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    m.llm._ignores_n = True  # as if a fault had made one n=3 request come back with one
+    again = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    after = m.score(user_input="Where is Rome?", response="Rome is in Italy.")
+    reqs = chat_requests(toy_server)
     assert [q.question for q in again.questions] == [q.question for q in expected.questions]
     assert not m.llm._ignores_n
     assert len(reqs) == 1 + 3 + 1 and after.ok
@@ -328,26 +320,25 @@ def test_azure_and_ollama_specs_need_a_model_name(no_azure_env):
             make_embedder(spec)
 
 
-def test_azure_spec_builds_an_azure_client_that_calls_the_deployment(no_azure_env):
+def test_azure_spec_builds_an_azure_client_that_calls_the_deployment(no_azure_env, toy_server):
     import openai
 
     # The toy server has no Azure routes: it answers 404, but logs where the requests went.
-    with OpenAICompatServer() as srv:
-        endpoint = srv.base_url.removesuffix("/v1")
-        no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
-        no_azure_env.setenv("AZURE_OPENAI_ENDPOINT", endpoint)
-        gen = make_generator("azure:my-chat", max_retries=0)
-        emb = make_embedder("azure:my-embed", max_retries=0)
-        assert isinstance(gen._client, openai.AsyncAzureOpenAI)
-        assert gen._client.api_key == AZURE_KEY and gen._client._api_version == "2024-10-21"
-        assert gen.name == "azure:my-chat" and emb.name == "azure:my-embed"
-        assert gen.base_url == f"{endpoint}/openai"
-        r = AnswerRelevancy(llm=gen, embeddings=emb, cache=False).score(
-            user_input="Where is Paris?", response="Paris is in France."
-        )
-        with pytest.raises(EmbeddingError, match="HTTP 404"):
-            embed(emb, ["Paris"])
-        paths = [req["path"] for req in srv.requests]
+    endpoint = toy_server.base_url.removesuffix("/v1")
+    no_azure_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
+    no_azure_env.setenv("AZURE_OPENAI_ENDPOINT", endpoint)
+    gen = make_generator("azure:my-chat", max_retries=0)
+    emb = make_embedder("azure:my-embed", max_retries=0)
+    assert isinstance(gen._client, openai.AsyncAzureOpenAI)
+    assert gen._client.api_key == AZURE_KEY and gen._client._api_version == "2024-10-21"
+    assert gen.name == "azure:my-chat" and emb.name == "azure:my-embed"
+    assert gen.base_url == f"{endpoint}/openai"
+    r = AnswerRelevancy(llm=gen, embeddings=emb, cache=False).score(
+        user_input="Where is Paris?", response="Paris is in France."
+    )
+    with pytest.raises(EmbeddingError, match="HTTP 404"):
+        embed(emb, ["Paris"])
+    paths = [req["path"] for req in toy_server.requests]
     assert paths == [
         "/openai/deployments/my-chat/chat/completions",
         "/openai/deployments/my-embed/embeddings",
@@ -363,15 +354,14 @@ def test_ollama_spec_defaults_to_the_local_ollama_server_without_a_key():
     assert gen._client.api_key == "no-key-needed"  # Ollama accepts any key; none is asked for
 
 
-def test_ollama_spec_with_a_base_url_scores_through_that_server():
-    with OpenAICompatServer() as srv:
-        m = AnswerRelevancy(
-            llm=make_generator("ollama:toy-chat", base_url=srv.base_url),
-            embeddings=make_embedder("ollama:toy-embed", base_url=srv.base_url),
-            cache=False,
-        )
-        r = m.score(user_input="Where is Paris?", response="Paris is in France.")
-        bodies = [(req["path"], req["body"]["model"]) for req in srv.requests]
+def test_ollama_spec_with_a_base_url_scores_through_that_server(toy_server):
+    m = AnswerRelevancy(
+        llm=make_generator("ollama:toy-chat", base_url=toy_server.base_url),
+        embeddings=make_embedder("ollama:toy-embed", base_url=toy_server.base_url),
+        cache=False,
+    )
+    r = m.score(user_input="Where is Paris?", response="Paris is in France.")
+    bodies = [(req["path"], req["body"]["model"]) for req in toy_server.requests]
     assert r.ok and len(r.questions) == 3
     assert ("/v1/chat/completions", "toy-chat") in bodies
     assert ("/v1/embeddings", "toy-embed") in bodies

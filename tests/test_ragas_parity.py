@@ -47,6 +47,8 @@ from relevancy import AnswerRelevancy, Generation
 from relevancy.core.formula import cosine_similarities, relevancy_score
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
+from helpers import skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[1]
 RAGAS_VERSION = "0.4.3"
 RAGAS_PYTHON = Path(
@@ -140,11 +142,6 @@ for case in cases:
     results.append({"legacy": float(legacy_value), "collections": float(result.value)})
 json.dump({"ragas_version": ragas.__version__, "results": results}, sys.stdout)
 """
-
-
-def in_ci() -> bool:
-    """CI sets CI (scripts/test.sh exports CI=1): there, a missing Ragas venv is an error."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 # ----------------------------------------------------------------------------- the cases
@@ -311,13 +308,10 @@ def test_the_cases_cover_what_the_parity_claims():
 
 def ragas_unavailable(reason: str) -> None:
     """Skip, loudly; under CI, fail."""
-    message = (
+    skip_or_fail(
         f"RAGAS PARITY NOT CHECKED: {reason}. Create the Ragas venv with `{CREATE_VENV}` "
         "(scripts/test.sh does this)"
     )
-    if in_ci():
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
 
 
 def run_ragas_side(python: Path, work: Path) -> list[dict[str, float]]:

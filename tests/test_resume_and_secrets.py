@@ -12,22 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from relevancy import AnswerRelevancy, make_embedder, make_generator
+from relevancy import AnswerRelevancy
 from relevancy.cli import main
 from relevancy.core.redact import redact, register_secret
 from relevancy.testing.openai_server import FaultPlan, OpenAICompatServer
 
+from helpers import cli_backends, toy_metric, write_pairs
+
 KEY = "sk-proj-SECRET-canary-7f3a9c1e5b"
-
-
-def write_pairs(path: Path, n: int) -> Path:
-    pd.DataFrame(
-        {
-            "question": [f"What is the tallest mountain in range {i}?" for i in range(n)],
-            "answer": [f"The tallest peak of range {i} rises above the valley." for i in range(n)],
-        }
-    ).to_csv(path, index=False)
-    return path
 
 
 def cli(args, env):
@@ -44,17 +36,7 @@ def cli(args, env):
 def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(tmp_path):
     src = write_pairs(tmp_path / "pairs.csv", 30)
     with OpenAICompatServer(latency=0.15) as srv:
-        base = [
-            "--llm",
-            "openai:toy-chat",
-            "--embeddings",
-            "openai:toy-embed",
-            "--base-url",
-            srv.base_url,
-            "--concurrency",
-            "2",
-            "-q",
-        ]
+        base = cli_backends(srv, "--concurrency", "2", "-q")
         env = {**os.environ, "RELEVANCY_CACHE_DIR": str(tmp_path / "cache")}
         out = tmp_path / "out.csv"
         partial = tmp_path / "out.csv.partial.jsonl"
@@ -98,42 +80,15 @@ def test_api_key_never_appears_in_outputs_cache_or_messages(tmp_path, monkeypatc
     monkeypatch.setenv("RELEVANCY_CACHE_DIR", str(tmp_path / "cache"))
     with OpenAICompatServer(api_key=KEY, retry_after=0.05) as srv:
         srv.set_faults(FaultPlan(rate=0.5, seed=1))
-        base = [
-            "--llm",
-            "openai:toy-chat",
-            "--embeddings",
-            "openai:toy-embed",
-            "--base-url",
-            srv.base_url,
-            "-q",
-            "--timeout",
-            "1",
-        ]
+        base = cli_backends(srv, "--timeout", "1")
         for out in ("o.csv", "o.json", "o.jsonl", "o.parquet"):
-            assert main(["score", str(src), "-o", str(tmp_path / out), *base]) == 0
-        main(["score-one", "Where is Paris?", "Paris is in France.", *base[:-3], *base[-2:]])
+            assert main(["score", str(src), "-o", str(tmp_path / out), "-q", *base]) == 0
+        main(["score-one", "Where is Paris?", "Paris is in France.", *base])
     with OpenAICompatServer(api_key="sk-a-different-key-000000") as srv:  # refused key
-        code = main(
-            [
-                "score",
-                str(src),
-                "-o",
-                str(tmp_path / "x.csv"),
-                "--llm",
-                "openai:toy-chat",
-                "--embeddings",
-                "openai:toy-embed",
-                "--base-url",
-                srv.base_url,
-                "-q",
-            ]
-        )
+        code = main(["score", str(src), "-o", str(tmp_path / "x.csv"), *cli_backends(srv, "-q")])
         assert code == 2
-        r = AnswerRelevancy(
-            llm=make_generator("openai:toy-chat", base_url=srv.base_url, max_retries=0),
-            embeddings=make_embedder("openai:toy-embed", base_url=srv.base_url),
-            cache=False,
-        ).score(user_input="q?", response="a")
+        metric = toy_metric(srv, llm={"max_retries": 0}, cache=False)
+        r = metric.score(user_input="q?", response="a")
         assert "HTTP 401" in r.error
     captured = capsys.readouterr()
     assert "refused the API key" in captured.err
@@ -167,11 +122,7 @@ def test_prompt_injection_in_the_answer_does_not_break_parsing_or_the_score():
     assert r.ok and all(q.question.endswith("?") for q in r.questions)
     assert all("HACKED" not in q.question for q in r.questions)
     with OpenAICompatServer(text_mode="prose") as srv:
-        m = AnswerRelevancy(
-            llm=make_generator("openai:toy-chat", base_url=srv.base_url),
-            embeddings=make_embedder("openai:toy-embed", base_url=srv.base_url),
-            cache=False,
-        )
+        m = toy_metric(srv, cache=False)
         r2 = m.score(user_input="What is the capital of France?", response=injection)
     assert r2.ok and len(r2.questions) == 3
 
@@ -208,25 +159,12 @@ def test_an_unprefixed_key_never_leaks_through_the_cli(tmp_path, kind, via):
         "RELEVANCY_STORE": str(tmp_path / "runs.sqlite3"),
     }
     env.pop("OPENAI_API_KEY", None)
-    key_args: list[str] = []
+    options = ["--timeout", "1"]  # with the toy server's backends
     if via == "env":
         env["OPENAI_API_KEY"] = key
     else:
-        key_args = ["--api-key", key]
+        options += ["--api-key", key]
     texts: list[str] = []  # everything the commands printed, and the checkpoints
-
-    def backends(url: str) -> list[str]:
-        return [
-            "--llm",
-            "openai:toy-chat",
-            "--embeddings",
-            "openai:toy-embed",
-            "--base-url",
-            url,
-            "--timeout",
-            "1",
-            *key_args,
-        ]
 
     with OpenAICompatServer(api_key=key, retry_after=0.05, latency=0.05) as srv:
         srv.set_faults(FaultPlan(rate=0.7, kinds=("429",), seed=5))  # rows fail, errors print
@@ -234,20 +172,20 @@ def test_an_unprefixed_key_never_leaks_through_the_cli(tmp_path, kind, via):
             path = tmp_path / out
             stdout, stderr, code, checkpoint = _run_watching_checkpoint(
                 ["score", str(src), "-o", str(path), "-q", "--save-run", out, *cache]
-                + backends(srv.base_url),
+                + cli_backends(srv, *options),
                 env,
                 path.with_name(path.name + ".partial.jsonl"),
             )
             assert code == 0, stderr
             assert "failed (" in stdout and "HTTP 429" in checkpoint
             texts += [stdout, stderr, checkpoint]
-        one = cli(["score-one", "Where is Paris?", "Paris is in France."] + backends(srv.base_url),
-                  env)  # fmt: skip
+        one = cli(["score-one", "Where is Paris?", "Paris is in France.",
+                   *cli_backends(srv, *options)], env)  # fmt: skip
         texts += one.communicate(timeout=60)
         assert all(r["authorization_ok"] for r in srv.requests)  # the key was sent
     with OpenAICompatServer(api_key="a-different-key-0000") as srv:  # the key is refused
-        refused = cli(["score", str(src), "-o", str(tmp_path / "x.csv")] + backends(srv.base_url),
-                      env)  # fmt: skip
+        refused = cli(["score", str(src), "-o", str(tmp_path / "x.csv"),
+                       *cli_backends(srv, *options)], env)  # fmt: skip
         texts += refused.communicate(timeout=60)
         assert refused.returncode == 2 and "refused the API key" in texts[-1]
     if kind == "azure-style":

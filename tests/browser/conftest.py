@@ -17,8 +17,8 @@ import pytest
 
 from relevancy.testing.processes import ServerProcess, free_port
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
+from helpers import ARTIFACTS, ROOT
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--no-sandbox",

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .test_e2e import open_page, pick, settle, shot
+from .ui import open_page, pick, settle, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+from .ui import ARTIFACTS, new_dataset, open_options, open_page, pick, settle, shot, start_scoring
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -26,70 +26,6 @@ UPLOAD = (
     "What is the capital of Japan?,Tokyo is the capital of Japan.,baseline\n"
     "What is the capital of Japan?,I'm not sure.,candidate\n"
 )
-
-
-def settle(page: Page, timeout: float = 120.0) -> None:
-    """Wait until the script run is over: no 'Running' widget, no skeleton, for a moment."""
-    page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout * 1000)
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        busy = (
-            page.locator('[data-testid="stStatusWidget"]').count()
-            + page.locator('[data-testid="stSkeleton"]').count()
-            + page.locator('[data-stale="true"]').count()
-        )
-        if busy:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.2:
-            return
-        time.sleep(0.2)
-    raise AssertionError("the app kept running")
-
-
-def open_page(page: Page, url: str, path: str = "") -> None:
-    page.goto(f"{url}/{path}")
-    settle(page)
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
-def shot(page: Page, name: str) -> Path:
-    """A screenshot of the whole page (the viewport is grown to the content's height)."""
-    settle(page)
-    height = page.evaluate(
-        "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
-        " return m ? m.scrollHeight : document.body.scrollHeight; }"
-    )
-    page.set_viewport_size({"width": 1400, "height": max(900, min(int(height) + 40, 7000))})
-    time.sleep(0.8)  # let plotly re-layout to the new size
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    return path
-
-
-def open_options(page: Page, box: Locator) -> None:
-    """Open a selectbox's or multiselect's list. A click that lands while the script is still
-    re-drawing the widget opens nothing, so wait for a quiet page and try again."""
-    for _ in range(4):
-        settle(page)
-        box.scroll_into_view_if_needed()
-        box.click()
-        try:
-            expect(page.get_by_role("option").first).to_be_visible(timeout=4000)
-            return
-        except AssertionError:
-            page.keyboard.press("Escape")
-    raise AssertionError(f"the options of {box} never opened")
-
-
-def pick(page: Page, label: str, option: str) -> None:
-    """Choose ``option`` in the selectbox labelled ``label``."""
-    open_options(page, page.get_by_role("combobox", name=label))
-    page.get_by_role("option").filter(has_text=option).first.click()
-    settle(page)
 
 
 def demo_mean() -> str:
@@ -123,19 +59,12 @@ def test_home_with_the_demo_loaded(page: Page, app_url: str):
 
 
 def test_upload_score_and_drill_down(page: Page, app_url: str, tmp_path: Path):
-    open_page(page, app_url, "Dataset")
-    page.get_by_text("Score a new dataset").click()
     csv = tmp_path / "two-variants.csv"
     csv.write_text(UPLOAD, encoding="utf-8")
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
-    settle(page)
+    new_dataset(page, app_url, upload=csv)
     expect(page.get_by_text("Preview · 4 rows")).to_be_visible()
     expect(page.get_by_text("2 variant(s): baseline (2), candidate (2).")).to_be_visible()
-    name = page.get_by_label("Run name")
-    name.fill("Browser upload")
-    name.press("Enter")
-    settle(page)
-    page.get_by_role("button", name=re.compile("Score 4 rows")).click()
+    start_scoring(page, "Browser upload", 4)
     expect(page.get_by_text(re.compile(r"Scored 4 rows in"))).to_be_visible(timeout=180_000)
     settle(page)
     expect(page.get_by_role("heading", name="Results · Browser upload")).to_be_visible()
@@ -232,15 +161,10 @@ def test_cancel_keeps_what_was_scored_then_resume_is_offered(
     page: Page, app_url: str, app_home: Path
 ):
     """Cancel keeps the rows scored so far, then Resume scores the rest."""
-    open_page(page, app_url, "Dataset")
-    page.get_by_text("Score a new dataset").click()
+    new_dataset(page, app_url)
     page.locator('[data-testid="stButtonGroup"] button').filter(has_text="Bundled demo").click()
     settle(page)
-    name = page.get_by_label("Run name")
-    name.fill("Cancelled demo")
-    name.press("Enter")
-    settle(page)
-    page.get_by_role("button", name=re.compile("Score 48 rows")).click()
+    start_scoring(page, "Cancelled demo", 48)
     # wait for the first rows to be saved, then cancel
     expect(page.get_by_text(re.compile(r"Scored \d+ of 48 rows"))).to_be_visible(timeout=120_000)
     page.get_by_role("button", name=re.compile("Cancel")).click()
@@ -325,17 +249,10 @@ EXPECTED_REASONS = {
 def test_each_kind_of_answer_gets_its_reason_in_the_grid_and_the_report(
     page: Page, app_url: str, tmp_path: Path
 ):
-    open_page(page, app_url, "Dataset")
-    page.get_by_text("Score a new dataset").click()
     csv = tmp_path / "kinds.csv"
     csv.write_text(KINDS, encoding="utf-8")
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
-    settle(page)
-    name = page.get_by_label("Run name")
-    name.fill("Kinds of answers")
-    name.press("Enter")
-    settle(page)
-    page.get_by_role("button", name=re.compile("Score 5 rows")).click()
+    new_dataset(page, app_url, upload=csv)
+    start_scoring(page, "Kinds of answers", 5)
     expect(page.get_by_text(re.compile(r"Scored 5 rows in"))).to_be_visible(timeout=180_000)
     settle(page)
     expect(page.get_by_text("5 of 5 rows", exact=True)).to_be_visible()

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.test_e2e import ARTIFACTS, open_page, pick, settle, shot
+from .ui import ARTIFACTS, open_page, pick, settle, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
