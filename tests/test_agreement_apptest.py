@@ -155,16 +155,9 @@ def test_haluquestqa_figures_on_the_page_are_the_library_figures(tmp_path):
         visit(at, "6_Agreement.py")
         captions = [c.value for c in at.caption]
         if label == "label":
-<<<<<<< HEAD
             spearman = _expected(store, run).spearman
-            assert _metrics(at)["Spearman"] == f"{spearman.value:.3f}"
+            assert metrics(at)["Spearman"] == f"{spearman.value:.3f}"
             assert f"95% CI {spearman.low:.3f}-{spearman.high:.3f}" in captions
-=======
-            spearman = bench["spearman"]
-            assert metrics(at)["Spearman"] == f"{spearman['value']:.3f}"
-            lo, hi = spearman["ci"]
-            assert f"95% CI {lo:.3f}-{hi:.3f}" in captions
->>>>>>> testhelpers
         else:
             table = _figures(at).set_index("rows")
             for role in ("human_answer", "model_answer"):
