@@ -4,6 +4,7 @@ of :class:`relevancy.testing.openai_server.OpenAICompatServer`."""
 from __future__ import annotations
 
 import base64
+import json
 import struct
 import time
 from typing import Any
@@ -94,6 +95,9 @@ class EndpointsMixin:
 
         user_texts = [message_text(m.get("content")) for m in messages if m["role"] == "user"]
         text = answer_text(user_texts[-1]) if user_texts else ""
+        tool = self._tool_to_call(body)
+        if tool is not None:
+            return self._tool_call(model, tool, text, messages, entry)
         flag = is_noncommittal(text)
         contents = [render_content(make_question(text, i), flag, shape) for i in range(served)]
         if fault == "empty_content":
@@ -134,6 +138,61 @@ class EndpointsMixin:
                 "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
                 "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
             },
+        }
+
+    def _tool_to_call(self, body: dict[str, Any]) -> str | None:
+        """The function the toy model calls: the first of ``tools`` when the last message is
+        the user's (a reply to a tool's result is text, as a real model's would be)."""
+        tools = body.get("tools")
+        if not tools or body.get("tool_choice", "auto") == "none":
+            return None
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            raise BadRequestError("'tools' must be an array of objects.", param="tools")
+        function = tools[0].get("function")
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise BadRequestError("Each tool needs a function with a name.", param="tools")
+        return function["name"] if body["messages"][-1].get("role") == "user" else None
+
+    def _tool_call(
+        self,
+        model: str,
+        name: str,
+        text: str,
+        messages: list[dict[str, Any]],
+        entry: dict[str, Any],
+    ) -> dict[str, Any]:
+        """One choice that calls ``name`` with the user's words as its ``query``."""
+        arguments = json.dumps({"query": " ".join(text.split()[:12])}, ensure_ascii=False)
+        prompt_tokens = sum(self._count(message_text(m.get("content"))) for m in messages)
+        completion_tokens = self._count(arguments)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        number = next(self._ids)
+        with self._lock:
+            entry["decode_tokens"] = completion_tokens
+            entry["choices"] = 1
+            entry["usage"] = usage
+        call = {"id": f"call_{self.seed}_{number:08d}", "type": "function",
+                "function": {"name": name, "arguments": arguments}}  # fmt: skip
+        return {
+            "id": f"chatcmpl-{self.seed}-{number:08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": "fp_relevancy_toy",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "refusal": None,
+                                "tool_calls": [call]},  # fmt: skip
+                    "logprobs": None,
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": usage,
         }
 
     def _reply_shape(self, response_format: Any) -> str:

@@ -11,6 +11,9 @@ without a network, a GPU or an API key. It serves three endpoints:
     a ``noncommittal`` flag set when the text sounds evasive. ``n`` choices are returned, each a
     little different. The reply is JSON ``{"question": "...", "noncommittal": 0}``; without a
     ``response_format`` its shape follows ``text_mode`` (``"json"``, ``"prose"`` or ``"lines"``).
+    Given ``tools`` and a last message from the user, it calls the first tool instead (one
+    choice, ``tool_calls`` with the user's words as ``{"query": ...}``); the request that sends
+    the tool's result back gets a text reply, as from a real model.
 ``POST /v1/embeddings``
     Deterministic hashed bag-of-words vectors (words plus lighter character trigrams),
     L2-normalised. Both ``encoding_format="float"`` and ``"base64"`` (the SDK's default) work.
