@@ -168,9 +168,15 @@ def test_prose_and_lines_text_modes() -> None:
 
 
 def test_tools_get_a_tool_call_then_a_text_reply(server: OpenAICompatServer) -> None:
-    tools = [{"type": "function", "function": {
-        "name": "search_manual", "parameters": {"type": "object",
-                                                "properties": {"query": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "search_manual",
+                "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+            },
+        }
+    ]
     asked = [{"role": "user", "content": "Response: How long does the battery last?"}]
     client = make_client(server)
     first = chat(client, messages=asked, tools=tools)
@@ -180,8 +186,11 @@ def test_tools_get_a_tool_call_then_a_text_reply(server: OpenAICompatServer) -> 
     assert call.function.name == "search_manual"
     assert json.loads(call.function.arguments) == {"query": "How long does the battery last?"}
     assert first.usage.completion_tokens > 0
-    answered = [*asked, choice.message.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": "About ten hours."}]
+    answered = [
+        *asked,
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "About ten hours."},
+    ]
     second = chat(client, messages=answered, tools=tools)
     assert second.choices[0].finish_reason == "stop"
     assert "battery" in json.loads(second.choices[0].message.content)["question"]

@@ -186,8 +186,12 @@ class EndpointsMixin:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": None, "refusal": None,
-                                "tool_calls": [call]},  # fmt: skip
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "refusal": None,
+                        "tool_calls": [call],
+                    },  # fmt: skip
                     "logprobs": None,
                     "finish_reason": "tool_calls",
                 }
