@@ -1,6 +1,9 @@
-"""Importing what users already have: Langfuse, LangSmith, Phoenix, OpenAI chat logs and Hugging
-Face datasets, read from the sample files in tests/data (written from each tool's documented
-export shape), detected from their content, overridable, with one-line errors."""
+"""Importing what users already have: Langfuse, LangSmith, Phoenix, MLflow, OpenAI chat logs and
+Hugging Face datasets, read from the sample files in tests/data, detected from their content,
+overridable, with one-line errors. The Phoenix, MLflow and OpenAI samples are made by the real
+tools (tests/data/make_*_samples.py; every shape of them is checked against their truth in
+test_tool_exports.py); Langfuse and LangSmith ones are written by hand from their documented
+export shapes (no tool here can make them)."""
 
 from __future__ import annotations
 
@@ -52,29 +55,28 @@ SAMPLES = [
          "example_id"},
     ),
     (
-        "phoenix_spans.parquet",
+        "phoenix/spans.parquet",
         "phoenix",
-        "Phoenix spans: 3 question/answer pairs found, 4 child spans skipped, 1 span that failed "
-        "skipped (each trace read from its root span)",
+        "Phoenix spans: 19 question/answer pairs found, 2 spans without an answer skipped, "
+        "2 spans that failed skipped, 10 child spans skipped (each trace read from its root span)",
         "How do I reset the router to factory settings?",
-        {"span_id", "trace_id", "span_kind", "start_time", "tags", "session_id",
-         "metadata.prompt_version"},
+        {"span_id", "trace_id", "span_kind", "start_time", "model", "tokens", "metadata.case"},
     ),
     (
-        "phoenix_spans.jsonl",
-        "phoenix",
-        "Phoenix spans: 2 question/answer pairs found, 2 child spans skipped, 1 span without an "
-        "answer skipped (each trace read from its root span)",
-        "What's the weather in Lisbon tomorrow?",
-        {"span_id", "trace_id", "span_kind", "session_id", "metadata.prompt_version"},
+        "mlflow/search_traces.jsonl",
+        "mlflow",
+        "MLflow traces: 19 question/answer pairs found, 2 traces without an answer skipped, "
+        "2 traces that failed skipped",
+        "How do I reset the router to factory settings?",
+        {"trace_id", "state", "request_time", "execution_ms", "model", "tags.case"},
     ),
     (
-        "openai_chat.jsonl",
+        "openai/chat.jsonl",
         "openai-chat",
-        "OpenAI chat messages: 4 question/answer pairs found, 1 conversation without an "
+        "OpenAI chat messages: 15 question/answer pairs found, 2 conversations without an "
         "assistant reply skipped",
-        "How many books can I borrow at once?",
-        {"system_prompt", "turns"},
+        "How do I reset the router to factory settings?",
+        {"system_prompt", "turns", "metadata.case"},
     ),
     (
         "hf_qa",
@@ -151,16 +153,17 @@ def test_what_each_pair_holds():
     graph = runs.iloc[1]  # LangGraph: the last AI message with text, after the tool call
     assert graph["response"] == "The search API allows 60 requests per minute for each API key."
     assert runs["example_id"].iloc[2] == "5e6f7a8b-1c2d-4e3f-9a0b-c1d2e3f4a5b6"
-    spans, _ = _read("phoenix_spans.parquet")
-    assert spans["span_id"].tolist()[0] == "a1f0000000000001"  # the index is kept
-    assert spans["user_input"].iloc[1] == "What does a blinking orange light mean?"  # JSON input
-    assert spans["start_time"].iloc[0].startswith("2025-03-07T14:00:00")
-    chats, _ = _read("openai_chat.jsonl")
-    assert chats["user_input"].iloc[1] == "And what if someone has reserved it?"  # last user turn
-    assert chats["response"].iloc[1].startswith("Then it cannot be renewed")
-    assert chats["response"].iloc[3].startswith("Yes, the central branch opens")  # after a tool
-    assert chats["system_prompt"].iloc[0].startswith("You are a patient assistant")
-
+    spans, _ = _read("phoenix/spans.parquet")
+    index = pd.read_parquet(DATA / "phoenix/spans.parquet").index  # the span ids, index and column
+    assert spans["span_id"].iloc[0] in set(index)
+    assert spans["start_time"].iloc[0].startswith("20") and "T" in spans["start_time"].iloc[0]
+    chats, _ = _read("openai/chat.jsonl")
+    multi = chats[chats["metadata.case"] == "multi-turn"].iloc[0]
+    assert multi["user_input"] == "Where do I change it again if I forget it?"  # last user turn
+    assert multi["system_prompt"].startswith("You answer questions about the Aurora X2")
+    assert multi["turns"] == 2
+    tool = chats[chats["metadata.case"] == "tool-result"].iloc[0]  # the reply after the tool
+    assert tool["user_input"] == "How do I update the firmware by hand?"
 
 def test_extra_columns_are_usable_as_variant_and_kept_with_the_results():
     # Langfuse generations: the model is the variant by name (model -> variant)
@@ -183,7 +186,7 @@ def test_extra_columns_are_usable_as_variant_and_kept_with_the_results():
 
 
 def test_chunks_are_converted_like_the_whole_file():
-    for name in ("langsmith_runs.jsonl", "phoenix_spans.parquet", "hf_qa"):
+    for name in ("langsmith_runs.jsonl", "phoenix/spans.parquet", "hf_qa"):
         report = ImportReport()
         chunks = list(iter_table(DATA / name, chunk_rows=2, normalize=False, report=report))
         whole, once = _read(name)
@@ -226,26 +229,17 @@ def test_columns_of_mixed_types_are_written_as_text(tmp_path):
     assert pd.read_parquet(tmp_path / "out.parquet")["metadata.prompt"].tolist() == ["3", "v4"]
 
 
-def test_a_phoenix_dataframe_written_as_jsonl_is_read_too(tmp_path):
-    spans = pd.read_parquet(DATA / "phoenix_spans.parquet").reset_index()
-    path = tmp_path / "spans.jsonl"
-    spans.to_json(path, orient="records", lines=True, date_format="iso")
-    frame, report = (read_table(path, normalize=False, report=(r := ImportReport())), r)
-    assert report.format == "phoenix" and report.found == 3
-    assert frame["user_input"].tolist() == _read("phoenix_spans.parquet")[0]["user_input"].tolist()
-
-
 def test_chat_messages_in_a_parquet_file_or_a_hugging_face_file(tmp_path):
-    chats = [json.loads(line) for line in (DATA / "openai_chat.jsonl").read_text().splitlines()]
+    chats = [json.loads(line) for line in (DATA / "openai/chat.jsonl").read_text().splitlines()]
     frame = pd.DataFrame({"messages": [json.dumps(c["messages"]) for c in chats]})
     frame.to_parquet(tmp_path / "chats.parquet")
     report = ImportReport()
     table = read_table(tmp_path / "chats.parquet", report=report)
-    assert report.format == "openai-chat" and len(table) == 4
+    assert report.format == "openai-chat" and len(table) == 15
     # told it is a Hugging Face dataset: only the table or the chat layout is looked for
     report = ImportReport()
     read_table(tmp_path / "chats.parquet", source_format="hf", report=report)
-    assert report.describe().startswith("Hugging Face dataset, OpenAI chat messages: 4 ")
+    assert report.describe().startswith("Hugging Face dataset, OpenAI chat messages: 15 ")
 
 
 def test_the_format_can_be_given():
@@ -264,12 +258,12 @@ def test_the_format_can_be_given():
         "inputs or outputs): set the format to auto, or to the tool that wrote it"
     )
     with pytest.raises(InputError, match="the hf format reads a save_to_disk folder"):
-        read_table(DATA / "openai_chat.jsonl", source_format="hf")
+        read_table(DATA / "openai/chat.jsonl", source_format="hf")
     with pytest.raises(InputError, match="unknown format 'csv'"):
-        read_table(DATA / "openai_chat.jsonl", source_format="csv")
+        read_table(DATA / "openai/chat.jsonl", source_format="csv")
     # read as a table, chat records have no question column: the usual missing-column line
     with pytest.raises(InputError, match="^missing column 'user_input'"):
-        read_table(DATA / "openai_chat.jsonl", source_format="table")
+        read_table(DATA / "openai/chat.jsonl", source_format="table")
 
 
 def _one_line(exc: pytest.ExceptionInfo) -> str:
@@ -321,7 +315,9 @@ def test_bad_and_partial_files_get_one_line(tmp_path):
     other.mkdir()
     with pytest.raises(InputError) as err:
         read_table(other)
-    assert "is a folder but not a Hugging Face dataset saved with save_to_disk" in _one_line(err)
+    assert "is a folder but neither a Hugging Face dataset saved with save_to_disk" in _one_line(
+        err
+    )
     # an Arrow file cut short, and an Arrow file under another name
     data = (DATA / "hf_qa/train/data-00000-of-00001.arrow").read_bytes()
     with pytest.raises(InputError) as err:
@@ -386,7 +382,7 @@ def test_cli_format_option(tmp_path, capsys, toy_server):
     assert main(args) == 0
     assert "input           LangSmith runs: 3 question/answer pairs" in capsys.readouterr().err
     assert len(pd.read_json(out, lines=True)) == 3
-    args = ["score", str(DATA / "openai_chat.jsonl"), "-o", str(tmp_path / "x.csv"),
+    args = ["score", str(DATA / "openai/chat.jsonl"), "-o", str(tmp_path / "x.csv"),
             "--format", "table", *backends]  # fmt: skip
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -415,7 +411,7 @@ def test_dataset_page_shows_what_was_detected():
     ok(at)
     assert any("cannot be read as 'langsmith'" in e.value.replace("\\", "") for e in at.error)
     # another file: its format is detected again
-    chats = (DATA / "openai_chat.jsonl").read_bytes()
+    chats = (DATA / "openai/chat.jsonl").read_bytes()
     at.file_uploader(key="ds_upload").upload("chats.jsonl", chats, "application/json").run()
     ok(at)
     assert not any("Cannot read this file" in e.value for e in at.error)

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from relevancy.errors import InputError
+from relevancy.io.importers import looks_like_repr
 
 __all__ = [
     "LONG_TEXT_CHARS",
@@ -20,6 +21,11 @@ __all__ = [
     "inspect_rows",
 ]
 
+#: what a cell holding a Python repr (``[{'role': 'user', ...}]``) is told
+REPR_PROBLEM = (
+    "looks like a Python list or dict (pandas writes objects to CSV that way), not text: "
+    "export the table as JSON or Parquet"
+)
 #: A cell longer than this is listed as a problem when the generator states no limit of its own.
 LONG_TEXT_CHARS = 20_000
 
@@ -66,6 +72,9 @@ class RowInspector:
                 problems.append(RowProblem(row, "user_input is empty"))
             if not r.strip():
                 problems.append(RowProblem(row, "response is empty"))
+            for role, text in (("user_input", u), ("response", r)):
+                if looks_like_repr(text):
+                    problems.append(RowProblem(row, f"{role} {REPR_PROBLEM}"))
             if len(r) > self.limit:
                 problems.append(
                     RowProblem(

@@ -269,11 +269,18 @@ def _text_chunks(
 
 
 def _with_index(frame: pd.DataFrame) -> pd.DataFrame:
-    """A named index (``df.to_parquet`` of an indexed table, e.g. Phoenix's span ids) as a
-    column, so that it is not lost."""
-    if any(n is not None for n in frame.index.names):
-        frame = frame.reset_index()
-    return frame
+    """A named index (``df.to_parquet`` of an indexed table) as a column, so that it is not
+    lost; one that is a column already (Phoenix's span frame has ``context.span_id`` as both)
+    is dropped."""
+    names = list(frame.index.names)
+    if all(n is None for n in names):
+        return frame
+    if all(n is None or str(n) in frame.columns for n in names):
+        return frame.reset_index(drop=True)
+    twice = [n for n in names if n is not None and str(n) in frame.columns]
+    if twice:
+        frame = frame.reset_index(level=twice, drop=True)
+    return frame.reset_index()
 
 
 def _parquet(source: Any, name: str) -> tuple[pd.DataFrame, str]:
@@ -373,10 +380,36 @@ def _hf_folder(path: Path, chunk_rows: int | None) -> tuple[Iterator[pd.DataFram
         split = state.get("_split") if isinstance(state, dict) else None
         label = f"{_HF} (split {split})" if isinstance(split, str) and split else _HF
         return _hf_chunks({"": _hf_files(path, name)}, chunk_rows, None), label
-    raise InputError(
-        f"{str(path)!r} is a folder but not a Hugging Face dataset saved with save_to_disk "
-        "(no dataset_dict.json or state.json): give a file, or the dataset's folder"
-    )
+    return _files_folder(path, chunk_rows)
+
+
+def _files_folder(path: Path, chunk_rows: int | None) -> tuple[Iterator[Any], str]:
+    """A folder of files of one type (a Batch API's input and output files, an export in
+    parts): read one after the other, in name order, as one table."""
+    files = sorted(
+        p for p in path.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in FORMATS
+    )  # fmt: skip
+    kinds = {".jsonl" if p.suffix.lower() == ".ndjson" else p.suffix.lower() for p in files}
+    if not files or len(kinds) > 1:
+        found = f"files of {len(kinds)} types ({', '.join(sorted(kinds))})" if files else "none"
+        raise InputError(
+            f"{str(path)!r} is a folder but neither a Hugging Face dataset saved with "
+            f"save_to_disk (no dataset_dict.json or state.json) nor a folder of files of one "
+            f"type ({found}): give a file, or a folder of files of one type"
+        )
+
+    def chunks() -> Iterator[Any]:
+        for file in files:
+            suffix = _suffix(file.suffix, file.name)
+            with file.open("rb") as fh:
+                head = fh.read(65536)
+            if not head.strip():
+                continue  # an empty part (a batch's error file when nothing failed)
+            _check_head(head, file.name, suffix)
+            yield from _open_file(file, file.name, suffix, head, chunk_rows)[0]
+
+    return chunks(), f"{len(files)} files"
 
 
 def _hf_chunks(
@@ -472,8 +505,9 @@ def _read_json(text: str, name: str) -> pd.DataFrame | list[dict[str, Any]]:
         ) from None
     if isinstance(data, dict):
         # Ragas/HF-style column layout {"user_input": [...], "response": [...]} or {"data": [...]}.
-        if "data" in data and isinstance(data["data"], list):
-            data = data["data"]
+        data = _unwrapped(data)
+        if isinstance(data, list):
+            pass  # the records a tool wrapped: {"traces": [...]}, {"data": [...]}...
         elif data and all(isinstance(v, list) for v in data.values()):
             if len({len(v) for v in data.values()}) != 1:
                 raise InputError(f"{name!r} holds columns of different lengths")
@@ -493,6 +527,22 @@ def _read_json(text: str, name: str) -> pd.DataFrame | list[dict[str, Any]]:
     return data
 
 
+#: where the tools put the records of a JSON file: ``{"data": [...]}`` (APIs' pages),
+#: ``{"traces": [...]}`` (``mlflow traces search --output json``), ``{"data": {"examples":
+#: [...]}}`` (a Phoenix dataset's examples)
+_RECORD_LISTS = (("data",), ("traces",), ("data", "examples"), ("examples",))
+
+
+def _unwrapped(data: dict[str, Any]) -> dict[str, Any] | list[Any]:
+    for path in _RECORD_LISTS:
+        inner: Any = data
+        for key in path:
+            inner = inner.get(key) if isinstance(inner, dict) else None
+        if isinstance(inner, list) and inner and all(isinstance(r, dict) for r in inner):
+            return inner
+    return data
+
+
 def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[dict[str, Any]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -506,5 +556,3 @@ def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[dict[str, Any]]:
         if not isinstance(record, dict):
             raise InputError(f"{name!r} line {number} is not a JSON object: one record per line")
         yield record
-
-

@@ -24,8 +24,11 @@ _FORMAT_LABELS = {
     "table": "Table (columns by name)",
     "langfuse": "Langfuse traces/observations",
     "langsmith": "LangSmith runs",
-    "phoenix": "Arize Phoenix spans",
+    "phoenix": "Arize Phoenix spans or dataset",
+    "mlflow": "MLflow traces",
     "openai-chat": "OpenAI chat messages",
+    "openai-batch": "OpenAI Batch API files",
+    "openai-log": "OpenAI request/response log",
     "hf": "Hugging Face dataset",
 }
 
@@ -60,7 +63,8 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
         "Data",
         ["Upload a file", "Bundled demo"],
         help="CSV, TSV, JSON (records), JSONL, Parquet or Arrow with a question and an answer "
-        "column, or an export of Langfuse, LangSmith, Phoenix or OpenAI chat logs.",
+        "column, or an export of Langfuse, LangSmith, Phoenix, MLflow or OpenAI (chat records, "
+        "request logs, a Batch API input and output file concatenated).",
         **bind("ds_source", "Upload a file"),
     )
     if source == "Bundled demo":
@@ -79,7 +83,7 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
         st.caption(
             "Columns are matched by name (question/user_input, answer/response, variant/model, "
             "id); you can change the mapping after uploading. Exports of Langfuse, LangSmith, "
-            "Phoenix and OpenAI chat logs, and a Hugging Face dataset's .arrow or .parquet file, "
+            "Phoenix, MLflow and OpenAI, and a Hugging Face dataset's .arrow or .parquet file, "
             "are recognised from their content."
         )
         return None, ""

@@ -1,4 +1,6 @@
-"""Reading what other tools export: Langfuse, LangSmith, Phoenix, OpenAI chat logs, HF datasets.
+"""Reading what other tools export: Langfuse, LangSmith, Phoenix (spans in every shape,
+dataset examples), MLflow traces, OpenAI chat records, Batch API files and request/response logs,
+Hugging Face datasets.
 
 Each importer turns the records of one chunk into a table with ``user_input`` and ``response``
 plus the fields worth keeping (trace id, model, prompt version, tags, timestamps) as extra
@@ -25,11 +27,20 @@ from typing import Any
 import pandas as pd
 
 from relevancy.errors import InputError
-from relevancy.io.importers._payloads import as_messages, first_of, flatten, text_of
+from relevancy.io.importers._payloads import (
+    as_messages,
+    first_of,
+    flatten,
+    looks_like_repr,
+    text_of,
+)
 from relevancy.io.importers.langfuse import LANGFUSE_TRACE_KEYS, LANGFUSE_TYPES, langfuse
 from relevancy.io.importers.langsmith import is_langsmith_root, langsmith
+from relevancy.io.importers.mlflow import is_mlflow_trace, mlflow_traces
+from relevancy.io.importers.openai_batch import OpenAIRequests, batch_line, is_request_log
 from relevancy.io.importers.openai_chat import openai_chat
-from relevancy.io.importers.phoenix import is_phoenix_root, phoenix
+from relevancy.io.importers.phoenix import is_otlp_span, is_phoenix_root, phoenix, span_record
+from relevancy.io.importers.phoenix_datasets import is_dataset_example, phoenix_examples
 from relevancy.io.importers.report import ImportReport
 
 __all__ = [
@@ -39,21 +50,29 @@ __all__ = [
     "Importer",
     "detect",
     "text_of",
+    "looks_like_repr",
     "langfuse",
     "langsmith",
     "phoenix",
+    "phoenix_examples",
+    "mlflow_traces",
     "openai_chat",
+    "OpenAIRequests",
 ]
 
 #: what ``--format`` accepts (``auto`` detects from the content)
-SOURCE_FORMATS = ("auto", "table", "langfuse", "langsmith", "phoenix", "openai-chat", "hf")
+SOURCE_FORMATS = ("auto", "table", "langfuse", "langsmith", "phoenix", "mlflow", "openai-chat",
+                  "openai-batch", "openai-log", "hf")  # fmt: skip
 FORMAT_NAMES = {
     "auto": "detect from the content",
     "table": "a table, columns matched by name",
     "langfuse": "Langfuse traces or observations export",
     "langsmith": "LangSmith runs export",
-    "phoenix": "Arize Phoenix spans export",
-    "openai-chat": "OpenAI chat-format messages",
+    "phoenix": "Arize Phoenix spans (client frame, REST or OTLP JSON) or dataset examples",
+    "mlflow": "MLflow traces (search_traces frame, CLI JSON, Trace.to_json)",
+    "openai-chat": "OpenAI chat-format messages (fine-tuning or evals JSONL)",
+    "openai-batch": "OpenAI Batch API input and output files, joined on custom_id",
+    "openai-log": "OpenAI request/response records",
     "hf": "Hugging Face dataset (save_to_disk folder, .arrow or .parquet)",
 }
 _SAMPLE = 50  #: records looked at to detect the format
@@ -64,6 +83,10 @@ def _looks_like(record: dict[str, Any]) -> str | None:
     keys = set(record)
     if "run_type" in keys and keys & {"inputs", "outputs"}:
         return "langsmith"
+    if is_mlflow_trace(record):
+        return "mlflow"
+    if is_otlp_span(record):
+        return "phoenix"
     flat = flatten(record)
     if {"attributes.input.value", "attributes.output.value"} & set(flat) or (
         "context.span_id" in flat and "span_kind" in flat
@@ -77,6 +100,12 @@ def _looks_like(record: dict[str, Any]) -> str | None:
         return "langfuse"
     if "timestamp" in keys and keys & {"input", "output"} and keys & LANGFUSE_TRACE_KEYS:
         return "langfuse"
+    if batch_line(record):
+        return "openai-batch"
+    if is_request_log(record):
+        return "openai-log"
+    if is_dataset_example(record):
+        return "phoenix"
     if as_messages(record.get("messages")) is not None:
         return "openai-chat"
     return None
@@ -107,19 +136,28 @@ _LABELS = {
     "table": "Table",
     "langsmith": "LangSmith runs",
     "phoenix": "Phoenix spans",
+    "mlflow": "MLflow traces",
     "openai-chat": "OpenAI chat messages",
+    "openai-batch": "OpenAI batch requests",
+    "openai-log": "OpenAI requests",
 }
 _FIELDS = {
     "langfuse": "an input or output",
     "langsmith": "inputs or outputs",
-    "phoenix": "attributes.input.value or attributes.output.value",
+    "phoenix": "attributes.input.value or attributes.output.value (or an input and an output)",
+    "mlflow": "a request or a response",
     "openai-chat": "a list of chat messages",
+    "openai-batch": "a custom_id with a request body or a response",
+    "openai-log": "a request with messages and a response",
 }
 _HINTS = {
     "langfuse": "export traces (or generations) that have both an input and an output",
     "langsmith": "export runs that finished with outputs (root runs hold the question and answer)",
     "phoenix": "export spans whose input.value and output.value are set",
+    "mlflow": "export traces that finished with a response",
     "openai-chat": "each record needs a user message followed by an assistant reply",
+    "openai-batch": "give the batch's input file and its output file (one folder, or one file)",
+    "openai-log": "each record needs a request with messages and the response to it",
 }
 
 
@@ -149,6 +187,8 @@ class Importer:
         self.report = report if report is not None else ImportReport()
         self.report.source = source
         self._options: dict[str, Any] | None = None
+        #: batch requests wait here for their responses (and the other way round)
+        self._requests: OpenAIRequests | None = None
 
     def __call__(self, chunk: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
         report = self.report
@@ -167,7 +207,13 @@ class Importer:
         if report.format == "langsmith":
             return langsmith(records, report, **options)
         if report.format == "phoenix":
-            return phoenix(records, report, **options)
+            if options.get("examples"):
+                return phoenix_examples(records, report)
+            return phoenix(records, report, roots_only=options["roots_only"])
+        if report.format == "mlflow":
+            return mlflow_traces(records, report)
+        if self._requests is not None:
+            return self._requests(records, report)
         return openai_chat(records, report)
 
     def _start(self, records: list[dict[str, Any]]) -> None:
@@ -194,13 +240,17 @@ class Importer:
             report.label = "Langfuse observations" if observations_mode else "Langfuse traces"
             if observations_mode and generations:
                 report.note = "generations only"
+        elif report.format == "phoenix" and _mostly(is_dataset_example, sample):
+            self._options = {"examples": True}
+            report.label = "Phoenix dataset examples"
         elif report.format in ("langsmith", "phoenix"):
             is_root = is_langsmith_root if report.format == "langsmith" else is_phoenix_root
-            roots = [is_root(flatten(r) if report.format == "phoenix" else r) for r in records]
+            roots = [is_root(span_record(r) if report.format == "phoenix" else r) for r in records]
             self._options = {"roots_only": any(roots)}
-            if any(roots) and not all(roots):
-                unit = "run" if report.format == "langsmith" else "span"
-                report.note = f"each trace read from its root {unit}"
+            if report.format == "phoenix" and _mostly(is_otlp_span, sample):
+                report.label = "Phoenix spans (OTLP)"
+        elif report.format in ("openai-batch", "openai-log"):
+            self._requests = OpenAIRequests()
         usable = any(self._usable(r) for r in sample)
         if not report.detected and report.format != "table" and sample and not usable:
             raise InputError(
@@ -216,16 +266,28 @@ class Importer:
         if kind == "langsmith":
             return bool({"inputs", "outputs"} & set(record))
         if kind == "phoenix":
-            flat = flatten(record)
+            if is_dataset_example(record):
+                return True
+            flat = span_record(record)
             return any(k.startswith(("attributes.input", "attributes.output")) for k in flat)
+        if kind == "mlflow":
+            return is_mlflow_trace(record)
+        if kind in ("openai-batch", "openai-log"):
+            return batch_line(record) is not None or is_request_log(record)
         return bool({"input", "output"} & set(record))
 
     def finish(self) -> ImportReport:
         """The report, once every chunk is read; an import with no pair at all is an error."""
         report = self.report
+        if self._requests is not None:
+            self._requests.finish(report)
         if report.format != "table" and not report.found:
             raise InputError(
                 f"{self.name!r} has no question/answer pair to score ({report.describe()}): "
                 + _HINTS.get(report.format, "check the export")
             )
         return report
+
+
+def _mostly(test: Any, sample: list[dict[str, Any]]) -> bool:
+    return bool(sample) and sum(bool(test(r)) for r in sample) * 2 >= len(sample)

@@ -3,8 +3,10 @@ key, chat messages of several shapes, OpenAI responses; and the rows an importer
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import re
 from datetime import date, datetime
 from typing import Any
 
@@ -46,7 +48,8 @@ def is_missing(value: Any) -> bool:
 
 
 def plain(value: Any) -> Any:
-    """numpy arrays as lists, JSON text as what it holds; anything else as it is."""
+    """numpy arrays as lists, JSON text as what it holds, a Python repr of a list or dict (what
+    pandas writes to CSV for objects) as that list or dict; anything else as it is."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, tuple):
@@ -59,26 +62,65 @@ def plain(value: Any) -> Any:
             try:
                 return json.loads(s)
             except ValueError:
-                return value
+                return python_literal(s, value)
     return value
 
 
+MAX_LITERAL = 1_000_000  #: characters of a repr read with ``ast.literal_eval``; longer stays text
+
+
+def python_literal(text: str, default: Any) -> Any:
+    """A list or dict written as Python writes it (``[{'role': 'user', ...}]``), read safely
+    (:func:`ast.literal_eval`: literals only, nothing is run); ``default`` if it is not one."""
+    if len(text) > MAX_LITERAL or text[:1] not in "[{":
+        return default
+    try:
+        found = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return default
+    return found if isinstance(found, (list, dict)) else default
+
+
+_REPR = re.compile(r"\s*(?:array\(|\[\s*\{\s*'|\{\s*'[^']*'\s*:|\[\s*\[\s*')")
+
+
+def looks_like_repr(text: str) -> bool:
+    """Whether ``text`` looks like a Python list or dict (or numpy array) written as text."""
+    return bool(_REPR.match(text))
+
+
 def content_text(content: Any) -> str:
-    """A message's content: a string, or the text parts of a list of parts."""
-    content = plain(content)
+    """A message's content: a string (JSON text too: a structured reply is its text), or the
+    text parts of a list of parts (OpenAI's ``{"type": "text", "text"}``, OpenInference's
+    ``message_content.text``)."""
     if isinstance(content, str):
-        return content if content.strip() else ""
+        parts = plain(content) if content.lstrip()[:2] in ("[{", "[ ") else None
+        if not (isinstance(parts, list) and parts and all(_is_part(p) for p in parts)):
+            return content if content.strip() else ""
+        content = parts
+    content = plain(content)
     if isinstance(content, list):
         texts = []
         for part in map(plain, content):
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
+            elif isinstance(part, dict) and isinstance(_part_text(part), str):
+                texts.append(_part_text(part))
         return "\n".join(t for t in texts if t.strip())
     if isinstance(content, dict) and isinstance(content.get("text"), str):
         return content["text"]
     return ""
+
+
+def _part_text(part: dict[str, Any]) -> Any:
+    inner = part.get("message_content")
+    if isinstance(inner, dict):
+        part = inner
+    return part.get("text", part.get("message_content.text"))
+
+
+def _is_part(part: Any) -> bool:
+    return isinstance(part, dict) and bool({"type", "text", "message_content.type"} & set(part))
 
 
 def as_message(item: Any) -> tuple[str, str] | None:
@@ -88,7 +130,7 @@ def as_message(item: Any) -> tuple[str, str] | None:
         return None
     if "message.role" in item:  # OpenInference, flattened
         role = ROLE_NAMES.get(str(item["message.role"]).lower())
-        content = item.get("message.content", item.get("message.contents"))
+        content = first_of(item, "message.content", "message.contents")
         return (role, content_text(content)) if role else None
     if item.get("lc") == 1 and isinstance(item.get("kwargs"), dict):  # LangChain, serialized
         ids = item.get("id") or [""]
@@ -101,7 +143,8 @@ def as_message(item: Any) -> tuple[str, str] | None:
         inner = item.get("message")  # {"message": {...}}: OpenInference nested, ChatGeneration
         return as_message(inner) if isinstance(inner, dict) else None
     data = item.get("data") if isinstance(item.get("data"), dict) else {}  # LangChain dict
-    return role, content_text(item.get("content", data.get("content")))
+    content = first_of(item, "content", "contents")
+    return role, content_text(content if content is not None else data.get("content"))
 
 
 def as_messages(value: Any) -> list[tuple[str, str]] | None:
@@ -135,9 +178,47 @@ def text_of(value: Any, side: str, _depth: int = 0) -> str:
     """
     if _depth > 8 or is_missing(value):
         return ""
-    value = plain(value)
-    if isinstance(value, str):
-        return value
+    parsed = plain(value)
+    if isinstance(parsed, str):
+        return parsed
+    found = _structured_text(parsed, side, _depth)
+    if found or side != "a" or not is_reply_data(parsed):
+        return found
+    # a structured reply (JSON with no answer-like key) is the answer, as its JSON text
+    if _is_json(value):
+        return value.strip()
+    return json.dumps(parsed, ensure_ascii=False, default=str) if _depth == 0 else ""
+
+
+def _is_json(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
+
+
+#: keys of the envelopes payloads come in: never a reply's own data
+ENVELOPE = {"messages", "choices", "generations", "role", "lc", "args", "kwargs", "message",
+            "content", "candidates", "output_messages"}  # fmt: skip
+
+
+def is_reply_data(value: Any) -> bool:
+    """Whether a parsed reply is the reply itself (``{"question": ..., "score": 3}``, a
+    structured output): an object that is not a message or an envelope, not an error, and has
+    no answer-like key (left empty)."""
+    if not isinstance(value, dict) or not value or as_message(value) is not None:
+        return False
+    keys = {str(k).lower() for k in value}
+    if any(k.startswith("message.") for k in keys):
+        return False
+    return not (keys & ENVELOPE or keys & set(KEYS["a"]) or keys <= NOT_TEXT)
+
+
+def _structured_text(value: Any, side: str, _depth: int) -> str:
+    """:func:`text_of` of a parsed payload (anything but a string)."""
     if isinstance(value, bool):
         return ""
     if isinstance(value, (int, float, np.integer, np.floating)):
@@ -185,6 +266,68 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def unflatten(record: dict[str, Any]) -> dict[str, Any]:
+    """Dotted keys as nested objects and numbered ones as lists, the way OpenTelemetry
+    attributes are written: ``{"llm.input_messages.0.message.role": "user"}`` ->
+    ``{"llm": {"input_messages": [{"message": {"role": "user"}}]}}``. A key that would nest
+    under a value already there is kept as it is."""
+    root: dict[str, Any] = {}
+    for key, value in record.items():
+        parts = str(key).split(".")
+        node = root
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                node = None
+                break
+            node = child
+        if node is None or isinstance(node.get(parts[-1]), dict):
+            root.setdefault(str(key), value)
+        else:
+            node[parts[-1]] = value
+    return _as_lists(root)
+
+
+def _as_lists(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    node = {k: _as_lists(v) for k, v in node.items()}
+    if node and all(isinstance(k, str) and k.isdigit() for k in node):
+        return [node[k] for k in sorted(node, key=int)]
+    return node
+
+
+def numbered(record: dict[str, Any], prefix: str) -> list[Any] | None:
+    """The list written as numbered keys under ``prefix`` (``prefix.0.message.role``...), each
+    item unflattened; None when there is none."""
+    items: dict[int, dict[str, Any]] = {}
+    start = prefix + "."
+    for key, value in record.items():
+        if isinstance(key, str) and key.startswith(start):
+            index, _, rest = key[len(start) :].partition(".")
+            if index.isdigit() and rest:
+                items.setdefault(int(index), {})[rest] = value
+    return [unflatten(items[i]) for i in sorted(items)] or None
+
+
+def as_time(value: Any) -> Any:
+    """A time as ISO 8601 text. Numbers (or digit strings) are epoch seconds, milliseconds,
+    microseconds or nanoseconds, told apart by their size; a number too small to be a time
+    since 1973 is left as it is, and so is anything else (text, datetimes)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return value
+    if is_missing(float(value)):
+        return None
+    magnitude = abs(float(value))
+    for unit, above in (("ns", 1e17), ("us", 1e14), ("ms", 1e11), ("s", 1e8)):
+        if magnitude >= above:
+            stamp = pd.Timestamp(int(value) if unit == "ns" else float(value), unit=unit, tz="UTC")
+            return stamp.floor("us").isoformat()
+    return value
 
 
 def first_of(record: dict[str, Any], *keys: str) -> Any:

@@ -35,6 +35,7 @@ def langsmith(
     for r in records:
         if roots_only and not is_langsmith_root(r):
             report.skip("child run", "")
+            report.note = "each trace read from its root run"
             continue
         question = text_of(r.get("inputs"), "q")
         answer = text_of(r.get("outputs"), "a")

@@ -1,4 +1,5 @@
-"""OpenAI chat-format records: the last user turn and the assistant's reply after it."""
+"""OpenAI chat-format records: the last user turn and the assistant's reply after it (or, in
+the OpenAI evals layout, the ``ideal`` answer)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from relevancy.io.importers._payloads import (
     all_scalars,
     as_messages,
     chat_pair,
+    is_missing,
     metadata_columns,
     pair_row,
     pairs_table,
     plain,
+    text_of,
 )
 from relevancy.io.importers.report import ImportReport
 
@@ -26,6 +29,8 @@ def openai_chat(records: Iterable[dict[str, Any]], report: ImportReport) -> pd.D
     for r in records:
         messages = as_messages(r.get("messages")) or []
         question, answer = chat_pair(messages)
+        if not answer.strip() and not is_missing(r.get("ideal")):  # OpenAI evals: the answer
+            answer = text_of(r.get("ideal"), "a")
         if not question.strip():
             report.skip("conversation", "without a user turn")
             continue
@@ -39,7 +44,7 @@ def openai_chat(records: Iterable[dict[str, Any]], report: ImportReport) -> pd.D
             "turns": sum(role == "user" for role, _ in messages),
         }
         for key, value in r.items():
-            if key == "messages":
+            if key in ("messages", "ideal"):
                 continue
             value = plain(value) if not isinstance(value, str) else value
             if key == "metadata" and isinstance(value, dict):
