@@ -90,10 +90,10 @@ class OpenAIRequests:
 
     def finish(self, report: ImportReport) -> None:
         if self.requests:
-            report.skip("request", "without its response (give the output file too)",
+            report.skip("request", "without a response (give the output file too)",
                         len(self.requests))  # fmt: skip
         if self.responses:
-            report.skip("response", "without its request (give the input file too)",
+            report.skip("response", "without a request (give the input file too)",
                         len(self.responses))  # fmt: skip
         self.requests, self.responses = {}, {}
 
