@@ -30,6 +30,7 @@ from relevancy.dashboard.widgets.upload import (
     choose_mapping,
     choose_source,
     show_preview_and_issues,
+    upload_origin,
 )
 
 settings = setup_page(
@@ -94,7 +95,7 @@ def _new_run() -> None:
         except RelevancyError as exc:
             st.error(f"**Cannot build the backend.** {error_text(exc)}", icon="⛔")
             return
-        record = {**settings.record(), "llm_name": metric.llm.name,
+        record = {**settings.record(), "llm_name": metric.llm.name, "origin": upload_origin(),
                   "embeddings_name": metric.embeddings.name, "mode_used": metric.mode}  # fmt: skip
         run_id = store.create_run(name, record, apply_mapping(frame, mapping), source=source_name)
         set_active_run(run_id)

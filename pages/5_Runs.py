@@ -16,6 +16,7 @@ from relevancy.dashboard.widgets.permalink import dashboard_url
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
 from relevancy.dashboard.widgets.state import active_run, get_store, list_runs, set_active_run
 from relevancy.dashboard.widgets.tables import run_models, runs_table
+from relevancy.dashboard.widgets.writeback_panel import writeback_panel
 from relevancy.runs import RunStore, import_demo
 
 settings = setup_page(
@@ -174,3 +175,4 @@ st.caption(
     "(spreadsheet formulas are defused in CSV). The HTML report is a single offline file with "
     "the summary, charts and lowest rows, each linking back to its drill-down here."
 )
+writeback_panel(store, info, settings.threshold)  # runs read from Phoenix or MLflow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import sys
@@ -27,10 +28,18 @@ from relevancy.cli.options import (
     prices_from_args,
     repeats_from_args,
 )
+from relevancy.cli.writeback import (
+    add_tool_options,
+    open_source,
+    temporary_store,
+    wants_write_back,
+    write_back,
+)
 from relevancy.core.modes import describe_mode
 from relevancy.core.stats import summarize
 from relevancy.errors import InputError
 from relevancy.io import OUTPUT_FORMATS
+from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.runs import RunStore
 from relevancy.scoring.config import preflight
@@ -50,8 +59,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "input",
-        help="table with user_input/question and response/answer columns, a tool's export, or a "
-        "Hugging Face save_to_disk folder",
+        nargs="?",
+        help="table with user_input/question and response/answer columns, a tool's export, a "
+        "Hugging Face save_to_disk folder or a folder of files of one type (or --from)",
     )
     p.add_argument(
         "--format",
@@ -139,16 +149,24 @@ def register(sub: Any) -> None:
     g.add_argument(
         "--workers", type=int, default=None, help="Ray workers (default: from the cluster's CPUs)"
     )
+    add_tool_options(p)
     add_backend_options(p)
     p.set_defaults(func=cmd_score)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     if args.engine == "ray":
         return _score_on_ray(args)
-    out = Path(args.output) if args.output else Path(Path(args.input).stem + ".relevancy.csv")
+    with contextlib.ExitStack() as stack:
+        return _score_here(args, stack)
+
+
+def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    from tqdm import tqdm
+
+    source = open_source(args, stack)
+    stem = Path(source.path).stem if args.from_url is None else source.where["project"]
+    out = Path(args.output) if args.output else Path(stem + ".relevancy.csv")
     if out.suffix.lower() not in OUTPUT_FORMATS:
         raise InputError(
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
@@ -156,7 +174,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     repeats = repeats_from_args(args)
     metric = metric_from_args(args, concurrency=args.concurrency, check=False)
     found = survey(
-        args.input, metric, source_format=args.source_format, label_column=args.label_column
+        source.path, metric, source_format=args.source_format, label_column=args.label_column
     )
     print(f"input           {found.source.describe()}", file=sys.stderr)
     if found.label_column:
@@ -178,7 +196,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"sample          scored {len(measured)} rows of the file to measure these models "
               "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
         found = survey(
-            args.input, metric, source_format=found.source.format,
+            source.path, metric, source_format=found.source.format,
             label_column=found.label_column,
         )  # fmt: skip
     stats = found.stats
@@ -199,23 +217,28 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 0
     preflight(metric)
     store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
+    store = store or temporary_store(args, stack)
+    settings = {**_run_settings(args, metric),
+                "origin": origin(found.source.format, **source.where)}  # fmt: skip
     total = found.rows * repeats
     with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:  # fmt: skip
         run = score_file(
             metric,
-            args.input,
+            source.path,
             out,
             chunk_rows=args.chunk_rows,
             progress=bar.update,
             store=store,
             run_name=args.save_run or "",
-            settings=_run_settings(args, metric),
+            settings=settings,
+            source_name=source.name,
             source_format=found.source.format,  # detected once, by the survey
             repeats=repeats,
             label_column=found.label_column,
         )
-    return _report(args, metric, run, store)
+    code = _report(args, metric, run, store if args.save_run or args.store else None)
+    return write_back(args, run, settings, store, source) or code
 
 
 def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
@@ -248,7 +271,7 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
         print(f"failed ({count:>3})    {error[:160]}")
     _print_judge(metric)
     print(f"wrote           {run.out}")
-    if run.run_id is not None:
+    if run.run_id is not None and store is not None:
         print(f"saved           run #{run.run_id} in {store.path} (open it in the dashboard)")
     if not stats["scored"]:
         print(f"FAIL: none of the {stats['rows']:,} rows could be scored", file=sys.stderr)
@@ -339,11 +362,15 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
     from tqdm import tqdm
 
-    if args.estimate or args.save_run or args.store or repeats_from_args(args) > 1 or args.label_column:
+    local_only = (args.estimate, args.save_run, args.store, repeats_from_args(args) > 1,
+                  args.label_column, args.from_url, wants_write_back(args))  # fmt: skip
+    if any(local_only):
         raise InputError(
-            "--estimate, --save-run, --store, --repeats and --label-column work with --engine "
-            "local only"
+            "--estimate, --save-run, --store, --repeats, --label-column, --from and the "
+            "write-back options work with --engine local only"
         )
+    if not args.input:
+        raise InputError("give a file or a folder of files to score")
     source = Path(args.input)
     # by default in the working folder, as with the local engine; a folder for a folder
     out = Path(

@@ -175,6 +175,7 @@ def score_file(
     source_format: str = "auto",
     repeats: int = 1,
     label_column: str | None = None,
+    source_name: str = "",
 ) -> FileRun:
     """Score every row of ``path`` and write ``out`` (.csv, .json, .jsonl or .parquet).
 
@@ -185,7 +186,8 @@ def score_file(
     ``repeats`` columns; a run saved in ``store`` keeps every repeat.
 
     ``progress(n)`` is called as each row finishes. With ``store``, the run is also saved
-    there as ``run_name`` (its inputs first, then each chunk's results as they finish).
+    there as ``run_name`` (its inputs first, then each chunk's results as they finish), its
+    source recorded as ``source_name`` (default: the file's name).
     ``source_format`` is as for :func:`survey`; ``label_column`` too (pass the survey's
     ``label_column``). The human labels travel with the rows to ``out`` and the store; the
     :class:`FileRun` keeps them with each row's question for
@@ -201,7 +203,8 @@ def score_file(
             path, chunk_rows=chunk_rows, source_format=source_format, label_column=label_column
         )
         run_id = store.create_run(
-            run_name or path.name, dict(settings or {}), inputs, source=path.name
+            run_name or source_name or path.name, dict(settings or {}), inputs,
+            source=source_name or path.name,
         )
     tally, labels, chance, usage = Tally(), Labels(), ChanceSample(), Usage()
     points, languages, stability = TokenPoints(), Languages(), Stability()

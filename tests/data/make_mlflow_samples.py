@@ -1,6 +1,6 @@
 """Write the MLflow samples in tests/data/mlflow/ with real MLflow tracing.
 
-The app in ``sample_calls.py`` makes its calls with the real OpenAI SDK against the toy server,
+The app in ``sample_app.py`` makes its calls with the real OpenAI SDK against the toy server,
 traced by ``mlflow.openai.autolog()`` (and ``mlflow.start_span`` for the pipelines) into a
 SQLite tracking store in a temporary folder; then the exports an MLflow user has:
 
@@ -20,7 +20,6 @@ Made with the versions in ``truth.json``. To refresh::
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata as md
 import json
 import os
@@ -28,56 +27,18 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import mlflow
-import openai
-from mlflow.entities import Document, SpanType
 
 from relevancy.testing.openai_server import OpenAICompatServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sample_calls  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
+import sample_app  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "mlflow"
 EXPERIMENT = "router-support"
 #: columns of ``search_traces`` holding objects: written as JSON text for Parquet
 NESTED = ("request", "response", "trace_metadata", "tags", "spans", "assessments")  # fmt: skip
-
-
-class MlflowTracing:
-    """The app's spans as MLflow writes them; each trace tagged with its case."""
-
-    def __init__(self) -> None:
-        self.client = mlflow.MlflowClient()
-
-    @contextlib.contextmanager
-    def call(self, case: str):
-        before = mlflow.get_last_active_trace_id()
-        try:
-            yield
-        finally:
-            after = mlflow.get_last_active_trace_id()
-            if after and after != before:
-                self.client.set_trace_tag(after, "case", case)
-
-    @contextlib.contextmanager
-    def pipeline(self, case: str, inputs: Any):
-        with mlflow.start_span(name="answer_question", span_type=SpanType.CHAIN) as span:
-            mlflow.update_current_trace(tags={"case": case})
-            span.set_inputs(inputs)
-            yield span.set_outputs
-
-    @contextlib.contextmanager
-    def retriever(self, query: str):
-        with mlflow.start_span(name="search_manual", span_type=SpanType.RETRIEVER) as span:
-            span.set_inputs({"query": query})
-
-            def set_documents(pages: list[str]) -> None:
-                span.set_outputs([Document(page_content=p, id=f"manual-{i}")
-                                  for i, p in enumerate(pages)])  # fmt: skip
-
-            yield set_documents
 
 
 def versions() -> dict[str, str]:
@@ -91,12 +52,7 @@ def main() -> None:
         uri = f"sqlite:///{tmp}/mlflow.db"
         mlflow.set_tracking_uri(uri)
         experiment_id = mlflow.create_experiment(EXPERIMENT, artifact_location=f"{tmp}/artifacts")
-        mlflow.set_experiment(experiment_id=experiment_id)
-        mlflow.openai.autolog()
-        llm = openai.OpenAI(base_url=toy.base_url, api_key="sk-toy", max_retries=0)
-        truth = sample_calls.run(llm, toy, MlflowTracing())
-        mlflow.openai.autolog(disable=True)
-        mlflow.flush_trace_async_logging()
+        truth = sample_app.trace_into_mlflow(experiment_id, toy)
         frame = mlflow.search_traces(locations=[experiment_id], order_by=["timestamp_ms ASC"])
         frame.to_json(OUT / "search_traces.json", orient="records", force_ascii=False)
         frame.to_json(OUT / "search_traces.jsonl", orient="records", lines=True,
@@ -118,7 +74,7 @@ def main() -> None:
         tags = frame["tags"].map(lambda t: t.get("case"))
         one = mlflow.get_trace(frame["trace_id"][tags == "pipeline-json"].iloc[0])
         (OUT / "trace.json").write_text(one.to_json(pretty=True) + "\n", encoding="utf-8")
-        sample_calls.write_truth(OUT / "truth.json", truth, versions())
+        sample_app.write_truth(OUT / "truth.json", truth, versions())
     print(f"wrote {len(frame)} traces to {OUT}")
 
 

@@ -1,6 +1,6 @@
 """Write the OpenAI samples in tests/data/openai/ with the real OpenAI SDK.
 
-The chat calls of ``sample_calls.py`` (multi-turn, a tool call and the call that answers its
+The chat calls of ``sample_app.py`` (multi-turn, a tool call and the call that answers its
 result, content parts, a ``developer`` role, German, French and Japanese, structured output, a
 failed call, an empty reply) are made with the SDK against the toy server, and written the ways
 an app keeps them:
@@ -34,8 +34,8 @@ import openai
 
 from relevancy.testing.openai_server import OpenAICompatServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sample_calls  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
+import sample_app  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "openai"
 URL = "/v1/chat/completions"
@@ -52,9 +52,9 @@ def main() -> None:
     truth: dict[str, dict[str, Any]] = {}
     with OpenAICompatServer(text_mode="lines") as toy:
         client = openai.OpenAI(base_url=toy.base_url, api_key="sk-toy", max_retries=0)
-        calls = [(case, {"model": sample_calls.MODEL, "messages": messages, **kwargs}, fault)
-                 for case, (messages, kwargs, fault) in sample_calls.CHATS.items()]  # fmt: skip
-        calls.append((sample_calls.TOOL_RESULT, None, None))
+        calls = [(case, {"model": sample_app.MODEL, "messages": messages, **kwargs}, fault)
+                 for case, (messages, kwargs, fault) in sample_app.CHATS.items()]  # fmt: skip
+        calls.append((sample_app.TOOL_RESULT, None, None))
         tool_call = None
         for number, (case, body, fault) in enumerate(calls, start=1):
             if body is None:  # send the tool's result back
@@ -66,12 +66,12 @@ def main() -> None:
                     {
                         "role": "tool",
                         "tool_call_id": call["id"],
-                        "content": sample_calls.MANUAL["firmware"],
+                        "content": sample_app.MANUAL["firmware"],
                     },
                 ]
-                body = {"model": sample_calls.MODEL, "messages": messages,
-                        "tools": [sample_calls.SEARCH_TOOL]}  # fmt: skip
-            question = sample_calls.question_of(body["messages"])
+                body = {"model": sample_app.MODEL, "messages": messages,
+                        "tools": [sample_app.SEARCH_TOOL]}  # fmt: skip
+            question = sample_app.question_of(body["messages"])
             inputs.append({"custom_id": case, "method": "POST", "url": URL, "body": body})
             if fault:
                 toy.script([fault])
@@ -112,7 +112,7 @@ def main() -> None:
     write_jsonl(OUT / "batch" / "output.jsonl", outputs)
     write_jsonl(OUT / "batch" / "errors.jsonl", errors)
     versions = {name: md.version(name) for name in ("openai",)}
-    sample_calls.write_truth(OUT / "truth.json", truth, versions)
+    sample_app.write_truth(OUT / "truth.json", truth, versions)
     print(f"wrote {len(inputs)} calls to {OUT}")
 
 

@@ -1,6 +1,6 @@
 """Write the Phoenix samples in tests/data/phoenix/ with a real Phoenix server.
 
-The app in ``sample_calls.py`` makes its calls with the real OpenAI SDK against the toy server,
+The app in ``sample_app.py`` makes its calls with the real OpenAI SDK against the toy server,
 traced by OpenInference's OpenAI instrumentation into a Phoenix server started in a temporary
 folder; then every export a Phoenix user has is written as they would write it:
 
@@ -24,7 +24,6 @@ Made with the versions in ``truth.json`` (arize-phoenix 20.26.1 as the server). 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata as md
 import json
 import sys
@@ -34,59 +33,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
-from openinference.instrumentation import using_metadata
-from openinference.instrumentation.openai import OpenAIInstrumentor
 from phoenix.client import Client
-from phoenix.otel import register
 
 from relevancy.testing.openai_server import OpenAICompatServer
 from relevancy.testing.tool_servers import PhoenixServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sample_calls  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
+import sample_app  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "phoenix"
 PROJECT = "router-support"
-
-
-class PhoenixTracing:
-    """The app's spans as OpenInference writes them."""
-
-    def __init__(self, tracer: Any) -> None:
-        self.tracer = tracer
-
-    def call(self, case: str) -> contextlib.AbstractContextManager[Any]:
-        return using_metadata({"case": case})
-
-    @contextlib.contextmanager
-    def pipeline(self, case: str, inputs: Any):
-        with (
-            using_metadata({"case": case}),
-            self.tracer.start_as_current_span(
-                "answer_question", openinference_span_kind="chain"
-            ) as span,
-        ):
-            span.set_input(inputs)
-
-            def set_output(value: Any) -> None:
-                span.set_output(value)
-
-            yield set_output
-
-    @contextlib.contextmanager
-    def retriever(self, query: str):
-        with self.tracer.start_as_current_span(
-            "search_manual", openinference_span_kind="retriever"
-        ) as span:
-            span.set_input(query)
-
-            def set_documents(pages: list[str]) -> None:
-                for i, page in enumerate(pages):
-                    span.set_attribute(f"retrieval.documents.{i}.document.content", page)
-                    span.set_attribute(f"retrieval.documents.{i}.document.id", f"manual-{i}")
-
-            yield set_documents
 
 
 def versions() -> dict[str, str]:
@@ -139,16 +95,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, PhoenixServer(Path(tmp) / "phoenix") as phoenix, \
             OpenAICompatServer(text_mode="lines") as toy:  # fmt: skip
         print(f"phoenix serve answered after {phoenix.start_s:.1f} s at {phoenix.base_url}")
-        provider = register(endpoint=phoenix.collector, project_name=PROJECT, batch=False,
-                            set_global_tracer_provider=False, verbose=False)  # fmt: skip
-        OpenAIInstrumentor().instrument(tracer_provider=provider)
-        llm = openai.OpenAI(base_url=toy.base_url, api_key="sk-toy", max_retries=0)
-        truth = sample_calls.run(llm, toy, PhoenixTracing(provider.get_tracer(__name__)))
-        provider.force_flush()
-        OpenAIInstrumentor().uninstrument()
+        truth = sample_app.trace_into_phoenix(phoenix.collector, PROJECT, toy)
         # one span per chat call, three per pipeline (root, retriever, model)
         client = Client(base_url=phoenix.base_url)
-        spans = len(sample_calls.CHATS) + 1 + 3 * len(sample_calls.PIPELINES)
+        spans = len(sample_app.CHATS) + 1 + 3 * len(sample_app.PIPELINES)
         frame = wait_for_spans(client, spans)
         frame = frame.sort_values("start_time")
         frame.to_parquet(OUT / "spans.parquet")
@@ -179,7 +129,7 @@ def main() -> None:
                 (OUT / name).write_text(text, encoding="utf-8")
             else:
                 (OUT / name).write_bytes(body.content)
-        sample_calls.write_truth(OUT / "truth.json", truth, versions())
+        sample_app.write_truth(OUT / "truth.json", truth, versions())
     print(f"wrote {len(frame)} spans and the dataset's {len(inputs)} examples to {OUT}")
 
 

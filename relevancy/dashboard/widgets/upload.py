@@ -11,10 +11,17 @@ from relevancy.dashboard.views.format import esc
 from relevancy.dashboard.widgets.state import bind
 from relevancy.errors import InputError, RelevancyError
 from relevancy.io import guess_mapping
+from relevancy.io.exporters import origin
 from relevancy.io.importers import SOURCE_FORMATS, ImportReport
 from relevancy.runs import demo_inputs
 
-__all__ = ["choose_source", "choose_mapping", "show_preview_and_issues", "DEMO_SOURCE"]
+__all__ = [
+    "choose_source",
+    "choose_mapping",
+    "show_preview_and_issues",
+    "upload_origin",
+    "DEMO_SOURCE",
+]
 
 DEMO_SOURCE = "demo.csv (bundled)"
 _ICONS = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
@@ -67,6 +74,7 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
         "request logs, a Batch API input and output file concatenated).",
         **bind("ds_source", "Upload a file"),
     )
+    st.session_state["ds_import_format"] = "table"
     if source == "Bundled demo":
         st.caption(
             "48 rows: 24 questions answered by two prompt versions (prompt-A, prompt-B), "
@@ -102,11 +110,18 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
     if report is None:
         st.error(f"**Cannot read this file.** {esc(error)}", icon="⛔")
         return None, ""
+    st.session_state["ds_import_format"] = report.format
     if report.format == "table" and not report.source:
         st.caption(esc(report.describe()))
     else:
         st.info(esc(report.describe()), icon="🔎")
     return frame, upload.name
+
+
+def upload_origin() -> dict[str, str]:
+    """Where the new run's rows come from (the run's ``origin`` setting): the format read,
+    and the tool its scores can go back to (Phoenix spans, MLflow traces)."""
+    return origin(st.session_state.get("ds_import_format", "table"))
 
 
 def choose_mapping(frame: pd.DataFrame, source: str) -> dict[str, str | None]:

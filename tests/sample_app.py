@@ -1,5 +1,7 @@
 """The calls the sample scripts trace: one small support app, run the same way under Phoenix and
-under MLflow (``make_phoenix_samples.py``, ``make_mlflow_samples.py``).
+under MLflow by the sample scripts (``tests/data/make_phoenix_samples.py``,
+``make_mlflow_samples.py``, ``make_openai_samples.py``) and by the tests that write back to a real
+Phoenix server and a real MLflow store (``test_writeback.py``).
 
 It makes chat completions with the real OpenAI SDK against the toy server
 (``relevancy.testing.openai_server``): one call per trace shaped like a RAG app's (multi-turn,
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import openai
@@ -240,12 +242,133 @@ def _pipeline(
     return {"question": question, "answer": answer}
 
 
-@contextlib.contextmanager
-def nothing() -> Iterator[None]:
-    yield
+# --- the tools' tracing (their libraries imported when used) ----------------------------------
+class PhoenixTracing:
+    """The app's spans as OpenInference writes them."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+
+    def call(self, case: str) -> contextlib.AbstractContextManager[Any]:
+        from openinference.instrumentation import using_metadata
+
+        return using_metadata({"case": case})
+
+    @contextlib.contextmanager
+    def pipeline(self, case: str, inputs: Any):
+        from openinference.instrumentation import using_metadata
+
+        with (
+            using_metadata({"case": case}),
+            self.tracer.start_as_current_span(
+                "answer_question", openinference_span_kind="chain"
+            ) as span,
+        ):
+            span.set_input(inputs)
+
+            def set_output(value: Any) -> None:
+                span.set_output(value)
+
+            yield set_output
+
+    @contextlib.contextmanager
+    def retriever(self, query: str):
+        with self.tracer.start_as_current_span(
+            "search_manual", openinference_span_kind="retriever"
+        ) as span:
+            span.set_input(query)
+
+            def set_documents(pages: list[str]) -> None:
+                for i, page in enumerate(pages):
+                    span.set_attribute(f"retrieval.documents.{i}.document.content", page)
+                    span.set_attribute(f"retrieval.documents.{i}.document.id", f"manual-{i}")
+
+            yield set_documents
+
+
+class MlflowTracing:
+    """The app's spans as MLflow writes them; each trace tagged with its case."""
+
+    def __init__(self) -> None:
+        import mlflow
+
+        self.client = mlflow.MlflowClient()
+
+    @contextlib.contextmanager
+    def call(self, case: str):
+        import mlflow
+
+        before = mlflow.get_last_active_trace_id()
+        try:
+            yield
+        finally:
+            after = mlflow.get_last_active_trace_id()
+            if after and after != before:
+                self.client.set_trace_tag(after, "case", case)
+
+    @contextlib.contextmanager
+    def pipeline(self, case: str, inputs: Any):
+        import mlflow
+        from mlflow.entities import SpanType
+
+        with mlflow.start_span(name="answer_question", span_type=SpanType.CHAIN) as span:
+            mlflow.update_current_trace(tags={"case": case})
+            span.set_inputs(inputs)
+            yield span.set_outputs
+
+    @contextlib.contextmanager
+    def retriever(self, query: str):
+        import mlflow
+        from mlflow.entities import Document, SpanType
+
+        with mlflow.start_span(name="search_manual", span_type=SpanType.RETRIEVER) as span:
+            span.set_inputs({"query": query})
+
+            def set_documents(pages: list[str]) -> None:
+                span.set_outputs([Document(page_content=p, id=f"manual-{i}")
+                                  for i, p in enumerate(pages)])  # fmt: skip
+
+            yield set_documents
 
 
 def write_truth(path: Any, truth: dict[str, dict[str, Any]], versions: dict[str, str]) -> None:
     """The truth file: each case's question and answer, and the versions that made it."""
     body = {"made_with": versions, "cases": truth}
     path.write_text(json.dumps(body, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def trace_into_phoenix(collector: str, project: str, server: Any) -> dict[str, dict[str, Any]]:
+    """Run the app with OpenInference's OpenAI instrumentation sending its spans to
+    ``collector`` (a Phoenix server's ``/v1/traces``) under ``project``; the truth. The OpenAI
+    SDK is left uninstrumented afterwards."""
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from phoenix.otel import register
+
+    provider = register(endpoint=collector, project_name=project, batch=False,
+                        set_global_tracer_provider=False, verbose=False)  # fmt: skip
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-toy", max_retries=0)
+        truth = run(client, server, PhoenixTracing(provider.get_tracer(__name__)))
+        provider.force_flush()
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    return truth
+
+
+def trace_into_mlflow(experiment_id: str, server: Any) -> dict[str, dict[str, Any]]:
+    """Run the app with ``mlflow.openai.autolog()`` into ``experiment_id`` (of the tracking
+    URI set); the truth. Autologging is switched off afterwards and every trace flushed."""
+    import mlflow
+
+    mlflow.set_experiment(experiment_id=experiment_id)
+    mlflow.openai.autolog()
+    try:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-toy", max_retries=0)
+        truth = run(client, server, MlflowTracing())
+    finally:
+        mlflow.openai.autolog(disable=True)
+        mlflow.flush_trace_async_logging()
+    return truth

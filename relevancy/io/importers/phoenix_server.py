@@ -1,0 +1,121 @@
+"""Spans read from a running Phoenix server, through its client (``arize-phoenix-client``, the
+``phoenix`` extra): ``relevancy score --from phoenix://HOST:PORT/PROJECT``.
+
+Only root spans are fetched (each trace's question and answer are there), in an optional time
+window, and written as the span frame Phoenix's own client gives (Parquet), which the Phoenix
+importer then reads like any export."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from relevancy.errors import InputError
+
+__all__ = ["PhoenixSource", "parse_phoenix_url", "parse_when", "fetch_spans", "phoenix_client"]
+
+DEFAULT_URL = "http://localhost:6006"
+INSTALL = 'pip install "relevancy[phoenix]"'
+
+
+@dataclass(frozen=True)
+class PhoenixSource:
+    """Where spans are read from: the server's address and the project."""
+
+    base_url: str
+    project: str
+
+    @property
+    def url(self) -> str:
+        """``phoenix://HOST:PORT/PROJECT`` (what ``--from`` takes, and the run records)."""
+        return f"phoenix://{urlsplit(self.base_url).netloc}/{self.project}"
+
+
+def parse_phoenix_url(url: str) -> PhoenixSource:
+    """``phoenix://HOST:PORT/PROJECT`` (``phoenixs://`` for HTTPS) as a :class:`PhoenixSource`;
+    a one-line :class:`InputError` for anything else."""
+    parts = urlsplit(url)
+    project = parts.path.strip("/")
+    if parts.scheme not in ("phoenix", "phoenixs") or not parts.netloc or not project:
+        raise InputError(
+            f"{url!r} is not a Phoenix project: write phoenix://HOST:PORT/PROJECT, e.g. "
+            "phoenix://localhost:6006/default (phoenixs:// for HTTPS)"
+        )
+    scheme = "https" if parts.scheme == "phoenixs" else "http"
+    return PhoenixSource(f"{scheme}://{parts.netloc}", project)
+
+
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_when(text: str | None, *, now: datetime | None = None) -> datetime | None:
+    """``--since``/``--until``: an ISO 8601 time (UTC unless it says otherwise) or a span back
+    from now (``30m``, ``24h``, ``7d``, ``2w``); None for None."""
+    if text is None or not text.strip():
+        return None
+    now = now or datetime.now(timezone.utc)
+    match = _SPAN.match(text)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"{text!r} is not a time: give an ISO 8601 time (2025-06-01, 2025-06-01T08:00) or a "
+            "span back from now (30m, 24h, 7d)"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def phoenix_client(base_url: str) -> Any:
+    """Phoenix's client for ``base_url`` (its API key, if any, from ``PHOENIX_API_KEY``)."""
+    try:
+        from phoenix.client import Client  # lazy: the phoenix extra
+    except ImportError:
+        raise InputError(f"Phoenix's client is not installed: {INSTALL}") from None
+    return Client(base_url=base_url, api_key=os.environ.get("PHOENIX_API_KEY") or None)
+
+
+def fetch_spans(
+    source: PhoenixSource,
+    path: str | os.PathLike[str],
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 100_000,
+) -> int:
+    """The project's root spans (started in ``[since, until)``) written to ``path`` (Parquet);
+    the number of spans. A one-line :class:`InputError` when the server cannot be read."""
+    client = phoenix_client(source.base_url)
+    from phoenix.client.types.spans import SpanQuery  # lazy: the phoenix extra
+
+    try:
+        frame = client.spans.get_spans_dataframe(
+            query=SpanQuery().where("parent_id is None"), project_identifier=source.project,
+            start_time=since, end_time=until, limit=limit,
+        )  # fmt: skip
+    except Exception as exc:  # httpx errors, a project that is not there...
+        raise InputError(f"cannot read spans from {source.url}: {_why(exc)}") from None
+    if frame is None or not len(frame):
+        window = "" if since is None and until is None else " in that time window"
+        raise InputError(f"{source.url} has no spans{window}: check the project's name")
+    frame.to_parquet(Path(path))
+    return len(frame)
+
+
+def _why(exc: Exception) -> str:
+    """An exception in a few words (an HTTP error's status, a refused connection...)."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if status == 404:
+        return "no such project (HTTP 404)"
+    if status is not None:
+        return f"HTTP {status}"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}: {text[:160]}"
