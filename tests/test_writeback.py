@@ -28,8 +28,9 @@ from relevancy.testing.processes import free_port
 from relevancy.testing.tool_servers import PhoenixServer, phoenix_executable
 
 import sample_app
-from helpers import app, cli_backends, ok, skip_or_fail, visit
+from helpers import ROOT, app, choose_toy_backend, cli_backends, ok, skip_or_fail, visit
 
+DATA = ROOT / "tests" / "data"
 PROJECT = "router-support"
 #: root spans (traces) the app makes: one per chat call, the tool's result, the pipelines
 TRACES = len(sample_app.CHATS) + 1 + len(sample_app.PIPELINES)
@@ -311,3 +312,76 @@ def test_scoring_again_overrides_the_feedback_and_the_runs_page_sends_it(
     logged = mlflow.MlflowClient(tracking_uri=mlflow_store.uri).get_run(run_id)
     assert logged.info.run_name == "again"
     assert not math.isnan(logged.data.metrics["answer_relevancy_mean"])
+
+
+# --- without a server ---------------------------------------------------------------------------
+def test_the_options_are_checked_before_anything_is_scored(tmp_path, capsys, toy_server):
+    data = str(DATA / "phoenix/spans.parquet")
+    cases = [
+        (["--since", "1h", data], "error: --since and --until go with --from phoenix://HOST:PORT/PROJECT"),
+        (["--from", "phoenix://localhost:6006/p", data], "error: give INPUT or --from, not both"),
+        ([], "error: give a file to score, or --from phoenix://HOST:PORT/PROJECT"),
+        (["--from", "phoenix://localhost:6006/p", "--since", "yesterday"],
+         "error: 'yesterday' is not a time: give an ISO 8601 time"),
+        (["--engine", "ray", data, "--to-phoenix"], "error: --estimate, --save-run, --store, "
+         "--repeats, --label-column, --from and the write-back options work with --engine local"),
+    ]  # fmt: skip
+    for extra, line in cases:
+        assert main(["score", *extra, "-o", str(tmp_path / "x.csv"),
+                     *cli_backends(toy_server)]) == 2, extra  # fmt: skip
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(line), (extra, err)
+
+
+def test_rows_without_ids_are_said_to_need_them(tmp_path, capsys, toy_server):
+    # a Langfuse export has trace ids but no span ids: nothing to annotate in Phoenix
+    out = tmp_path / "x.csv"
+    args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q", "--to-phoenix",
+            f"http://127.0.0.1:{free_port()}", *cli_backends(toy_server)]  # fmt: skip
+    assert main(args) == 1
+    printed = capsys.readouterr()
+    assert "0 span annotations 'answer_relevancy' written to" in printed.out
+    assert "(4 rows without a span_id left out)" in printed.out
+    assert printed.err.strip().splitlines()[-1] == (
+        "FAIL: no score was written to phoenix: the rows need a span_id column"
+    )
+    assert pd.read_csv(out)["score"].notna().all()
+
+
+def test_what_goes_back_explains_the_score():
+    from relevancy.io.exporters import explanation, origin, origin_tool
+
+    row = {"reason": "padded", "mode": "focus", "ragas_value": 0.61, "noncommittal": False,
+           "generated_questions": json.dumps(["How long is the battery life?", "Is it fast?"]),
+           "similarities": json.dumps([0.91, 0.42])}  # fmt: skip
+    assert explanation(row).splitlines() == [
+        "Padded: some sentences have nothing to do with the question.",
+        "Scored in focus mode; the Ragas value is 0.610.",
+        "Questions rebuilt from the answer (cosine to the question):",
+        "1. How long is the battery life? (0.91)",
+        "2. Is it fast? (0.42)",
+    ]
+    assert origin("mlflow") == {"format": "mlflow", "tool": "mlflow"}
+    assert origin("langfuse", url="") == {"format": "langfuse"}
+    assert origin_tool({"origin": origin("phoenix")}, ["user_input", "span_id"]) == "phoenix"
+    assert origin_tool({"origin": origin("phoenix")}, ["user_input"]) is None  # ids not kept
+    assert origin_tool({"origin": origin("table")}) is None
+    assert origin_tool({}) is None
+
+
+def test_an_upload_from_phoenix_is_remembered_and_offered_on_the_runs_page():
+    with OpenAICompatServer() as srv:
+        at = visit(choose_toy_backend(app(), srv), "1_Dataset.py")
+        data = (DATA / "phoenix/spans.parquet").read_bytes()
+        at.file_uploader(key="ds_upload").upload("spans.parquet", data, "application/octet-stream")
+        ok(at.run())
+        ok(at.button(key="ds_score").click().run())
+        run = RunStore(default_store_path()).list_runs()[0]
+        assert run.settings["origin"] == {"format": "phoenix", "tool": "phoenix"}
+        visit(at, "5_Runs.py")
+        assert at.button(key="runs_to_phoenix").proto.label == "Annotate the spans in Phoenix"
+        # the demo run (a table) offers nothing
+        demo = next(r for r in RunStore(default_store_path()).list_runs() if r.id != run.id)
+        at.session_state["active_run"] = demo.id
+        ok(at.run())
+        assert not [b for b in at.button if b.key in ("runs_to_phoenix", "runs_to_mlflow")]
