@@ -195,3 +195,26 @@ def test_the_cli_scores_a_batch_folder_and_names_a_wrong_format(tmp_path, capsys
         "error: 'spans.parquet' cannot be read as 'mlflow' (none of its first records has a "
         "request or a response): set the format to auto, or to the tool that wrote it"
     ]
+
+
+def test_epoch_times_in_any_unit_are_read_as_times(tmp_path):
+    from relevancy.io.importers._payloads import as_time
+
+    iso = "2023-11-14T22:13:20+00:00"
+    assert [
+        as_time(v)
+        for v in (
+            1_700_000_000,
+            1_700_000_000_000,
+            1_700_000_000_000_000,
+            1_700_000_000_000_000_000,
+            "1700000000000",
+        )
+    ] == [iso] * 5
+    assert (as_time(42), as_time("2025-01-01"), as_time(None)) == (42, "2025-01-01", None)
+    traces = json.loads((DATA / "langfuse_traces.json").read_text())["data"]
+    for trace in traces:  # what a JSON export without date formatting holds
+        trace["timestamp"] = int(pd.Timestamp(trace["timestamp"]).timestamp() * 1000)
+    (tmp_path / "traces.json").write_text(json.dumps(traces))
+    frame = read_table(tmp_path / "traces.json")
+    assert frame["timestamp"].str.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d").all()

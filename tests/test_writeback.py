@@ -385,3 +385,11 @@ def test_an_upload_from_phoenix_is_remembered_and_offered_on_the_runs_page():
         at.session_state["active_run"] = demo.id
         ok(at.run())
         assert not [b for b in at.button if b.key in ("runs_to_phoenix", "runs_to_mlflow")]
+
+
+def test_a_file_taken_as_an_options_value_is_said_so(tmp_path, capsys, toy_server):
+    data = str(DATA / "phoenix/spans.parquet")
+    assert main(["score", "--to-phoenix", data, *cli_backends(toy_server)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {data!r} reads as --to-phoenix's value: put the file to score before --to-phoenix"
+    )

@@ -74,6 +74,12 @@ class Source:
 
 def open_source(args: argparse.Namespace, stack: contextlib.ExitStack) -> Source:
     """INPUT, or the spans ``--from`` names fetched into a temporary Parquet file."""
+    for option, value in (("--to-phoenix", args.to_phoenix), ("--to-mlflow", args.to_mlflow),
+                          ("--mlflow-run", args.mlflow_run)):  # fmt: skip
+        if value and not args.input and Path(value).exists():  # argparse took INPUT as the value
+            raise InputError(
+                f"{value!r} reads as {option}'s value: put the file to score before {option}"
+            )
     if args.from_url is None:
         if args.since or args.until:
             raise InputError("--since and --until go with --from phoenix://HOST:PORT/PROJECT")

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from relevancy.io.importers._payloads import (
+    as_time,
     first_of,
     keep_pair,
     metadata_columns,
@@ -60,15 +61,15 @@ def langfuse(
                 "model": first_of(r, "model", "providedModelName", "provided_model_name"),
                 "prompt_name": first_of(r, "promptName", "prompt_name"),
                 "prompt_version": first_of(r, "promptVersion", "prompt_version"),
-                "start_time": first_of(r, "startTime", "start_time"),
-                "end_time": first_of(r, "endTime", "end_time"),
+                "start_time": as_time(first_of(r, "startTime", "start_time")),
+                "end_time": as_time(first_of(r, "endTime", "end_time")),
                 "trace_name": first_of(r, "traceName", "trace_name"),
             }
         else:
             extras = {
                 "trace_id": r.get("id"),
                 "name": r.get("name"),
-                "timestamp": r.get("timestamp"),
+                "timestamp": as_time(r.get("timestamp")),
                 "release": r.get("release"),
                 "latency": r.get("latency"),
                 "total_cost": first_of(r, "totalCost", "total_cost"),

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from relevancy.io.importers._payloads import (
+    as_time,
     first_of,
     is_missing,
     keep_pair,
@@ -53,8 +54,8 @@ def langsmith(
             "name": r.get("name"),
             "run_type": r.get("run_type"),
             "model": first_of(meta, "ls_model_name") or first_of(params, "model", "model_name"),
-            "start_time": r.get("start_time"),
-            "end_time": r.get("end_time"),
+            "start_time": as_time(r.get("start_time")),
+            "end_time": as_time(r.get("end_time")),
             "status": r.get("status"),
             "tags": r.get("tags"),
             "session_id": r.get("session_id"),
