@@ -22,6 +22,10 @@ chunks:
                    llama.cpp reuses the row's prompt in its KV cache for samples 2..N
 ``et1``            embedder with 1 onnxruntime thread (less contention with llama.cpp)
 
+``--generator in-process`` runs our generator in this process instead of its worker process
+(the default, as shipped); ``--extra-bufts on`` loads the in-process model with llama.cpp's
+extra buffer types, as before the AMX fix (``bench/amx.py`` compares them).
+
 ``--api-rows`` adds ours against an instantly answering OpenAI-compatible server
 (``relevancy.testing.openai_server``) at concurrency 1/4/16/64: our own per-row work.
 
@@ -399,7 +403,34 @@ def build_parser() -> Any:
     p.add_argument(
         "--omp-spin", action="store_true", help="keep libgomp's default waiting (see measure)"
     )
+    p.add_argument(
+        "--generator",
+        choices=("worker", "in-process"),
+        default="worker",
+        help="our generator in its worker process (as shipped) or in this process",
+    )
+    p.add_argument(
+        "--extra-bufts",
+        choices=("off", "on"),
+        default="off",
+        help="on: the in-process model (and the floor's) loaded with llama.cpp's extra buffer "
+        "types, as before the AMX fix",
+    )
     return p
+
+
+def preload_with_extra_bufts(gen: Any) -> None:
+    """Put a model loaded the old way (llama.cpp's default params) where ``_load`` finds it."""
+    import threading
+
+    from llama_cpp import Llama
+
+    from relevancy.backends import _local_generator
+
+    key = (str(gen._path), gen.n_ctx, gen.threads)
+    llm = Llama(model_path=key[0], n_ctx=gen.n_ctx, n_threads=gen.threads, verbose=False, seed=0)
+    assert llm.model_params.use_extra_bufts
+    _local_generator._MODELS[key] = (llm, threading.Lock())
 
 
 def measure(args: Any) -> dict[str, Any]:
@@ -422,8 +453,10 @@ def measure(args: Any) -> dict[str, Any]:
 
     rows = make_rows(args.rows)
     load_start = time.perf_counter()
-    gen = SmolLMGenerator()
+    gen = SmolLMGenerator(in_process=args.generator == "in-process")
     emb = MiniLMEmbedder()
+    if args.extra_bufts == "on":
+        preload_with_extra_bufts(gen)
     _load(gen._path, gen.n_ctx, gen.threads)
     _session(emb._path, emb.threads)
     load_s = time.perf_counter() - load_start
@@ -442,6 +475,9 @@ def measure(args: Any) -> dict[str, Any]:
         "model_load_s": r(load_s),
         "rss_after_load_mb": r(rss_loaded, 1),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default"),
+        "generator": args.generator,
+        "extra_bufts": args.extra_bufts,
+        "llama_cpp": llama_build(),
     }
     with tempfile.TemporaryDirectory(prefix="bench-thr-") as tmp:
         if rows:
@@ -461,6 +497,14 @@ def measure(args: Any) -> dict[str, Any]:
         out["instant_api"] = api_section(args.api_rows, emb)
     out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
     return out
+
+
+def llama_build() -> dict[str, str]:
+    """Where llama_cpp was imported from and what its llama.cpp was built with."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode()
+    return {"path": str(Path(llama_cpp.__file__).parent), "system_info": info.strip()}
 
 
 def main() -> int:
