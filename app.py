@@ -10,6 +10,7 @@ import streamlit as st
 from relevancy import RelevancyError
 from relevancy.dashboard.drilldown import render_result
 from relevancy.dashboard.examples import demo_examples, precomputed
+from relevancy.dashboard.health import health_slot, show_health
 from relevancy.dashboard.judge_panel import render_judge_panel
 from relevancy.dashboard.models import embedder_for, get_metric
 from relevancy.dashboard.page import setup_page
@@ -24,6 +25,7 @@ settings = setup_page(
     "How directly does an answer address the question? Score it, compare variants, see why.",
 )
 threshold = settings.threshold
+health = health_slot()  # one line when the installation or the embedded generator is not well
 
 st.markdown(
     "**Answer Relevancy** (as defined by Ragas) asks an LLM to write the questions an answer "
@@ -176,3 +178,4 @@ with st.expander(
     expanded=bool(st.session_state.get("home_judge_open")),
 ):
     render_judge_panel(settings)
+show_health(health)

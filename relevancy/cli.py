@@ -1,4 +1,5 @@
-"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare`` and ``cache``."""
+"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare``, ``cache``,
+``doctor`` and ``dashboard``."""
 
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ from relevancy.cost import (
     usage_totals,
 )
 from relevancy.distributed import score_path
+from relevancy.doctor import SMOKE_TIMEOUT_S, run_doctor
 from relevancy.estimate import estimate, measure_sample
 from relevancy.factory import EMBEDDED_NOTE, build_metric, preflight
 from relevancy.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.judge import EMBEDDED_DEFAULT, KINDS, check_judge, last_check
+from relevancy.launch import run_dashboard
 from relevancy.stability import MAX_REPEATS, NEAR_DUPLICATE, summarize_stability
 from relevancy.store import RunStore
 
@@ -552,6 +555,14 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    return run_doctor(smoke=not args.no_smoke, timeout=args.timeout, as_json=args.json)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    return run_dashboard(args.port, args.streamlit_options)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relevancy", description="Compute and explain the Answer Relevancy of LLM answers."
@@ -708,11 +719,36 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     p.add_argument("--cache-dir", default=None)
     p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser(
+        "doctor",
+        help="check this installation: native parts, CPU, models, folders, extras, and one row "
+        "scored in a child process; exit code 1 with the failing line when something is off",
+    )
+    p.add_argument("--no-smoke", action="store_true", help="skip the smoke score")
+    p.add_argument(
+        "--timeout", type=float, default=SMOKE_TIMEOUT_S, help="seconds the smoke score may take"
+    )
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser(
+        "dashboard",
+        help="serve the dashboard (streamlit run app.py); options such as --server.headless "
+        "true are passed to Streamlit",
+    )
+    p.add_argument("--port", type=int, default=None, help="port (default: Streamlit's, 8501)")
+    p.set_defaults(func=cmd_dashboard, streamlit_options=[], passthrough=True)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "passthrough", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if unknown:  # `relevancy dashboard`: Streamlit's own options
+        args.streamlit_options = unknown
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         return int(args.func(args))
