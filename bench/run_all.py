@@ -44,7 +44,12 @@ RESULTS_MD = BENCH / "RESULTS.md"
 #: measured once and kept (their last JSON is re-rendered); run them with --all or --only
 EXTRA = {"omp_wait", "speedups", "one_slot", "stability", "language"}
 NO_JSON = {"agreement"}  # benches that print figures but take no --json
-KEEP_SECTIONS = ("Agreement with people", "Findings and proposals", "Judge check")
+KEEP_SECTIONS = (
+    "Agreement with people",
+    "Findings and proposals",
+    "Judge check",
+    "Intel AMX and the worker process",
+)
 
 # name -> (script, full-size args, quick args)
 BENCHES: dict[str, tuple[str, list[str], list[str]]] = {

