@@ -13,6 +13,7 @@ options, before the user's own: ``relevancy dashboard --theme.base dark`` wins.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -105,6 +106,8 @@ def run_dashboard(port: int | None = None, options: list[str] | tuple[str, ...] 
         raise ConfigError(f"--port must be from 1 to 65535, got {port}")
     cmd = dashboard_command(port, options)
     print(f"dashboard: {cmd[-1]}", file=sys.stderr, flush=True)
+    if os.name == "posix":  # become Streamlit: signals (Ctrl+C, a supervisor's stop) reach it
+        os.execv(cmd[0], cmd)
     proc = subprocess.Popen(cmd)
     try:
         return proc.wait()

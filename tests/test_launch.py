@@ -74,4 +74,8 @@ def test_relevancy_dashboard_serves_from_another_folder(tmp_path):
     )  # fmt: skip
     with server, urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
         assert resp.status == 200
+        pid = server.pid  # the command became Streamlit: stopping it leaves no orphan behind
+        assert b"streamlit\x00run" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
     assert (tmp_path / "log.txt").read_text().startswith(f"dashboard: {ROOT / 'app.py'}\n")
