@@ -12,7 +12,11 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-APP_FILES = ("app.py", "pages/*.py", ".streamlit/config.toml")  # as relevancy.cli.dashboard.APP_FILES
+APP_FILES = (
+    "app.py",
+    "pages/*.py",
+    ".streamlit/config.toml",
+)  # as relevancy.cli.dashboard.APP_FILES
 
 
 class BuildWithDashboard(build_py):

@@ -339,7 +339,13 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
     from tqdm import tqdm
 
-    if args.estimate or args.save_run or args.store or repeats_from_args(args) > 1 or args.label_column:
+    if (
+        args.estimate
+        or args.save_run
+        or args.store
+        or repeats_from_args(args) > 1
+        or args.label_column
+    ):
         raise InputError(
             "--estimate, --save-run, --store, --repeats and --label-column work with --engine "
             "local only"

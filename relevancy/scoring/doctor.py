@@ -7,11 +7,11 @@ the run store are and whether they can be written, the optional extras, and a sm
 one row scored with the embedded models in a child process, under a time limit, so a native
 crash or hang is reported instead of suffered.
 
-``python -m relevancy.scoring.doctor smoke`` is that child (``scripts/setup.sh`` runs it too). It runs
-the embedded generator in its own process (not in a worker), so a crash in llama.cpp kills it
+``python -m relevancy.scoring.doctor smoke`` is that child (``scripts/setup.sh`` runs it too). It
+runs the embedded generator in its own process (not in a worker), so a crash in llama.cpp kills it
 with a signal the caller can name. ``RELEVANCY_SMOKE_CRASH`` and ``RELEVANCY_SMOKE_HANG`` (a
-comma-separated list of attempt numbers, matched against ``RELEVANCY_SMOKE_ATTEMPT``, 1 when
-unset) make it kill itself with SIGSEGV or hang: the tests of ``scripts/setup.sh`` use them.
+comma-separated list of attempt numbers, matched against ``RELEVANCY_SMOKE_ATTEMPT``, 1 when unset)
+make it kill itself with SIGSEGV or hang: the tests of ``scripts/setup.sh`` use them.
 
 :func:`install_checks` are the cheap ones (no model is run) and :func:`worker_check` says
 whether this process's generator worker failed: the dashboard's Home shows the worst of them
@@ -274,8 +274,9 @@ def worker_check() -> Check | None:
 
 
 def smoke_check(timeout: float = SMOKE_TIMEOUT_S) -> Check:
-    """One row scored by the embedded models in a child process (``python -m relevancy.scoring.doctor
-    smoke``), under ``timeout`` seconds: a crash is named by its signal, a hang by the time."""
+    """One row scored by the embedded models in a child process (``python -m
+    relevancy.scoring.doctor smoke``), under ``timeout`` seconds: a crash is named by its signal,
+    a hang by the time."""
     cpu = cpu_info()["model"]
     cmd = [sys.executable, "-m", "relevancy.scoring.doctor", "smoke"]
     try:
@@ -329,8 +330,8 @@ def run_doctor(
 ) -> int:
     """Print every check; 0 when none failed, 1 (with the failing lines last) otherwise."""
     head = (
-        f"relevancy {_relevancy_version()}, Python {platform.python_version()} on {platform.system()} "
-        f"{platform.machine()}"
+        f"relevancy {_relevancy_version()}, Python {platform.python_version()} on "
+        f"{platform.system()} {platform.machine()}"
     )
     checks = run_checks(smoke=smoke, timeout=timeout)
     failed = [c for c in checks if c.status == "fail"]
