@@ -12,6 +12,7 @@ from relevancy.analysis.summary import mode_label
 from relevancy.dashboard.views.examples import demo_examples, precomputed
 from relevancy.dashboard.views.format import embedded_caveat, error_text, esc, fmt, pct
 from relevancy.dashboard.widgets.drilldown import render_result
+from relevancy.dashboard.widgets.health import health_slot, show_health
 from relevancy.dashboard.widgets.judge_panel import render_judge_panel
 from relevancy.dashboard.widgets.models import embedder_for, get_metric
 from relevancy.dashboard.widgets.page import setup_page
@@ -25,6 +26,7 @@ settings = setup_page(
     "How directly does an answer address the question? Score it, compare variants, see why.",
 )
 threshold = settings.threshold
+health = health_slot()  # one line when the installation or the embedded generator is not well
 
 st.markdown(
     "**Answer Relevancy** (as defined by Ragas) asks an LLM to write the questions an answer "
@@ -177,3 +179,4 @@ with st.expander(
     expanded=bool(st.session_state.get("home_judge_open")),
 ):
     render_judge_panel(settings)
+show_health(health)

@@ -257,9 +257,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     rows = make_rows(args.rows)
     load_start = time.perf_counter()
-    gen = SmolLMGenerator()
+    gen = SmolLMGenerator(in_process=args.generator == "in-process")
     emb = MiniLMEmbedder()
-    _load(gen._path, gen.n_ctx, gen.threads)
+    _load(gen._path, gen.n_ctx, gen.threads)  # the floor's model (in this process)
     _session(emb._path, emb.threads)
     load_s = time.perf_counter() - load_start
     for i in range(3):  # the first calls after loading are slower
@@ -277,6 +277,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "model_load_s": r(load_s),
         "rss_after_load_mb": r(rss_loaded, 1),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "libgomp default"),
+        "generator": args.generator,
     }
     if rows:
         with tempfile.TemporaryDirectory(prefix="bench-thr-") as tmp:
@@ -344,6 +345,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-rows", type=int, default=0, help="rows against the instant API")
     p.add_argument(
         "--omp-spin", action="store_true", help="keep libgomp's default waiting (see measure)"
+    )
+    p.add_argument(
+        "--generator",
+        choices=("worker", "in-process"),
+        default="worker",
+        help="ours with its generator in a worker process (as shipped) or in this process",
     )
 
 

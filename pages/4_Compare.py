@@ -103,7 +103,9 @@ with left:
     )
 with right:
     st.plotly_chart(
-        compare_charts.diff_histogram(paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"),
+        compare_charts.diff_histogram(
+            paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"
+        ),
         key="cmp_diffs",
     )
     st.caption("Distribution of paired differences; the grey band is the tie margin.")

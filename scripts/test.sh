@@ -12,4 +12,7 @@ bash scripts/setup.sh ragas || echo "WARNING: no .venv-ragas: the Ragas parity t
 export CI="${CI:-1}"
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$HOME/.cache/relevancy/numba}"
 .venv/bin/ruff check .
+# What is installed and whether it runs (native parts, CPU, models, folders, extras, a smoke
+# score): all green, or the run stops here with the failing line.
+.venv/bin/relevancy doctor
 exec .venv/bin/python -m pytest "$@"

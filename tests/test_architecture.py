@@ -224,7 +224,9 @@ def test_the_private_module_check_can_fail(tmp_path):
         fake.unlink()
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_modules_stay_small(path):
     lines = path.read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it"

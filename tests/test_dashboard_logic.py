@@ -278,9 +278,10 @@ def test_umap_is_fitted_on_a_sample_and_tsne_refuses_too_many_points(monkeypatch
 
 def test_import_projection_does_not_import_umap_or_streamlit():
     code = (
-        "import sys, relevancy.analysis.projection, relevancy.runs.store, relevancy.analysis.compare, "
-        "relevancy.analysis.explain, relevancy.analysis.summary, relevancy.dashboard.views.report, "
-        "relevancy.dashboard.views.charts, relevancy.dashboard.views.datasets, relevancy.dashboard.views.format, "
+        "import sys, relevancy.analysis.projection, relevancy.runs.store, "
+        "relevancy.analysis.compare, relevancy.analysis.explain, relevancy.analysis.summary, "
+        "relevancy.dashboard.views.report, relevancy.dashboard.views.charts, "
+        "relevancy.dashboard.views.datasets, relevancy.dashboard.views.format, "
         "relevancy.dashboard.views.compare_table, relevancy.dashboard.views.examples;"
         "print(sorted(m for m in ('umap', 'streamlit', 'sklearn') if m in sys.modules))"
     )

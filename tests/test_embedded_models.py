@@ -3,6 +3,7 @@
 import asyncio
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,7 @@ def test_model_is_loaded_once_per_process(monkeypatch):
 
     from relevancy.backends import _local_generator
 
-    first = make_generator("local")
+    first = make_generator("local", in_process=True)
     first.generate("Paris is in France.", 1)
     key = (str(first._path), first.n_ctx, first.threads)
     model = _local_generator._MODELS[key][0]
@@ -116,9 +117,26 @@ def test_model_is_loaded_once_per_process(monkeypatch):
         raise AssertionError("the embedded generator model was loaded again")
 
     monkeypatch.setattr(llama_cpp, "Llama", no_second_load)
-    second = make_generator("local")
+    second = make_generator("local", in_process=True)
     assert second.generate("Paris is in France.", 1).generations[0].question
     assert _local_generator._MODELS[key][0] is model  # the same object, not a reload
+
+
+def test_model_is_loaded_once_per_worker():
+    """The default: one worker process for every generator, its model loaded once."""
+    from relevancy.backends._llama_client import worker
+
+    first = make_generator("local")
+    assert not first.in_process
+    first.generate("Paris is in France.", 1)
+    before = worker().call({"op": "info"}, 30)
+    second = make_generator("local", seed=5)  # other settings travel with the request
+    assert second.generate("Paris is in France.", 1).generations[0].question
+    after = worker().call({"op": "info"}, 30)
+    assert after["pid"] == before["pid"] != os.getpid()
+    key = f"{first._path}|{first.n_ctx}|{first.threads}"
+    assert list(after["models"]) == [key]
+    assert after["models"][key] == before["models"][key]  # the same object, not a reload
 
 
 def test_embedder_vectors_are_unit_length_and_meaningful():

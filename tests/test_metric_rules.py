@@ -233,7 +233,7 @@ def test_embedded_generator_reads_only_the_first_max_response_chars(monkeypatch)
     tail = " Zanzibar is an archipelago off the coast of Tanzania." * 20
     response = head + tail
     assert len(head) == limit
-    gen = make_generator("local", max_response_chars=limit)
+    gen = make_generator("local", max_response_chars=limit, in_process=True)
 
     prefix, row = gen.prefix_and_row(response)
     assert row == f"Answer: {head}<|im_end|>\n<|im_start|>assistant\n"

@@ -92,7 +92,13 @@ def test_the_dashboard_runner_scores_through_the_loop(tmp_path, monkeypatch, cal
 
 def test_collectors_keep_what_the_summary_needs():
     metric = _metric()
-    tally, labels, usage, languages, stability = Tally(), Labels(), Usage(), Languages(), Stability()
+    tally, labels, usage, languages, stability = (
+        Tally(),
+        Labels(),
+        Usage(),
+        Languages(),
+        Stability(),
+    )
     chunks = pipeline.chunks_of([ROWS.iloc[:2], ROWS.iloc[2:]])
     scored = list(
         pipeline.score_chunks(

@@ -497,7 +497,9 @@ def explain(
             )
         )
     if "partial" in t.flags and t.reason not in ("off_topic",):
-        coverage = [(str(p.get("part")), as_float(p.get("coverage"))) for p in result.question_parts]
+        coverage = [
+            (str(p.get("part")), as_float(p.get("coverage"))) for p in result.question_parts
+        ]
         best = max(c for _, c in coverage)
         for part, c in coverage:
             if c < PART_LOW and best - c >= PART_GAP:

@@ -18,6 +18,7 @@ from typing import Any
 
 from relevancy.backends._caching import CachedGenerator, EmbeddingService
 from relevancy.backends._e5_embedder import E5Embedder, e5_model_path
+from relevancy.backends._llama_client import child_env, component, llama_cpp_version, worker_status
 from relevancy.backends._local_embedder import MiniLMEmbedder, minilm_model_path
 from relevancy.backends._local_generator import SmolLMGenerator, smollm_model_path
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
@@ -51,6 +52,10 @@ __all__ = [
     "smollm_model_path",
     "minilm_model_path",
     "e5_model_path",
+    "child_env",
+    "component",
+    "llama_cpp_version",
+    "worker_status",
     "make_generator",
     "make_embedder",
     "parse_spec",

@@ -14,7 +14,14 @@ Designed around what the 135M model does (measured, see the README):
 * every call is bounded by ``max_tokens`` and a wall-clock limit.
 
 The model is loaded once per process and shared; calls are serialised (llama.cpp contexts are not
-thread-safe).
+thread-safe). By default that process is a worker (``relevancy.backends._llama_client``), so a
+native crash or hang of llama.cpp costs the rows in flight an error that names it, never the
+caller's process; ``in_process=True`` (or ``RELEVANCY_LLAMA_IN_PROCESS=1``) runs the model here.
+
+The model is loaded with ``use_extra_bufts = False``: llama.cpp's extra CPU buffer types (weight
+repacking, and the AMX buffers of Intel Xeons from Sapphire Rapids on) are not used. A wheel
+compiled with ``-march=native`` on an AMX machine segfaults at the first ``decode`` otherwise
+(``bench/RESULTS.md``, "Intel AMX").
 """
 
 from __future__ import annotations
@@ -30,12 +37,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from relevancy.backends._llama_client import generate_in_worker
 from relevancy.backends._protocols import GeneratorBase
 from relevancy.core.prompt import LANGUAGE_NAMES
 from relevancy.core.result import Generation, GenerationSet
 from relevancy.errors import ConfigError, GenerationError
 
-__all__ = ["SmolLMGenerator", "smollm_model_path", "QUESTION_GRAMMAR"]
+__all__ = ["SmolLMGenerator", "smollm_model_path", "QUESTION_GRAMMAR", "IN_PROCESS_ENV"]
+
+#: ``1`` runs the embedded generator in the calling process instead of a worker process
+IN_PROCESS_ENV = "RELEVANCY_LLAMA_IN_PROCESS"
 
 MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -162,22 +173,60 @@ def smollm_model_path() -> Path:
     return Path(spec.submodule_search_locations[0]) / _GGUF
 
 
-def _load(path: Path, n_ctx: int, threads: int) -> Any:
+_PARAMS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_extra_buffer_types() -> Any:
+    """While ``Llama(...)`` is built in this thread, its model params start from llama.cpp's
+    defaults with ``use_extra_bufts = False``.
+
+    llama-cpp-python's ``Llama`` does not take the setting; it builds ``self.model_params`` from
+    ``llama_cpp.llama_cpp.llama_model_default_params()`` before it loads the model. For the
+    length of this block that function is wrapped so that only the calling thread's defaults
+    change; it is put back afterwards, whatever happens.
+    """
+    import llama_cpp.llama_cpp as lib
+
+    if "use_extra_bufts" not in {name for name, *_ in lib.llama_model_params._fields_}:
+        yield  # an older llama.cpp: no such setting to switch off
+        return
+    original = lib.llama_model_default_params
+    caller = threading.get_ident()
+
+    def defaults() -> Any:
+        params = original()
+        if threading.get_ident() == caller:
+            params.use_extra_bufts = False
+        return params
+
+    with _PARAMS_LOCK:
+        lib.llama_model_default_params = defaults
+        try:
+            yield
+        finally:
+            lib.llama_model_default_params = original
+
+
+def _new_llama(path: Path, n_ctx: int, threads: int) -> Any:
+    """A ``llama_cpp.Llama`` for the GGUF at ``path``, without llama.cpp's extra buffer types."""
     try:
         from llama_cpp import Llama
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError(
             "llama-cpp-python is not installed: run `pip install llama-cpp-python`"
         ) from exc
+    with _no_extra_buffer_types():
+        return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
+
+
+def _load(path: Path, n_ctx: int, threads: int) -> Any:
     key = (str(path), n_ctx, threads)
     with _LOAD_LOCK:
         if key not in _MODELS:
             if not path.exists():
                 raise ConfigError(f"generator model file missing: {path}")
-            _MODELS[key] = (
-                Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0),
-                threading.Lock(),
-            )
+            _MODELS[key] = (_new_llama(path, n_ctx, threads), threading.Lock())
         return _MODELS[key]
 
 
@@ -223,6 +272,10 @@ class SmolLMGenerator(GeneratorBase):
         Seconds after which one sample is cut off (and then recorded as an error).
     max_response_chars : int
         Longer responses are truncated for the model (the result notes it).
+    in_process : bool or None
+        ``False`` (the default, unless ``RELEVANCY_LLAMA_IN_PROCESS=1``): llama.cpp runs in a
+        worker process shared by every generator of this process, so that a native crash or
+        hang becomes an error on the rows in flight; ``True``: in this process.
     """
 
     #: an embedded offline model (see ``relevancy.core.modes.resolve_mode``)
@@ -240,6 +293,7 @@ class SmolLMGenerator(GeneratorBase):
         max_response_chars: int = 2000,
         n_ctx: int = 2048,
         threads: int | None = None,
+        in_process: bool | None = None,
     ) -> None:
         self.name = f"local:{MODEL_NAME}"
         self.temperature = temperature
@@ -249,6 +303,9 @@ class SmolLMGenerator(GeneratorBase):
         self.max_response_chars = max_response_chars
         self.n_ctx = n_ctx
         self.threads = threads or os.cpu_count() or 1
+        if in_process is None:
+            in_process = os.environ.get(IN_PROCESS_ENV, "").strip().lower() in {"1", "true", "yes"}
+        self.in_process = in_process
         self._path = smollm_model_path()
         if not self._path.exists():
             raise ConfigError(f"generator model file missing: {self._path}")
@@ -288,8 +345,26 @@ class SmolLMGenerator(GeneratorBase):
         cut = prompt.rindex("<|im_start|>user\n") + len("<|im_start|>user\n")
         return prompt[:cut], prompt[cut:]
 
+    def settings(self) -> dict[str, Any]:
+        """The constructor's arguments that shape generation (what a worker rebuilds it from)."""
+        return {
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "time_limit": self.time_limit,
+            "max_response_chars": self.max_response_chars,
+            "n_ctx": self.n_ctx,
+            "threads": self.threads,
+        }
+
     def generate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
         """``n`` questions for ``response``; with ``language`` (a code), asked in it."""
+        if not self.in_process:
+            return generate_in_worker(self.settings(), response, n, language)
+        return self.generate_here(response, n, language)
+
+    def generate_here(self, response: str, n: int, language: str | None = None) -> GenerationSet:
+        """:meth:`generate` in this process, whatever ``in_process`` says (the worker's side)."""
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         llm, lock = _load(self._path, self.n_ctx, self.threads)

@@ -1,4 +1,5 @@
-"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare`` and ``cache``.
+"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare``, ``cache``,
+``doctor`` and ``dashboard``.
 
 One module per command, each with ``register(sub)`` (its parser) and the function that runs it;
 the options they share are in :mod:`relevancy.cli.options`.
@@ -10,13 +11,13 @@ import argparse
 import os
 import sys
 
-from relevancy.cli import cache, compare, judge, score, score_one
+from relevancy.cli import cache, compare, dashboard, doctor, judge, score, score_one
 from relevancy.core.redact import redact
 from relevancy.errors import RelevancyError
 
 __all__ = ["main", "make_parser"]
 
-COMMANDS = (score, score_one, judge, compare, cache)
+COMMANDS = (score, score_one, judge, compare, cache, doctor, dashboard)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -30,7 +31,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "passthrough", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if unknown:  # `relevancy dashboard`: Streamlit's own options
+        args.streamlit_options = unknown
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         return int(args.func(args))

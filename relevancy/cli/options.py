@@ -65,7 +65,9 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
 
 
-def metric_from_args(args: argparse.Namespace, concurrency: int | None = None, *, check: bool = True) -> Any:
+def metric_from_args(
+    args: argparse.Namespace, concurrency: int | None = None, *, check: bool = True
+) -> Any:
     """The metric the options describe, checked against its servers (one line when not)."""
     cache: Any = False if args.no_cache else (Cache(args.cache_dir) if args.cache_dir else True)
     metric = build_metric(

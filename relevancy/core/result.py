@@ -86,14 +86,13 @@ class RelevancyResult:
     question, also ``"part_similarity"``, its best similarity to a part: a sentence far from the
     question and from every part is one the score counts against the answer).
     ``question_parts`` says how well each part of a multi-part question is covered by the
-    answer (``{"part", "coverage"}``).
-    ``reason`` is the one main reason a score is what it is (see :func:`relevancy.core.triage.triage`:
-    ``ok``, ``partial``, ``padded``, ``off_topic``, ``noncommittal``, ``generator_suspect`` or
-    ``error``) and ``flags`` every reason that applies, hygiene of the generated questions
-    (``duplicate_questions``, ``non_questions``) included.
-    ``languages`` says which language the question, the answer and each generated question are
-    in, and which one the generator was asked for (see ``relevancy.core.language.row_languages``;
-    empty for results scored before it was recorded).
+    answer (``{"part", "coverage"}``). ``reason`` is the one main reason a score is what it is (see
+    :func:`relevancy.core.triage.triage`: ``ok``, ``partial``, ``padded``, ``off_topic``,
+    ``noncommittal``, ``generator_suspect`` or ``error``) and ``flags`` every reason that applies,
+    hygiene of the generated questions (``duplicate_questions``, ``non_questions``) included.
+    ``languages`` says which language the question, the answer and each generated question are in,
+    and which one the generator was asked for (see ``relevancy.core.language.row_languages``; empty
+    for results scored before it was recorded).
     """
 
     user_input: str

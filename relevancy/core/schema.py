@@ -183,7 +183,9 @@ class Column:
             return self._text(value)
         if self.kind == "texts":
             items = list(value or []) if not isinstance(value, str) else [value]
-            return json.dumps(items, ensure_ascii=False) if self.json_store else self.sep.join(items)
+            return (
+                json.dumps(items, ensure_ascii=False) if self.json_store else self.sep.join(items)
+            )
         if self.kind == "json":
             return value if isinstance(value, str) else _to_json(value)
         if self.kind == "vector":

@@ -27,7 +27,12 @@ _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|authori
 
 
 #: input columns kept in typed columns (``id`` is ``item_id``: a run has an id of its own)
-TYPED_INPUTS = {"user_input": "user_input", "response": "response", "variant": "variant", "id": "item_id"}
+TYPED_INPUTS = {
+    "user_input": "user_input",
+    "response": "response",
+    "variant": "variant",
+    "id": "item_id",
+}
 
 
 def now_iso() -> str:
@@ -127,7 +132,8 @@ def inputs_frame(rows: list[tuple[Any, ...]], columns: Sequence[str]) -> pd.Data
 
 
 def result_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[Any, ...]:
-    """A result as the values of ``results``' columns (see :func:`relevancy.runs.schema.result_fields`)."""
+    """A result as the values of ``results``' columns (in the order of
+    :func:`relevancy.runs.schema.result_fields`)."""
     return (run_id, idx, *(c.store(r) for c in stored_columns()))
 
 

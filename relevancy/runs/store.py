@@ -140,7 +140,9 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = as_store_file(Path(path).expanduser()) if path is not None else default_store_path()
+        self.path = (
+            as_store_file(Path(path).expanduser()) if path is not None else default_store_path()
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = self._connect()
         try:
@@ -470,7 +472,9 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
     ) -> list[RelevancyResult]:
         """Scored rows as results (all, or ``rows``), in row order; ``vectors=False`` leaves
         the embeddings out (exports: much faster)."""
-        columns = "r.*" if vectors else ", ".join(f"r.{c}" for c in result_fields() if c != "ui_vec")
+        columns = (
+            "r.*" if vectors else ", ".join(f"r.{c}" for c in result_fields() if c != "ui_vec")
+        )
         sql = (
             f"SELECT {columns}, i.user_input, i.response FROM results r JOIN inputs i ON "
             "i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ?"
@@ -532,5 +536,3 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
 
     def set_meta(self, key: str, value: str) -> None:
         self._run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
-

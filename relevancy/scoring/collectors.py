@@ -68,7 +68,9 @@ class Tally:
         self.ragas += pd.to_numeric(frame["ragas_value"], errors="coerce").astype(float).tolist()
         self.noncommittal += [bool(x) for x in frame["noncommittal"].fillna(False)]
         self.errors.update(str(e) for e in frame["error"] if isinstance(e, str) and e)
-        self.reasons.update(str(r) if isinstance(r, str) and r else "error" for r in frame["reason"])
+        self.reasons.update(
+            str(r) if isinstance(r, str) and r else "error" for r in frame["reason"]
+        )
         self.cached += int(frame["cached"].fillna(False).astype(bool).sum())
         for text in frame["similarities"]:
             sims = json.loads(text) if isinstance(text, str) and text else []
@@ -102,7 +104,9 @@ class ChanceSample:
     """A reservoir of up to :data:`relevancy.analysis.chance.MAX_ROWS` rows' vectors."""
 
     def __init__(self, seed: int = 0) -> None:
-        self.sample: list[tuple[Any, ...]] = []  # (question vector, generated vectors, key, embedder)
+        self.sample: list[
+            tuple[Any, ...]
+        ] = []  # (question vector, generated vectors, key, embedder)
         self.picker = random.Random(seed)
         self.seen = 0
 

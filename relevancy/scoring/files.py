@@ -92,7 +92,8 @@ class FileRun:
     groups: np.ndarray | None = None  #: each row's question (a hash), when there are labels
     chance: ChanceLevel | None = None  #: what unrelated pairs of this file's rows score
     negative: int = 0  #: rows with a generated question at a negative cosine to the question
-    #: tokens and seconds per (llm, embeddings, cached): :func:`relevancy.analysis.cost.usage_totals`
+    #: tokens and seconds per (llm, embeddings, cached), for
+    #: :func:`relevancy.analysis.cost.usage_totals`
     usage: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: with ``repeats`` > 1: the seeds and each row's sd, noncommittal flip and repeats with
     #: near-duplicate questions (see ``relevancy.analysis.stability``)
@@ -269,7 +270,10 @@ def summary(
     )  # fmt: skip
     if languages is not None:
         run.question_languages = languages.questions
-        run.language_mismatch, run.answer_other_language = languages.mismatch, languages.answer_other
+        run.language_mismatch, run.answer_other_language = (
+            languages.mismatch,
+            languages.answer_other,
+        )
     if stability is not None and stability.seeds:
         run.seeds, run.row_sd = stability.seeds, np.asarray(stability.sds, dtype=float)
         run.flips, run.near_duplicate_rows = stability.flips, stability.near

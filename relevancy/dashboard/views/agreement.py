@@ -1,9 +1,9 @@
 """The Agreement page's logic, without Streamlit: figures, tables and the score-vs-label chart.
 
 :func:`load` reads a run's scores and human labels from the store (a column each) and
-:func:`compute` gives every figure the page shows: :func:`relevancy.analysis.agreement.agreement` for all
-labelled rows and for each group (variant), and the rows where score and label disagree most.
-The bootstrap resamples questions (``user_input``): the same figures, intervals included, as
+:func:`compute` gives every figure the page shows: :func:`relevancy.analysis.agreement.agreement`
+for all labelled rows and for each group (variant), and the rows where score and label disagree
+most. The bootstrap resamples questions (``user_input``): the same figures, intervals included, as
 ``python -m bench.agreement report`` on the same rows.
 """
 

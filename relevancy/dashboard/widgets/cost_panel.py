@@ -1,9 +1,9 @@
 """Tokens, time and cost on the pages: the sidebar's price table, a run's totals and the
 estimate shown before a run starts. The sums and the formula are in :mod:`relevancy.analysis.cost`.
 
-The price table lives in ``st.session_state["sb_prices"]`` (a DataFrame: model, input,
-output in dollars per 1M tokens); it starts as :data:`relevancy.analysis.cost.DEFAULT_PRICES` and every
-page's sidebar edits the same table.
+The price table lives in ``st.session_state["sb_prices"]`` (a DataFrame: model, input, output in
+dollars per 1M tokens); it starts as :data:`relevancy.analysis.cost.DEFAULT_PRICES` and every page's
+sidebar edits the same table.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The per-answer explanation used by Home, Dataset, Embeddings and Compare.
 
-It draws a :class:`relevancy.analysis.explain.Explanation` and computes nothing itself: the score, its
-mode and verdict, the reasons a score is low, each generated question with its similarity
-(a bar each) and the mean worked out, the noncommittal verdict, and the answer sentence by
-sentence (in every mode; for a focus score also what each sentence does to it, for a blend
-score which sentences answer nothing asked). User text is
-always rendered as inert text.
+It draws a :class:`relevancy.analysis.explain.Explanation` and computes nothing itself: the score,
+its mode and verdict, the reasons a score is low, each generated question with its similarity (a bar
+each) and the mean worked out, the noncommittal verdict, and the answer sentence by sentence (in
+every mode; for a focus score also what each sentence does to it, for a blend score which sentences
+answer nothing asked). User text is always rendered as inert text.
 """
 
 from __future__ import annotations

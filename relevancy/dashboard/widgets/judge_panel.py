@@ -1,4 +1,5 @@
-"""The judge-check panel: run :func:`relevancy.scoring.judge.check_judge` for the sidebar's models."""
+"""The judge-check panel: run :func:`relevancy.scoring.judge.check_judge` for the sidebar's
+models."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Session state, the run store and cached run loading shared by every page.
 
-Keys: shared settings are ``sb_*`` plus ``active_run``; each page prefixes its own keys
-(``home_``, ``ds_``, ``dist_``, ``emb_``, ``cmp_``, ``runs_``); links to a run or a row
-keep theirs under ``link_*`` (:mod:`relevancy.dashboard.widgets.permalink`). A widget whose value must
-survive page switches is bound with :func:`bind`: its value lives under the plain key and
-the widget uses ``_w_<key>``, re-seeded on every run (Streamlit forgets the state of widgets
-that a page does not draw).
+Keys: shared settings are ``sb_*`` plus ``active_run``; each page prefixes its own keys (``home_``,
+``ds_``, ``dist_``, ``emb_``, ``cmp_``, ``runs_``); links to a run or a row keep theirs under
+``link_*`` (:mod:`relevancy.dashboard.widgets.permalink`). A widget whose value must survive page
+switches is bound with :func:`bind`: its value lives under the plain key and the widget uses
+``_w_<key>``, re-seeded on every run (Streamlit forgets the state of widgets that a page does not
+draw).
 """
 
 from __future__ import annotations
