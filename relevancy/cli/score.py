@@ -177,6 +177,8 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         source.path, metric, source_format=args.source_format, label_column=args.label_column
     )
     print(f"input           {found.source.describe()}", file=sys.stderr)
+    for line in found.source.describe_bad_lines():  # lines of the file that could not be read
+        print(f"note: {line}", file=sys.stderr)
     if found.label_column:
         print(f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
               file=sys.stderr)  # fmt: skip

@@ -63,14 +63,20 @@ class RowInspector:
         """The problems of the next chunk's rows."""
         problems: list[RowProblem] = []
         variants = frame["variant"] if "variant" in frame.columns else [""] * len(frame)
-        for u, r, v in zip(frame["user_input"], frame["response"], variants):
+        # cells that were not text (a number, a list...), emptied when the table was mapped
+        typed: dict[int, list[str]] = {}
+        for i, problem in frame.attrs.get("cell_problems", []):
+            typed.setdefault(int(i), []).append(problem)
+        for i, (u, r, v) in enumerate(zip(frame["user_input"], frame["response"], variants)):
             self.rows += 1
             row = self.rows
             u = "" if not isinstance(u, str) else u
             r = "" if not isinstance(r, str) else r
-            if not u.strip():
+            said = typed.get(i, [])
+            problems += [RowProblem(row, p) for p in said]
+            if not u.strip() and not any(p.startswith("user_input ") for p in said):
                 problems.append(RowProblem(row, "user_input is empty"))
-            if not r.strip():
+            if not r.strip() and not any(p.startswith("response ") for p in said):
                 problems.append(RowProblem(row, "response is empty"))
             for role, text in (("user_input", u), ("response", r)):
                 if looks_like_repr(text):
