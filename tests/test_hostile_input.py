@@ -270,3 +270,43 @@ def test_report_lists_bad_lines():
         report.bad_line(line, "why")
     lines = report.describe_bad_lines()
     assert lines[0] == "line 1 skipped: why" and lines[-1] == "... and 9 more lines skipped"
+
+
+# --- what is sent for one answer (issue 25 item 2) ---------------------------------------------
+def test_api_generator_sends_at_most_the_cap_and_says_so(toy_server, tmp_path, capsys):
+    answer = "Paris is the capital of France. " * 32_000  # about 1 MB
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"question": "What is the capital of France?", "answer": answer}))
+    out = tmp_path / "o.csv"
+    code = main(["score", str(path), "-o", str(out), "-q", "--max-response-chars", "5000",
+                 *cli_backends(toy_server)])  # fmt: skip
+    assert code == 0
+    err = capsys.readouterr().err
+    assert f"response has {len(answer):,} characters: the question generator is sent the " \
+        "first 5,000 only (about 1,250 tokens" in err  # fmt: skip
+    # the estimate's prompt tokens follow the cap, not the megabyte
+    estimate = next(line for line in err.splitlines() if line.strip().startswith("tokens"))
+    shown = estimate.split("about ")[1].split(" in")[0].replace(",", "")  # "1k", "262k"
+    scale = {"k": 1e3, "M": 1e6}.get(shown[-1], 1)
+    assert float(shown.rstrip("kM")) * scale < 5_000, estimate
+    chats = [r for r in toy_server.requests if r["path"].endswith("/chat/completions")]
+    assert chats
+    for request in chats:
+        last = request["body"]["messages"][-1]["content"]
+        assert len(last) <= 5000 + len("Response: ")
+        assert request["usage"]["prompt_tokens"] < 2_000  # words: about 900 for the answer
+    note = pd.read_csv(out)["notes"].iloc[0]
+    assert "truncated to its first 5,000 of" in note and "(about 1,250 of" in note
+
+
+def test_api_generator_cap_defaults_to_20000_characters(toy_server):
+    metric = build_metric(llm="openai:toy-chat", embeddings="openai:toy-embed",
+                          base_url=toy_server.base_url, cache=False)  # fmt: skip
+    assert metric.llm.max_response_chars == 20_000
+    result = metric.score(user_input="What is the capital of France?",
+                          response="Paris is the capital of France. " * 5_000)  # fmt: skip
+    assert result.notes and "first 20,000 of 160,000 characters" in result.notes[0]
+    chat = [r for r in toy_server.requests if r["path"].endswith("/chat/completions")][-1]
+    assert len(chat["body"]["messages"][-1]["content"]) == 20_000 + len("Response: ")
+    with pytest.raises(InputError, match="--max-response-chars must be 1 or more"):
+        build_metric(llm="openai:toy-chat", max_response_chars=0)

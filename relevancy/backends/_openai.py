@@ -45,6 +45,8 @@ from relevancy.errors import ConfigError, EmbeddingError, GenerationError
 __all__ = ["OpenAIGenerator", "OpenAIEmbedder", "make_async_client", "describe_api_error"]
 
 _NO_KEY_NEEDED = "no-key-needed"
+#: characters of an answer an API generator is sent by default (about 5,000 tokens)
+API_RESPONSE_CHARS = 20_000
 #: the preflight's tries before a server is said to be unreachable, and the pause between
 PREFLIGHT_TRIES = 2
 PREFLIGHT_PAUSE = 0.5
@@ -211,6 +213,9 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         Ask for all N questions in one request. Servers that return fewer are topped up; once
         a server is seen to return one choice whatever ``n`` is, a row's requests are sent
         together (see the module docstring).
+    max_response_chars : int or None
+        The characters of an answer sent to the model (default 20,000, about 5,000 tokens);
+        a longer answer is cut there and its row's ``notes`` say so. None sends it whole.
     """
 
     def __init__(
@@ -227,8 +232,10 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         use_n: bool = True,
         azure: bool = False,
         client: Any = None,
+        max_response_chars: int | None = API_RESPONSE_CHARS,
     ) -> None:
         self.model = model
+        self.max_response_chars = max_response_chars
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
@@ -258,7 +265,10 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
-        }
+            # a cap other than the default changes what long answers are sent
+            **({"max_response_chars": self.max_response_chars}
+               if self.max_response_chars != API_RESPONSE_CHARS else {}),
+        }  # fmt: skip
 
     #: ``agenerate(..., language=CODE)`` asks for questions in that language
     supports_language = True
@@ -286,9 +296,10 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             if n > 1:
                 kwargs["n"] = n
             try:
+                sent = response[: self.max_response_chars] if self.max_response_chars else response
                 return await self.client().chat.completions.create(
                     model=self.model,
-                    messages=chat_messages(response, language=language),
+                    messages=chat_messages(sent, language=language),
                     temperature=self.temperature,
                     max_tokens=self.max_tokens,
                     seed=seed,

@@ -208,6 +208,7 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             rows=stats.rows * repeats,
             question_chars=stats.question_chars * repeats,
             answer_chars=stats.answer_chars * repeats,
+            generator_chars=stats.generator_chars * repeats,
         )
     plan = estimate(metric, stats)
     print(f"estimate        {plan.describe()}", file=sys.stderr)

@@ -172,10 +172,8 @@ class OpenAICompatServer(EndpointsMixin):
     429), ``slow_seconds`` (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and
     the response ids), ``latency`` (fixed delay before every response), ``token_latency``,
     ``slots``, ``tokenizer`` and ``usage_log`` (the cost model: see the module docstring),
-    ``log_requests`` (print an access log line per request to stderr), ``seeded`` (True: choice
-    ``i`` of a request with ``seed`` s is the toy model's question ``s + i``, what the server
-    answers to seed ``s + i`` with ``n=1``, as a seeded sampler would; False: question ``i``
-    whatever the seed).
+    ``log_requests`` (print an access log line per request to stderr), ``seeded`` (choice ``i``
+    under ``seed`` s is question ``s + i``, as seed ``s + i`` alone gives; else question ``i``).
     """
 
     def __init__(
