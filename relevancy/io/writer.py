@@ -184,6 +184,17 @@ class TableWriter:
         else:
             self._tmp.unlink(missing_ok=True)
 
+    def close_partial(self) -> Path:
+        """Close after an interruption, keeping what was written as a whole file named
+        ``NAME.partial.EXT`` (``out.partial.csv``); returns that path."""
+        kept = self.path.with_name(f"{self.path.stem}.partial{self.path.suffix}")
+        if self._columns is None:  # nothing was written
+            self.close(ok=False)
+        else:
+            self.path = kept
+            self.close()
+        return kept
+
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         self.close(ok=exc_type is None)
 
