@@ -226,6 +226,9 @@ def test_preflight_tries_twice_before_saying_the_server_cannot_be_reached(toy_se
     toy_server.script(["drop", "drop"])
     with pytest.raises(ConfigError, match=r"cannot reach .*\(2 tries\): check --base-url"):
         preflight(metric)
+    for fault in ("invalid_json", "missing_fields"):  # a malformed body: the server is there
+        toy_server.script([fault])
+        preflight(metric)
 
 
 def test_cli_preflight_survives_one_dropped_request(toy_server, tmp_path, capsys):

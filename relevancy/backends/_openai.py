@@ -192,8 +192,10 @@ class _ClientPerLoop:
                     + f" ({PREFLIGHT_TRIES} tries): check --base-url and that the server "
                     "is running"
                 ) from None
-            except openai.APIError:
-                return  # e.g. 404: the server has no /models; real requests will tell
+            except (openai.APIError, ValueError, TypeError, AttributeError):
+                # e.g. 404 (the server has no /models) or a malformed body: it answers; real
+                # requests will tell
+                return
 
 
 class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
