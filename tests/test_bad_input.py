@@ -29,7 +29,7 @@ CASES = [
     ("obj.json", b'{"question": "q", "answer": "a"}', "not a list of records"),
     ("scalar.json", b"[1, 2, 3]", "not a JSON list of records"),
     ("broken.json", b'[{"question": "q",', "not valid JSON (line 1"),
-    ("bad.jsonl", b'{"question": "q", "answer": "a"}\n{oops}\n', "line 2 is not valid JSON"),
+    ("bad.jsonl", b"\n{oops}\n[1]\n", "line 2 is not valid JSON"),  # no line is a record
     ("cols.csv", b"prompt_text,reply\nq,a\n", "missing column 'user_input'"),
     ("x.xlsx", b"data", "unsupported file type '.xlsx'"),
     ("ragged.csv", b'question,answer\n"unterminated,a\n', "is not well-formed CSV"),
@@ -76,11 +76,17 @@ def test_parquet_with_non_text_columns(tmp_path):
     path = tmp_path / "nums.parquet"
     pd.DataFrame({"question": [1, 2], "answer": [3.5, None]}).to_parquet(path)
     frame = read_table(path)
-    assert frame["user_input"].tolist() == ["1", "2"] and frame["response"].tolist() == ["3.5", ""]
+    # numbers are not questions: emptied (not scored) and listed as the rows' problems
+    assert frame["user_input"].tolist() == ["", ""] and frame["response"].tolist() == ["", ""]
+    problems = [(p.row, p.problem) for p in inspect_rows(frame)]
+    assert (1, "user_input is a number (1), not text: not scored") in problems
+    assert (1, "response is a number (3.5), not text: not scored") in problems
+    assert (2, "response is empty") in problems
     nested = tmp_path / "nested.parquet"
     pd.DataFrame({"question": ["q"], "answer": [["a", "b"]]}).to_parquet(nested)
-    with pytest.raises(InputError, match="holds ndarray values|holds list values"):
+    with pytest.raises(InputError, match="holds ndarray values|holds list values") as err:
         read_table(nested)
+    assert "--format" in str(err.value)  # a tool's export read as a table: name the tool
 
 
 def test_parquet_renamed_to_csv(tmp_path):

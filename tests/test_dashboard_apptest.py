@@ -164,6 +164,11 @@ def test_dataset_validation_messages_for_a_bad_upload():
     assert not at.button(key="ds_score").disabled
     at.file_uploader(key="ds_upload").upload("bad.json", b"{not json", "application/json").run()
     assert any("Cannot read this file" in e.value for e in at.error)
+    # a JSONL file with one unreadable line: the others are read, that line is named
+    lines = b'{"question": "q1?", "answer": "a1"}\n{oops}\n{"question": "q2?", "answer": "a2"}\n'
+    at.file_uploader(key="ds_upload").upload("some.jsonl", lines, "application/json").run()
+    ok(at)
+    assert any("line 2 skipped: not valid JSON" in w.value.replace("\\", "") for w in at.warning)
 
 
 @pytest.mark.models

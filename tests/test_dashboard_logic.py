@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -30,6 +31,7 @@ from relevancy.core.text import split_question_parts, split_sentences
 from relevancy.core.triage import SentenceScore
 from relevancy.dashboard.views import charts, compare_charts, projection_chart, sentence_table
 from relevancy.dashboard.views.datasets import read_upload, validate
+from relevancy.dashboard.views.report import build_report
 from relevancy.errors import InputError
 from relevancy.io import apply_mapping, guess_mapping
 from relevancy.runs import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
@@ -956,3 +958,67 @@ def test_histogram_counts_whole_rows():
     assert fig.layout.yaxis.dtick == 1  # few rows: a tick per row, never 0.5
     big = pd.DataFrame({"score": np.linspace(0, 1, 500), "user_input": ["q"] * 500})
     assert charts.score_histogram(big).layout.yaxis.dtick is None
+
+
+# --- no live links from data in charts (issue 25) ----------------------------------------------
+LINK = '<a href="https://evil.example/">x</a>'
+_LIVE_LINK = re.compile(r"<\s*/?\s*a(?:[\s>/]|$)", re.IGNORECASE)
+
+
+def _live_links(fig: go.Figure) -> list[str]:
+    """The ``<a>`` tags plotly would render in a figure's text (data and layout)."""
+    text = fig.to_json().replace("\\u003c", "<").replace("\\u003e", ">")
+    return _LIVE_LINK.findall(text)
+
+
+def test_charts_escape_names_and_leave_no_live_link():
+    frame = pd.DataFrame(
+        {
+            "user_input": [f"q {LINK}", "q2", "q3", "q4"],
+            "score": [0.2, 0.6, 0.8, 0.5],
+            "variant": [LINK, LINK, "<A HREF='https://evil.example/'>B</A>", "B"],
+        }
+    )
+    figures = [
+        charts.score_histogram(frame, by="variant"),
+        charts.score_box(frame, by="variant"),
+        charts.score_box(frame, by="variant", kind="violin"),
+        charts.score_ecdf(frame, by="variant"),
+        charts.layout(go.Figure(go.Bar(x=[LINK], y=[1], name=LINK)), title=LINK),
+    ]
+    paired = pair_variants(
+        frame.assign(variant=[LINK, "B", LINK, "B"], id=["1", "1", "2", "2"]), LINK, "B"
+    )
+    figures.append(compare_charts.ab_scatter(paired, label_a=LINK, label_b="B"))
+    figures.append(compare_charts.diff_histogram(paired, label=LINK))
+    for fig in figures:
+        assert _live_links(fig) == [], fig.layout.title
+    names = {t.name for t in figures[0].data}
+    assert "&lt;a href=&quot;https://evil.example/&quot;&gt;x&lt;/a&gt;" in names  # shown as typed
+
+
+def test_report_has_no_link_from_data(store):
+    inputs = pd.DataFrame(
+        {
+            "user_input": [f"q1 {LINK}", "q2", "q1 " + LINK, "q2"],
+            "response": [LINK, "b", "c", "d"],
+            "variant": [LINK, LINK, "B", "B"],
+            "id": ["1", "2", "1", "2"],
+        }
+    )
+    run_id = store.create_run(f"run {LINK}", {}, inputs)
+    store.append_results(
+        run_id,
+        [
+            (i, _result(u, r, (s,)))
+            for i, (u, r, s) in enumerate(
+                zip(inputs["user_input"], inputs["response"], [0.2, 0.6, 0.8, 0.5])
+            )
+        ],
+    )
+    page = build_report(store, run_id, threshold=0.5)
+    decoded = page.replace("\\u003c", "<").replace("\\u003e", ">")
+    assert "evil.example" in decoded  # the names are there, as text
+    assert not re.search(r"<a\s+href=[\"']?https://evil", decoded, re.IGNORECASE)
+    # the report's own links: anchors to its rows (no dashboard address given)
+    assert all("evil" not in m for m in re.findall(r"<a [^>]*>", decoded))

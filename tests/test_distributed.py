@@ -34,9 +34,10 @@ except ImportError:  # pragma: no cover - depends on the install
         raise
     pytest.skip('Ray is not installed (pip install "relevancy[ray]")', allow_module_level=True)
 
+from relevancy.errors import InputError
 from relevancy.io import RESULT_COLUMNS, results_to_frame
 from relevancy.scoring.config import build_metric
-from relevancy.scoring.distributed import score_batch, score_dataset
+from relevancy.scoring.distributed import fit_workers, score_batch, score_dataset
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 from relevancy.testing.processes import free_port
 
@@ -367,3 +368,73 @@ def test_the_embedded_models_score_on_a_worker_as_here(connected: Cluster) -> No
     want = results_to_frame(results, mapped)
     assert got["llm"].str.startswith("local:").all() and got["score"].notna().all()
     assert_same_rows(got, want)
+
+
+# ---------------------------------------------------------------- issue 25: workers, Ctrl-C
+
+
+def test_workers_are_checked_against_the_cpus_the_reads_need() -> None:
+    assert fit_workers(2, 4.0, 1.0) == (2, None)
+    assert fit_workers(3, 4.0, 1.0) == (3, None)
+    workers, note = fit_workers(2, 2.0, 1.0)  # the issue's hang: 2 workers on 2 CPUs
+    assert workers == 1 and note is not None
+    assert note.startswith("--workers 2 is more than fits: the cluster has 2 CPUs") and (
+        "so 1 worker run (the most that fits" in note
+    )
+    assert fit_workers(12, 4.0, 0.25) == (12, None) and fit_workers(13, 4.0, 0.25)[0] == 12
+    with pytest.raises(InputError, match="the Ray cluster has 1 CPU: .* no worker fits"):
+        fit_workers(1, 1.0, 1.0)
+
+
+def test_workers_more_than_fit_are_cut_with_a_note_and_the_run_finishes(
+    connected: Cluster, toy_server: OpenAICompatServer
+) -> None:
+    notes: list[str] = []
+    frame = pairs(12)
+    scored = score_dataset(
+        ray.data.from_pandas(frame), workers=8, batch_size=4, cpus_per_worker=1.0,
+        on_note=notes.append, **settings(toy_server, cache=False),
+    )  # fmt: skip
+    assert notes == [
+        "--workers 8 is more than fits: the cluster has 4 CPUs, each worker takes 1 and reading "
+        "the input 1, so 3 workers run (the most that fits; with more, the reads would wait "
+        "forever)"
+    ]
+    assert len(scored.to_pandas()) == 12  # with 4 workers on 4 CPUs this waited forever
+
+
+def test_ctrl_c_stops_a_ray_run_and_keeps_what_was_written(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    src = write_rows(tmp_path / "pairs.csv", pairs(1200))
+    out = tmp_path / "scored.csv"
+    with OpenAICompatServer(latency=0.1) as slow:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o", str(out),
+             "--engine", "ray", "-q", "--address", cluster.address, "--workers", "1",
+             "--concurrency", "4", *cli_backends(slow)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(cluster.env, RELEVANCY_CACHE_DIR=str(tmp_path / "driver")),
+        )  # fmt: skip
+        try:
+            part = out.with_name(out.name + ".part")
+            deadline = time.monotonic() + 300
+            while not (part.exists() and part.stat().st_size > 0):  # the first batch is in
+                assert proc.poll() is None, proc.communicate()[1][-3000:]
+                assert time.monotonic() < deadline, "no batch arrived"
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)  # a bound, not a speed check
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    # the last line says where the rows are (Ray may log its own noise before it)
+    kept = tmp_path / "scored.partial.csv"
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("interrupted: ") and f"scored rows kept in {kept}" in last, err[-3000:]
+    assert "KeyboardInterrupt" not in err
+    rows = pd.read_csv(kept)
+    assert 0 < len(rows) < 1200 and rows["score"].notna().all()
+    assert not out.exists() and not part.exists()

@@ -165,6 +165,7 @@ def test_what_each_pair_holds():
     tool = chats[chats["metadata.case"] == "tool-result"].iloc[0]  # the reply after the tool
     assert tool["user_input"] == "How do I update the firmware by hand?"
 
+
 def test_extra_columns_are_usable_as_variant_and_kept_with_the_results():
     # Langfuse generations: the model is the variant by name (model -> variant)
     observations = read_table(DATA / "langfuse_observations.json")
@@ -277,11 +278,17 @@ def test_bad_and_partial_files_get_one_line(tmp_path):
     lines = (DATA / "langsmith_runs.jsonl").read_text().splitlines()
     cut = tmp_path / "runs.jsonl"
     cut.write_text("\n".join(lines[:5]) + "\n" + lines[5][:120] + "\n")
-    with pytest.raises(InputError) as err:
-        read_table(cut)
+    report = ImportReport()
+    frame = read_table(cut, report=report)  # the whole lines are read, the cut one listed
+    assert len(frame) and report.n_bad_lines == 1
+    assert report.describe_bad_lines()[0].startswith("line 6 skipped: not valid JSON (")
+    only = tmp_path / "cut.jsonl"
+    only.write_text(lines[5][:120] + "\n")
+    with pytest.raises(InputError) as err:  # no whole line: nothing to read
+        read_table(only)
     line = _one_line(err)
-    assert line.startswith("'runs.jsonl' line 6 is not valid JSON (")
-    assert line.endswith("): fix or remove that line")
+    assert line.startswith("'cut.jsonl' line 1 is not valid JSON (")
+    assert line.endswith("give one JSON object per line (fix or remove that line)")
     # an export where nothing has an answer
     traces = json.loads((DATA / "langfuse_traces.json").read_text())
     for t in traces["data"]:

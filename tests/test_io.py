@@ -14,6 +14,10 @@ from relevancy import (
     results_to_frame,
     write_results,
 )
+from relevancy.cli import main
+from relevancy.runs import RunStore
+
+from helpers import cli_backends
 
 RECORDS = [
     {"question": "Where is France?", "answer": "In Europe.", "variant": "A", "id": "q1"},
@@ -185,3 +189,45 @@ def test_csv_written_in_chunks_is_neutralised_in_every_chunk(tmp_path):
     rows = _read_csv_cells(tmp_path / "chunks.csv")
     assert [r["text"] for r in rows] == ["'" + f for f in FORMULAS]
     assert [r["n"] for r in rows] == ["0", "-1", "-2", "-3", "-4", "-5"]
+
+
+# --- formulas hidden after whitespace, in full-width forms, and in header cells (issue 25) ---
+HIDDEN_FORMULAS = [" =1+2", "\n=1+2", "\r\n+1+2", "  \n @SUM(A1)", "\u3000-1+2",
+                   "\uff1d1+2", "\uff0b1+2", "\uff0d1+2", "\uff20SUM(A1)", " \uff1d1+2",
+                   "\u200b=1+2"]  # fmt: skip
+
+
+@pytest.mark.parametrize("formula", HIDDEN_FORMULAS)
+def test_csv_export_neutralises_formulas_after_whitespace_and_full_width(tmp_path, formula):
+    source = pd.DataFrame({"user_input": ["q"], "response": ["a"], "note": [formula]})
+    results = [RelevancyResult(user_input="q", response="a", value=0.5, llm="f", embeddings="f")]
+    path = write_results(results_to_frame(results, source), tmp_path / "out.csv")
+    (row,) = _read_csv_cells(path)
+    assert row["note"] == "'" + formula
+
+
+HEADER = '=HYPERLINK("http://evil","hdr")'
+
+
+def _assert_header_defused(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh))
+    assert HEADER not in header and "'" + HEADER in header
+    assert "'\uff1dcmd" in header and "\uff1dcmd" not in header
+    assert "user_input" in header and "score" in header  # ordinary names untouched
+
+
+def test_cli_and_store_exports_neutralise_header_cells(tmp_path, toy_server):
+    data = tmp_path / "in.csv"
+    pd.DataFrame(
+        {"question": ["What is the capital of France?"], "answer": ["Paris is the capital."],
+         HEADER: ["x"], "\uff1dcmd": ["y"]}
+    ).to_csv(data, index=False)  # fmt: skip
+    out = tmp_path / "x.csv"
+    code = main(["score", str(data), "-o", str(out), "-q", "--save-run", "hdr",
+                 *cli_backends(toy_server)])  # fmt: skip
+    assert code == 0
+    _assert_header_defused(out)
+    store = RunStore()
+    (run,) = store.list_runs()
+    _assert_header_defused(store.export(run.id, tmp_path / "export.csv"))

@@ -219,6 +219,7 @@ def test_overlong_response_is_truncated_for_the_generator_with_a_note():
     assert r.ok
     assert r.notes == [
         "response truncated to its first 2,000 of 140,000 characters for the question generator"
+        " (about 500 of 35,000 tokens sent)"
     ]
     assert m.score(user_input=Q, response="France is in Europe.").notes == []
 
@@ -255,7 +256,7 @@ def test_embedded_generator_reads_only_the_first_max_response_chars(monkeypatch)
     assert all(head.strip() in text and "Zanzibar" not in text for text in seen)
     assert r.notes == [
         f"response truncated to its first {limit} of {len(response):,} characters for the "
-        "question generator"
+        f"question generator (about 15 of {-(-len(response) // 4):,} tokens sent)"
     ]
     # the questions are those of the first `limit` characters alone (fixed seeds)
     alone = gen.generate(head, 2)

@@ -1,13 +1,15 @@
 """Any OpenAI-compatible endpoint (OpenAI, Azure, Ollama, vLLM, llama.cpp server) via ``openai``.
 
 Generation asks for all N questions in one request (``n=N``). Servers that ignore ``n`` (the
-llama.cpp server, Ollama) return fewer choices; the backend then tops up with further requests,
-each with its own seed, until it has N or a bounded number of requests has been spent. Once a
-server is seen to ignore ``n``, a row's N requests are sent together: a server that runs one
-request at a time then serves them back to back with identical prompts, so all but the first
-reuse the whole prompt from its cache instead of re-reading the row after another row's
-request (a server with several slots runs them in parallel). The N questions stay N
-independent samples, request ``k`` with seed ``seed + k``, as before.
+llama.cpp server, Ollama) return fewer choices; the backend then tops up with further requests
+until it has N or a bounded number of requests has been spent. Every generation has its slot
+``j`` and its seed ``seed + j`` (a request for slots ``j``.. is sent with seed ``seed + j``), the
+same whether a reply came back whole, short or malformed, so a rerun asks for the same
+questions whatever faults happened. Once a server is seen to ignore ``n``, a row's N requests
+are sent together: a server that runs one request at a time then serves them back to back
+with identical prompts, so all but the first reuse the whole prompt from its cache instead of
+re-reading the row after another row's request (a server with several slots runs them in
+parallel).
 Structured output is requested with a JSON schema; a server that rejects it is asked for JSON
 mode, then for plain text, which is parsed tolerantly. The mode that worked is remembered (for
 the whole generator: rows scored at once that are all refused step back one mode, not one each).
@@ -43,6 +45,11 @@ from relevancy.errors import ConfigError, EmbeddingError, GenerationError
 __all__ = ["OpenAIGenerator", "OpenAIEmbedder", "make_async_client", "describe_api_error"]
 
 _NO_KEY_NEEDED = "no-key-needed"
+#: characters of an answer an API generator is sent by default (about 5,000 tokens)
+API_RESPONSE_CHARS = 20_000
+#: the preflight's tries before a server is said to be unreachable, and the pause between
+PREFLIGHT_TRIES = 2
+PREFLIGHT_PAUSE = 0.5
 _MODES = ("json_schema", "json_object", "text")
 
 
@@ -167,19 +174,28 @@ class _ClientPerLoop:
         import openai
 
         base_url = self.base_url  # type: ignore[attr-defined]
-        try:
-            await self.client().with_options(max_retries=0, timeout=15.0).models.list()
-        except openai.AuthenticationError:
-            raise ConfigError(
-                f"{base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
-            ) from None
-        except openai.APIConnectionError as exc:
-            raise ConfigError(
-                describe_api_error(exc, base_url) + ": check --base-url and that the server "
-                "is running"
-            ) from None
-        except openai.APIError:
-            return  # e.g. 404: the server has no /models; real requests will tell
+        for attempt in range(PREFLIGHT_TRIES):
+            try:
+                await self.client().with_options(max_retries=0, timeout=15.0).models.list()
+                return
+            except openai.AuthenticationError:
+                raise ConfigError(
+                    f"{base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
+                ) from None
+            except openai.APIConnectionError as exc:
+                # one dropped or refused connection is not yet an unreachable server
+                if attempt + 1 < PREFLIGHT_TRIES:
+                    await asyncio.sleep(PREFLIGHT_PAUSE)
+                    continue
+                raise ConfigError(
+                    describe_api_error(exc, base_url)
+                    + f" ({PREFLIGHT_TRIES} tries): check --base-url and that the server "
+                    "is running"
+                ) from None
+            except (openai.APIError, ValueError, TypeError, AttributeError):
+                # e.g. 404 (the server has no /models) or a malformed body: it answers; real
+                # requests will tell
+                return
 
 
 class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
@@ -199,6 +215,9 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         Ask for all N questions in one request. Servers that return fewer are topped up; once
         a server is seen to return one choice whatever ``n`` is, a row's requests are sent
         together (see the module docstring).
+    max_response_chars : int or None
+        The characters of an answer sent to the model (default 20,000, about 5,000 tokens);
+        a longer answer is cut there and its row's ``notes`` say so. None sends it whole.
     """
 
     def __init__(
@@ -215,8 +234,10 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         use_n: bool = True,
         azure: bool = False,
         client: Any = None,
+        max_response_chars: int | None = API_RESPONSE_CHARS,
     ) -> None:
         self.model = model
+        self.max_response_chars = max_response_chars
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
@@ -246,7 +267,10 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
-        }
+            # a cap other than the default changes what long answers are sent
+            **({"max_response_chars": self.max_response_chars}
+               if self.max_response_chars != API_RESPONSE_CHARS else {}),
+        }  # fmt: skip
 
     #: ``agenerate(..., language=CODE)`` asks for questions in that language
     supports_language = True
@@ -274,9 +298,10 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             if n > 1:
                 kwargs["n"] = n
             try:
+                sent = response[: self.max_response_chars] if self.max_response_chars else response
                 return await self.client().chat.completions.create(
                     model=self.model,
-                    messages=chat_messages(response, language=language),
+                    messages=chat_messages(sent, language=language),
                     temperature=self.temperature,
                     max_tokens=self.max_tokens,
                     seed=seed,
@@ -298,35 +323,36 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
                 raise
 
     async def agenerate(self, response: str, n: int, language: str | None = None) -> GenerationSet:
+        """N generations for ``response``, on one seed schedule whatever the server did.
+
+        Generation ``j`` (a slot, 0 to N-1) always comes from seed ``seed + j``: a request for
+        the slots ``j`` to ``j + m - 1`` is sent with seed ``seed + j`` and ``n=m``, its choice
+        ``i`` filling slot ``j + i``. A reply that comes back short (fewer choices, an empty or
+        unusable one, a malformed body) leaves its slots empty, and the top-up asks for exactly
+        those slots with exactly those seeds, so a rerun gets the same questions whatever
+        faults happened on the way (on a server whose choice ``i`` under seed ``s`` is what it
+        returns under seed ``s + i``: llama.cpp's server and Ollama, which return one choice,
+        and the toy server with ``seeded=True``).
+        """
         import openai
 
         started = time.perf_counter()
-        good: list[Generation] = []
+        slots: list[Generation | None] = [None] * n
         failed: list[Generation] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         requests = 0
         # Bounded top-ups: servers that ignore n, drop choices, or send unusable output.
         budget = 2 * n + 1
         last_error: str | None = None
-        while len(good) < n and requests < budget:
-            want = n - len(good) if self.use_n else 1
-            # A server seen to ignore n gets the missing requests at once (request k keeps seed
-            # + k): a server that runs one request at a time then serves one row's requests
-            # back to back, their prompts identical, so all but the first reuse its whole
-            # prompt from the cache; a server with several slots runs them in parallel. The
-            # first still asks for all, so a server that does honour n clears the hint.
-            sizes = [want] + [1] * (want - 1) if self._ignores_n and want > 1 else [want]
-            sizes = sizes[: budget - requests]
-            seeds = [self.seed + requests + k for k in range(len(sizes))]
+        while any(g is None for g in slots) and requests < budget:
+            batch = self._plan(slots)[: budget - requests]
             outcomes = await asyncio.gather(
-                *(
-                    self._request(response, size, seed, language)
-                    for size, seed in zip(sizes, seeds)
-                ),
+                *(self._request(response, size, self.seed + first, language)
+                  for first, size in batch),
                 return_exceptions=True,
-            )
+            )  # fmt: skip
             stop = malformed = False
-            for size, outcome in zip(sizes, outcomes):
+            for (first, size), outcome in zip(batch, outcomes):
                 if isinstance(outcome, openai.APIError):
                     # the SDK has already retried what was retryable
                     last_error = describe_api_error(outcome, self.base_url)
@@ -353,7 +379,9 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
                 if not choices:
                     last_error = f"{self.base_url} returned no choices"
                     continue
-                for choice in choices[:size]:
+                for i, choice in enumerate(choices[:size]):
+                    if slots[first + i] is not None:
+                        continue  # filled by another request of this round
                     message = getattr(choice, "message", None)
                     content = getattr(message, "content", None) if message is not None else None
                     try:
@@ -361,11 +389,12 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
                     except ValueError as exc:
                         failed.append(Generation("", None, redact(f"unusable output: {exc}")))
                         continue
-                    good.append(Generation(parsed.question, bool(parsed.noncommittal)))
+                    slots[first + i] = Generation(parsed.question, bool(parsed.noncommittal))
             if stop:
                 break
             if malformed:
                 await asyncio.sleep(min(0.25 * requests, 2.0))
+        good = [g for g in slots if g is not None]
         if not good and not failed:
             raise GenerationError(last_error or f"{self.base_url} returned no generations")
         generations = good[:n]
@@ -383,6 +412,27 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             requests=requests,
             seconds=time.perf_counter() - started,
         )
+
+    def _plan(self, slots: Sequence[Generation | None]) -> list[tuple[int, int]]:
+        """The next round's requests as ``(first slot, n)``: one per run of empty slots, or
+        with ``use_n`` off one per empty slot. A server seen to ignore n gets a run's requests
+        at once, one slot each (the first still asks for the whole run, so a server that does
+        honour n clears the hint): a server that runs one request at a time then serves one
+        row's requests back to back, their prompts identical, so all but the first reuse its
+        whole prompt from the cache."""
+        empty = [j for j, g in enumerate(slots) if g is None]
+        if not self.use_n:
+            return [(j, 1) for j in empty]
+        runs: list[tuple[int, int]] = []
+        for j in empty:
+            if runs and runs[-1][0] + runs[-1][1] == j:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+            else:
+                runs.append((j, 1))
+        if not self._ignores_n:
+            return runs
+        return [(j, size if k == 0 else 1) for first, size in runs
+                for k, j in enumerate(range(first, first + size))]  # fmt: skip
 
 
 def _about_response_format(exc: Exception) -> bool:

@@ -60,6 +60,14 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
         help="the language the generator writes its questions in: "
         + "; ".join(f"{k}: {v}" for k, v in PROMPT_LANGUAGES.items()),
     )
+    g.add_argument(
+        "--max-response-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="characters of each answer sent to the question generator (longer ones are cut; "
+        "default: 2,000 for the embedded model, 20,000 for API models)",
+    )
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per API request")
     g.add_argument("--no-cache", action="store_true", help="bypass the persistent cache")
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
@@ -83,7 +91,9 @@ def metric_from_args(
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,
-    )
+        **({"max_response_chars": args.max_response_chars}
+           if getattr(args, "max_response_chars", None) is not None else {}),
+    )  # fmt: skip
     if check:
         preflight(metric)
     return metric

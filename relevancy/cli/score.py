@@ -43,7 +43,7 @@ from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.runs import RunStore
 from relevancy.scoring.config import preflight
-from relevancy.scoring.distributed import score_path
+from relevancy.scoring.distributed import Interrupted, score_path
 from relevancy.scoring.estimate import estimate, measure_sample
 from relevancy.scoring.files import CHUNK_ROWS, FileRun, score_file, survey
 from relevancy.scoring.judge import last_check
@@ -177,6 +177,8 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         source.path, metric, source_format=args.source_format, label_column=args.label_column
     )
     print(f"input           {found.source.describe()}", file=sys.stderr)
+    for line in found.source.describe_bad_lines():  # lines of the file that could not be read
+        print(f"note: {line}", file=sys.stderr)
     if found.label_column:
         print(f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
               file=sys.stderr)  # fmt: skip
@@ -206,6 +208,7 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             rows=stats.rows * repeats,
             question_chars=stats.question_chars * repeats,
             answer_chars=stats.answer_chars * repeats,
+            generator_chars=stats.generator_chars * repeats,
         )
     plan = estimate(metric, stats)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
@@ -391,17 +394,28 @@ def _score_on_ray(args: argparse.Namespace) -> int:
         "cache": False if args.no_cache else (args.cache_dir or True),
         "concurrency": args.concurrency,
     }
-    with tqdm(unit="row", desc="scoring", file=sys.stderr, disable=args.quiet) as bar:
-        run = score_path(
-            source,
-            out,
-            settings=settings,
-            address=args.address,
-            workers=args.workers,
-            part_rows=args.chunk_rows,
-            progress=bar.update,
-            quiet=args.quiet,
+    if args.max_response_chars is not None:
+        settings["max_response_chars"] = args.max_response_chars
+    try:
+        with tqdm(unit="row", desc="scoring", file=sys.stderr, disable=args.quiet) as bar:
+            run = score_path(
+                source,
+                out,
+                settings=settings,
+                address=args.address,
+                workers=args.workers,
+                part_rows=args.chunk_rows,
+                progress=bar.update,
+                quiet=args.quiet,
+                on_note=lambda note: print(f"note: {note}", file=sys.stderr),
+            )
+    except Interrupted as stop:
+        print(
+            f"interrupted: {stop.rows:,} scored rows kept in {stop.kept}; their generations "
+            "are in the workers' caches, so the same command scores the rest",
+            file=sys.stderr,
         )
+        return 130
     return _report(args, metric, run, None)
 
 

@@ -15,6 +15,8 @@ from relevancy.io.importers import looks_like_repr
 
 __all__ = [
     "LONG_TEXT_CHARS",
+    "about_tokens",
+    "cut_note",
     "check_text",
     "RowProblem",
     "RowInspector",
@@ -28,6 +30,20 @@ REPR_PROBLEM = (
 )
 #: A cell longer than this is listed as a problem when the generator states no limit of its own.
 LONG_TEXT_CHARS = 20_000
+
+
+def about_tokens(chars: int) -> int:
+    """A rough token count of ``chars`` characters of text (about 4 characters a token)."""
+    return -(-int(chars) // 4)
+
+
+def cut_note(length: int, limit: int) -> str:
+    """A row's note when its answer of ``length`` characters is cut at ``limit`` for the
+    question generator: what was really sent, in characters and tokens."""
+    return (
+        f"response truncated to its first {limit:,} of {length:,} characters for the question "
+        f"generator (about {about_tokens(limit):,} of {about_tokens(length):,} tokens sent)"
+    )
 
 
 def check_text(name: str, value: Any) -> str:
@@ -63,14 +79,20 @@ class RowInspector:
         """The problems of the next chunk's rows."""
         problems: list[RowProblem] = []
         variants = frame["variant"] if "variant" in frame.columns else [""] * len(frame)
-        for u, r, v in zip(frame["user_input"], frame["response"], variants):
+        # cells that were not text (a number, a list...), emptied when the table was mapped
+        typed: dict[int, list[str]] = {}
+        for i, problem in frame.attrs.get("cell_problems", []):
+            typed.setdefault(int(i), []).append(problem)
+        for i, (u, r, v) in enumerate(zip(frame["user_input"], frame["response"], variants)):
             self.rows += 1
             row = self.rows
             u = "" if not isinstance(u, str) else u
             r = "" if not isinstance(r, str) else r
-            if not u.strip():
+            said = typed.get(i, [])
+            problems += [RowProblem(row, p) for p in said]
+            if not u.strip() and not any(p.startswith("user_input ") for p in said):
                 problems.append(RowProblem(row, "user_input is empty"))
-            if not r.strip():
+            if not r.strip() and not any(p.startswith("response ") for p in said):
                 problems.append(RowProblem(row, "response is empty"))
             for role, text in (("user_input", u), ("response", r)):
                 if looks_like_repr(text):
@@ -79,8 +101,9 @@ class RowInspector:
                 problems.append(
                     RowProblem(
                         row,
-                        f"response has {len(r):,} characters: the question generator reads the "
-                        f"first {self.limit:,} only",
+                        f"response has {len(r):,} characters: the question generator is sent "
+                        f"the first {self.limit:,} only (about {about_tokens(self.limit):,} "
+                        "tokens; --max-response-chars sets it)",
                     )
                 )
             if u.strip() and r.strip():

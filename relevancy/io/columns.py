@@ -122,22 +122,79 @@ def normalize_columns(frame: pd.DataFrame, *, name: str = "the table") -> pd.Dat
     return apply_mapping(frame, _mapping_of(frame, name), name=name)
 
 
+#: the ``--format`` hint given when a question or answer column holds objects
+FORMAT_HINT = (
+    "if the file is a tool's export (traces, runs, spans, chat logs), name the tool with "
+    "--format (langfuse, langsmith, phoenix, mlflow, openai-chat); a file mixing two tools' "
+    "records needs one file per tool"
+)
+#: the roles whose cells must be text to be scored
+TEXT_ROLES = ("user_input", "response")
+
+
+def _kind(value: Any) -> str:
+    """What a cell that is not text is, in words ("" for text or a missing cell)."""
+    if value is None or isinstance(value, str) or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "a true/false value"
+    if isinstance(value, (int, float, np.number)):
+        return "a number"
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, bytes):
+        return "bytes"
+    return ""
+
+
 def _coerce_text(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Role columns as ``str`` (missing cells as ""); nested values are an error."""
+    """Role columns as ``str`` (missing cells as "").
+
+    A question or answer cell that is not text (a number, a list, an object) is emptied, so
+    that its row is not scored, and listed in ``frame.attrs["cell_problems"]`` as ``(row of
+    the chunk, problem)`` for :class:`relevancy.io.RowInspector`; a question or answer column
+    holding nothing but lists or objects is an :class:`InputError` (a tool's export read as a
+    table). Lists or objects in the other roles' columns are an error too.
+    """
+    problems: list[tuple[int, str]] = list(frame.attrs.get("cell_problems", []))
     for column in ROLES:
         if column not in frame.columns:
             continue
         values = frame[column]
-        nested = values.map(lambda v: isinstance(v, (list, dict, tuple, bytes, np.ndarray)))
-        if nested.any():
-            row = int(nested.to_numpy().nonzero()[0][0])
+        kinds = [_kind(v) for v in values]
+        nested = [k in ("a list", "an object", "bytes") for k in kinds]
+        present = [not _missing(v) for v in values]
+        if any(nested) and (column not in TEXT_ROLES or all(
+                n for n, p in zip(nested, present) if p)):  # fmt: skip
+            row = nested.index(True)
             kind = type(values.iloc[row]).__name__
             raise InputError(
                 f"column {column!r} of {name!r} holds {kind} values (row {row + 1}), not text: "
-                "give one string per cell"
+                f"{FORMAT_HINT}; otherwise give one string per cell"
             )
+        if column in TEXT_ROLES and any(kinds):
+            cells = values.tolist()
+            for i, kind in enumerate(kinds):
+                if kind:
+                    shown = repr(cells[i])
+                    shown = shown if len(shown) <= 40 else shown[:39] + "…"
+                    problems.append((i, f"{column} is {kind} ({shown}), not text: not scored"))
+                    cells[i] = ""
+            values = pd.Series(cells, index=values.index, dtype=object)
         frame[column] = values.map(_as_text).astype(object)
+    if problems:
+        frame.attrs["cell_problems"] = sorted(problems)
     return frame
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
 
 
 def _as_text(value: Any) -> str:

@@ -8,10 +8,8 @@ by alias (``question`` -> ``user_input``, ``answer`` -> ``response``...).
 
 from __future__ import annotations
 
-import csv
 import io
 import itertools
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +17,9 @@ from typing import Any
 import pandas as pd
 
 from relevancy.errors import InputError
-from relevancy.io.columns import COLUMN_ALIASES, _check_columns, _mapping_of, apply_mapping
-from relevancy.io.importers import Importer, ImportReport, detect
+from relevancy.io._text import csv_chunks, csv_sep, json_file, jsonl_records, read_json, too_deep
+from relevancy.io.columns import _check_columns, _mapping_of, apply_mapping
+from relevancy.io.importers import Importer, ImportReport
 
 __all__ = [
     "read_table",
@@ -81,6 +80,7 @@ def iter_table(
     if not path.exists():
         raise InputError(f"file not found: {str(path)!r}")
     name = path.name
+    report = report if report is not None else ImportReport()
     if path.is_dir():
         chunks, source = _hf_folder(path, chunk_rows)
     else:
@@ -89,10 +89,13 @@ def iter_table(
         with path.open("rb") as fh:
             head = fh.read(65536)
         _check_head(head, name, suffix)
-        chunks, source = _open_file(path, name, suffix, head, chunk_rows)
+        chunks, source = _open_file(path, name, suffix, head, chunk_rows, report)
     if source_format == "hf":
         source = source or _HF
-    yield from _convert(chunks, name, source_format, source, normalize, report, label_column)
+    try:
+        yield from _convert(chunks, name, source_format, source, normalize, report, label_column)
+    except RecursionError:  # deep JSON read, or an importer walking it
+        raise too_deep(name) from None
 
 
 def read_table_bytes(
@@ -105,6 +108,21 @@ def read_table_bytes(
     report: ImportReport | None = None,
 ) -> pd.DataFrame:
     """Like :func:`read_table`, for the bytes of an uploaded file called ``name``."""
+    try:
+        return _read_bytes(data, name, format, normalize, source_format, report)
+    except RecursionError:  # deep JSON read, or an importer walking it
+        raise too_deep(name) from None
+
+
+def _read_bytes(
+    data: bytes,
+    name: str,
+    format: str | None,
+    normalize: bool,
+    source_format: str,
+    report: ImportReport | None,
+) -> pd.DataFrame:
+    report = report if report is not None else ImportReport()
     suffix = _suffix(format or Path(name).suffix, name)
     _check_hf(source_format, name, suffix)
     _check_head(data, name, suffix)
@@ -118,11 +136,12 @@ def read_table_bytes(
     else:
         text = _decode(data, name)
         if suffix in (".csv", ".tsv"):
-            raw = next(_csv_chunks(io.StringIO(text), name, _csv_sep(text, suffix), None))
+            sep = csv_sep(text, suffix)
+            raw = next(csv_chunks(io.StringIO(text), name, sep, None, report, text[:65536]))
         elif suffix == ".json":
-            raw = _read_json(text, name)
+            raw = read_json(text, name)
         else:
-            raw = list(_jsonl_records(io.StringIO(text), name))
+            raw = list(jsonl_records(io.StringIO(text), name, report))
     if source_format == "hf":
         source = source or _HF
     return list(_convert([raw], name, source_format, source, normalize, report))[0]
@@ -191,10 +210,38 @@ def _check_head(head: bytes, name: str, suffix: str) -> None:
             f"{name!r} is a spreadsheet (Excel) file, not {suffix[1:]}: export it as "
             "'CSV UTF-8' and upload that"
         )
+    if suffix in (".parquet", ".arrow") and _is_text(head):
+        kind, fix = _text_kind(head)
+        raise InputError(
+            f"{name!r} is {kind}, not {suffix[1:].title()}: rename it "
+            f"{Path(name).stem + fix!r} (the extension says how a file is read)"
+        )
     if head[:4] == b"PAR1" and suffix != ".parquet":
         raise InputError(f"{name!r} is a Parquet file: give it a .parquet extension")
     if (head[:6] == b"ARROW1" or head[:4] == b"\xff\xff\xff\xff") and suffix != ".arrow":
         raise InputError(f"{name!r} is an Arrow file: give it a .arrow extension")
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether a file's first bytes are UTF-8 text (no NUL byte)."""
+    if b"\0" in head or head[:4] in (b"PAR1", b"ARRO") or head[:4] == b"\xff\xff\xff\xff":
+        return False
+    try:
+        head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 4  # cut inside a character at the end of the head
+    return True
+
+
+def _text_kind(head: bytes) -> tuple[str, str]:
+    """What a text file looks like, and the extension to give it."""
+    text = head.decode("utf-8-sig", "ignore").lstrip()
+    first = text.split("\n", 1)[0].strip()
+    if first.startswith("{") and first.endswith("}"):
+        return "JSON Lines text", ".jsonl"
+    if text[:1] in "[{":
+        return "JSON text", ".json"
+    return ("TSV text", ".tsv") if "\t" in first and "," not in first else ("CSV text", ".csv")
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -211,7 +258,12 @@ _HF = "Hugging Face dataset"
 
 
 def _open_file(
-    path: Path, name: str, suffix: str, head: bytes, chunk_rows: int | None
+    path: Path,
+    name: str,
+    suffix: str,
+    head: bytes,
+    chunk_rows: int | None,
+    report: ImportReport | None = None,
 ) -> tuple[Iterator[pd.DataFrame | list[dict[str, Any]]], str]:
     """The file's chunks (tables, or lists of records for JSON) and the container's name."""
     if suffix == ".parquet":
@@ -225,7 +277,7 @@ def _open_file(
     if suffix == ".arrow":
         source = _HF if _arrow_is_hf(path, name) else ""
         return _arrow_frames([_arrow_batches(path, name)], name, chunk_rows), source
-    return _text_chunks(path, name, suffix, head, chunk_rows), ""
+    return _text_chunks(path, name, suffix, head, chunk_rows, report), ""
 
 
 def _parquet_chunks(path: Path, name: str, chunk_rows: int | None) -> Iterator[pd.DataFrame]:
@@ -242,20 +294,26 @@ def _parquet_chunks(path: Path, name: str, chunk_rows: int | None) -> Iterator[p
 
 
 def _text_chunks(
-    path: Path, name: str, suffix: str, head: bytes, chunk_rows: int | None
+    path: Path,
+    name: str,
+    suffix: str,
+    head: bytes,
+    chunk_rows: int | None,
+    report: ImportReport | None = None,
 ) -> Iterator[pd.DataFrame | list[dict[str, Any]]]:
     if suffix == ".json":
-        yield _read_json(_decode(path.read_bytes(), name), name)
+        yield read_json(_decode(path.read_bytes(), name), name)
         return
     # the head may end inside a multi-byte character: check the rest as it is read
     _decode(head if len(head) < 65536 else head[:-4], name)
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             if suffix in (".csv", ".tsv"):
-                sep = _csv_sep(head[:-4].decode("utf-8-sig", "ignore"), suffix)
-                yield from _csv_chunks(fh, name, sep, chunk_rows)
+                text = head[:-4].decode("utf-8-sig", "ignore")
+                sep = csv_sep(text, suffix)
+                yield from csv_chunks(fh, name, sep, chunk_rows, report, text)
                 return
-            records = _jsonl_records(fh, name)
+            records = jsonl_records(fh, name, report)
             if chunk_rows is None:
                 yield list(records)
                 return
@@ -363,7 +421,7 @@ def _hf_folder(path: Path, chunk_rows: int | None) -> tuple[Iterator[pd.DataFram
     files) or a dataset dict (``dataset_dict.json`` naming its splits, one folder each)."""
     name = path.name
     if (path / "dataset_dict.json").is_file():
-        info = _json_file(path / "dataset_dict.json", name)
+        info = json_file(path / "dataset_dict.json", name)
         splits = info.get("splits") if isinstance(info, dict) else None
         if not splits or not all(isinstance(s, str) for s in splits):
             raise InputError(
@@ -376,7 +434,7 @@ def _hf_folder(path: Path, chunk_rows: int | None) -> tuple[Iterator[pd.DataFram
         label = f"{_HF} (splits {', '.join(splits)}, in the column 'split')"
         return _hf_chunks(files, chunk_rows, "split"), label
     if (path / "state.json").is_file():
-        state = _json_file(path / "state.json", name)
+        state = json_file(path / "state.json", name)
         split = state.get("_split") if isinstance(state, dict) else None
         label = f"{_HF} (split {split})" if isinstance(split, str) and split else _HF
         return _hf_chunks({"": _hf_files(path, name)}, chunk_rows, None), label
@@ -437,7 +495,7 @@ def _hf_files(folder: Path, label: str) -> list[Path]:
         raise InputError(
             f"{label!r} has no state.json: give the whole folder written by save_to_disk"
         )
-    state = _json_file(state_file, label)
+    state = json_file(state_file, label)
     entries = state.get("_data_files") if isinstance(state, dict) else None
     names = [e.get("filename") for e in entries or [] if isinstance(e, dict)]
     if not names or not all(isinstance(n, str) for n in names):
@@ -450,109 +508,3 @@ def _hf_files(folder: Path, label: str) -> list[Path]:
                 "folder written by save_to_disk"
             )
     return paths
-
-
-def _json_file(path: Path, label: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{label!r}: {path.name} is not readable JSON ({exc})") from None
-
-
-def _csv_sep(text: str, suffix: str) -> str:
-    if suffix == ".tsv":
-        return "\t"
-    try:
-        return csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
-    except csv.Error:
-        return ","
-
-
-def _csv_chunks(source: Any, name: str, sep: str, chunk_rows: int | None) -> Iterator[pd.DataFrame]:
-    try:
-        reader = pd.read_csv(
-            source, sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=True,
-            chunksize=chunk_rows,
-        )  # fmt: skip
-        for i, frame in enumerate([reader] if chunk_rows is None else reader):
-            if i == 0:
-                _check_delimiter(frame, name)
-            yield frame
-    except pd.errors.ParserError as exc:
-        raise InputError(f"{name!r} is not well-formed CSV ({str(exc).strip()[:160]})") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{name!r} is empty: it needs a header row and at least one row") from None
-
-
-def _check_delimiter(frame: pd.DataFrame, name: str) -> None:
-    known = {alias for aliases in COLUMN_ALIASES.values() for alias in aliases}
-    if frame.shape[1] == 1 and str(frame.columns[0]).strip().lower() not in known:
-        raise InputError(
-            f"{name!r} was read as a single column {str(frame.columns[0])[:60]!r}: the delimiter "
-            "looks wrong; use commas (or a .tsv file for tabs)"
-        )
-
-
-def _read_json(text: str, name: str) -> pd.DataFrame | list[dict[str, Any]]:
-    """A JSON file's records (a list, ``{"data": [...]}`` as APIs page them, or one record from
-    a tool's export), or its table (Ragas/HF column layout ``{"user_input": [...], ...}``)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{name!r} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "for one record per line use a .jsonl file"
-        ) from None
-    if isinstance(data, dict):
-        # Ragas/HF-style column layout {"user_input": [...], "response": [...]} or {"data": [...]}.
-        data = _unwrapped(data)
-        if isinstance(data, list):
-            pass  # the records a tool wrapped: {"traces": [...]}, {"data": [...]}...
-        elif data and all(isinstance(v, list) for v in data.values()):
-            if len({len(v) for v in data.values()}) != 1:
-                raise InputError(f"{name!r} holds columns of different lengths")
-            return pd.DataFrame(data)
-        elif detect([data]) != "table":  # one trace, run or conversation
-            data = [data]
-        else:
-            raise InputError(
-                f"{name!r} holds a JSON object, not a list of records: "
-                'give a list like [{"user_input": ..., "response": ...}]'
-            )
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        raise InputError(
-            f"{name!r} is not a JSON list of records: give a list like "
-            '[{"user_input": ..., "response": ...}]'
-        )
-    return data
-
-
-#: where the tools put the records of a JSON file: ``{"data": [...]}`` (APIs' pages),
-#: ``{"traces": [...]}`` (``mlflow traces search --output json``), ``{"data": {"examples":
-#: [...]}}`` (a Phoenix dataset's examples)
-_RECORD_LISTS = (("data",), ("traces",), ("data", "examples"), ("examples",))
-
-
-def _unwrapped(data: dict[str, Any]) -> dict[str, Any] | list[Any]:
-    for path in _RECORD_LISTS:
-        inner: Any = data
-        for key in path:
-            inner = inner.get(key) if isinstance(inner, dict) else None
-        if isinstance(inner, list) and inner and all(isinstance(r, dict) for r in inner):
-            return inner
-    return data
-
-
-def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{name!r} line {number} is not valid JSON ({exc.msg}): fix or remove that line"
-            ) from None
-        if not isinstance(record, dict):
-            raise InputError(f"{name!r} line {number} is not a JSON object: one record per line")
-        yield record

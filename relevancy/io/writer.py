@@ -21,6 +21,8 @@ __all__ = [
     "results_to_frame",
     "write_results",
     "TableWriter",
+    "is_formula",
+    "defuse",
 ]
 
 #: what results can be written as
@@ -28,6 +30,29 @@ OUTPUT_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# full-width and small forms some spreadsheets read as their ASCII twins
+_WIDE_STARTS = frozenset("\uff1d\uff0b\uff0d\uff20\ufe66\ufe62\ufe63\ufe6b")
+# what may sit before a formula and still let it run: whitespace of any kind (newlines
+# included) and invisible characters (zero-width space and joiners, byte order mark)
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def is_formula(text: str) -> bool:
+    """Whether a spreadsheet could run ``text`` as a formula.
+
+    True when it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, or when,
+    after leading whitespace (newlines included) and invisible characters, the first character
+    is one of ``= + - @`` or their full-width forms (``＝ ＋ － ＠``).
+    """
+    if text[:1] in _FORMULA_STARTS:
+        return True
+    rest = text.lstrip().lstrip(_INVISIBLE).lstrip()
+    return bool(rest) and (rest[0] in "=+-@" or rest[0] in _WIDE_STARTS)
+
+
+def defuse(value: Any) -> Any:
+    """``value`` with a quote in front when it is text a spreadsheet could run as a formula."""
+    return "'" + value if isinstance(value, str) and is_formula(value) else value
 
 
 #: the columns a result adds to its input row in exports, in order (from
@@ -65,13 +90,13 @@ def results_to_frame(
 
 
 def _defuse_formulas(frame: pd.DataFrame) -> pd.DataFrame:
-    """Prefix text cells that a spreadsheet would run as a formula (=, +, -, @) with a quote."""
+    """Prefix text cells, and header cells, that a spreadsheet would run as a formula with a
+    quote (see :func:`is_formula`)."""
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(
-                lambda v: "'" + v if isinstance(v, str) and v[:1] in _FORMULA_STARTS else v
-            )
+            out[column] = out[column].map(defuse)
+    out.columns = [defuse(str(c)) for c in out.columns]
     return out
 
 
@@ -158,6 +183,17 @@ class TableWriter:
             self._tmp.replace(self.path)
         else:
             self._tmp.unlink(missing_ok=True)
+
+    def close_partial(self) -> Path:
+        """Close after an interruption, keeping what was written as a whole file named
+        ``NAME.partial.EXT`` (``out.partial.csv``); returns that path."""
+        kept = self.path.with_name(f"{self.path.stem}.partial{self.path.suffix}")
+        if self._columns is None:  # nothing was written
+            self.close(ok=False)
+        else:
+            self.path = kept
+            self.close()
+        return kept
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         self.close(ok=exc_type is None)

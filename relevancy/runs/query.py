@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "SORTS",
     "RowQuery",
+    "extra_value",
 ]
 
 SORTS = ("score ↑ (lowest first)", "score ↓", "row")
+
+
+def extra_value(name: str, table: str = "i") -> tuple[str, list[Any]]:
+    """SQL for the value of the input column ``name`` kept in ``table``'s ``extra`` JSON, with
+    its parameter: any name (quotes, brackets, dots, spaces, backslashes, unicode, SQL words).
+
+    A JSON path can name a key only when its text needs no escape (``$."a"b"`` ends at the
+    second quote), so names with a quote, a backslash or a control character are looked up
+    among the object's keys (``json_each``) instead; the name is always a parameter.
+    """
+    if '"' not in name and json.dumps(name, ensure_ascii=False)[1:-1] == name:
+        return f"json_extract({table}.extra, ?)", [f'$."{name}"']
+    return f"(SELECT j.value FROM json_each({table}.extra) j WHERE j.key = ?)", [name]
 
 
 @dataclass(frozen=True)
@@ -51,8 +66,9 @@ class RowQuery:
         for column, values in self.columns:
             if values:
                 marks = ",".join("?" * len(values))
-                sql.append(f"CAST(json_extract(i.extra, ?) AS TEXT) IN ({marks})")
-                params += [f'$."{column}"', *values]
+                value, named = extra_value(column)
+                sql.append(f"CAST({value} AS TEXT) IN ({marks})")
+                params += [*named, *values]
         if self.search.strip():
             sql.append("instr(casefold(i.user_input || ' ' || i.response), ?) > 0")
             params.append(self.search.strip().casefold())

@@ -41,7 +41,7 @@ from relevancy.errors import InputError
 from relevancy.paths import as_store_file, default_store_path
 from relevancy.runs.export import ExportMixin
 from relevancy.runs.labels import LabelsMixin
-from relevancy.runs.query import SORTS, RowQuery
+from relevancy.runs.query import SORTS, RowQuery, extra_value
 from relevancy.runs.repeats import RepeatsMixin
 from relevancy.runs.rows import (
     TYPED_INPUTS,
@@ -366,8 +366,9 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
             elif name in TYPED_INPUTS:
                 selects.append(f"i.{TYPED_INPUTS[name]}")
             elif name in info.columns:
-                selects.append("json_extract(i.extra, ?)")
-                extra.append(f'$."{name}"')
+                value, named = extra_value(name)
+                selects.append(value)
+                extra += named
             else:
                 raise InputError(f"run #{run_id} has no column {name!r}")
         where, params = query.where()
@@ -392,10 +393,8 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
         if column in TYPED_INPUTS:
             sql, params = f"SELECT DISTINCT {TYPED_INPUTS[column]} FROM inputs WHERE run_id = ?", []
         else:
-            sql, params = (
-                "SELECT DISTINCT json_extract(extra, ?) FROM inputs WHERE run_id = ?",
-                [f'$."{column}"'],
-            )
+            value, params = extra_value(column, "inputs")
+            sql = f"SELECT DISTINCT {value} FROM inputs WHERE run_id = ?"
         values = self._run(sql, [*params, int(run_id)])
         return sorted(str(v[0]) for v in values if v[0] is not None)
 

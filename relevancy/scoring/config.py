@@ -13,6 +13,7 @@ from typing import Any
 from relevancy.backends import make_embedder, make_generator, parse_spec
 from relevancy.backends.cache import Cache
 from relevancy.core.sync import run_sync
+from relevancy.errors import InputError
 from relevancy.scoring.metric import AnswerRelevancy
 
 __all__ = ["build_metric", "preflight", "apreflight", "EMBEDDED_NOTE"]
@@ -38,15 +39,24 @@ def build_metric(
     cache: Cache | bool | str | None = True,
     concurrency: int | None = None,
     prompt_language: str = "answer",
+    max_response_chars: int | None = None,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
     ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator;
-    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``).
+    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``);
+    ``max_response_chars`` the characters of each answer the generator is sent (None: its
+    default, 2,000 for the embedded model and 20,000 for API models).
     Bad settings raise :class:`relevancy.ConfigError` or :class:`relevancy.InputError` with one
     line naming the fix.
     """
     llm_options: dict[str, Any] = {"seed": seed}
+    if max_response_chars is not None:
+        if max_response_chars < 1:
+            raise InputError(
+                f"--max-response-chars must be 1 or more characters, got {max_response_chars}"
+            )
+        llm_options["max_response_chars"] = int(max_response_chars)
     if parse_spec(llm)[0] != "local":
         llm_options["timeout"] = timeout
     emb_options: dict[str, Any] = {}

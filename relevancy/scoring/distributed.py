@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,13 @@ __all__ = [
     "connect",
     "read_dataset",
     "default_workers",
+    "fit_workers",
+    "READ_CPUS",
+    "Interrupted",
 ]
 
+#: CPUs the input's reads need beside the workers (Ray Data's read tasks ask for one each)
+READ_CPUS = 1.0
 #: rows per batch handed to a worker (small enough to spread a few thousand rows over workers)
 BATCH_ROWS = 100
 #: what :func:`score_path` reads (JSON arrays are not split by Ray: use JSONL)
@@ -175,9 +181,14 @@ def score_dataset(
     cpus_per_worker: float | None = None,
     gpus_per_worker: float | None = None,
     factory: Callable[[], AnswerRelevancy] | None = None,
+    on_note: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> Any:
     """``ds`` with every row scored (lazy, like any Ray Data transformation).
+
+    ``workers`` is checked against the cluster's CPUs (:func:`fit_workers`): more than fit
+    beside the reads are cut to the most that fit, with a note to ``on_note`` (default: a
+    ``RuntimeWarning``); none fitting is an :class:`InputError`.
 
     ``settings`` are :func:`relevancy.scoring.config.build_metric`'s (``llm``, ``embeddings``,
     ``base_url``, ``strictness``, ``concurrency`` = rows at once per worker...), or give
@@ -191,10 +202,17 @@ def score_dataset(
         _check_settings(settings)
     if cpus_per_worker is None:
         cpus_per_worker = 1.0 if factory is not None or _embedded(settings) else 0.25
+    cpus = float(ray.cluster_resources().get("CPU", 1.0))
     if workers is None:
-        workers = default_workers(float(ray.cluster_resources().get("CPU", 1.0)), cpus_per_worker)
+        workers = default_workers(cpus, cpus_per_worker)
     if workers < 1 or batch_size < 1:
         raise InputError(f"workers and batch_size must be at least 1 ({workers}, {batch_size})")
+    workers, note = fit_workers(workers, cpus, cpus_per_worker)
+    if note is not None:
+        if on_note is None:
+            warnings.warn(note, RuntimeWarning, stacklevel=2)
+        else:
+            on_note(note)
     env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
     remote: dict[str, Any] = {"num_cpus": cpus_per_worker}
     if gpus_per_worker:
@@ -217,6 +235,30 @@ def default_workers(cpus: float, cpus_per_worker: float) -> int:
     at least one, at most 64."""
     fits = int((cpus - 1) / cpus_per_worker) if cpus > 1 else 0
     return max(1, min(64, int(cpus), fits))
+
+
+def fit_workers(workers: int, cpus: float, cpus_per_worker: float) -> tuple[int, str | None]:
+    """``workers`` cut to what fits beside the reads, and a note when it was cut.
+
+    Each worker holds ``cpus_per_worker`` CPUs for the whole run and the reads need
+    :data:`READ_CPUS` more: with every CPU held by a worker the reads wait forever and the run
+    scores nothing. Raises :class:`InputError` (one line) when not even one worker fits.
+    """
+    most = int((cpus - READ_CPUS) / cpus_per_worker + 1e-9) if cpus > READ_CPUS else 0
+    if most < 1:
+        raise InputError(
+            f"the Ray cluster has {cpus:g} CPU{'s' if cpus != 1 else ''}: a worker needs "
+            f"{cpus_per_worker:g} and reading the input {READ_CPUS:g} more, so no worker fits; "
+            f"use a cluster with {READ_CPUS + cpus_per_worker:g} CPUs or more, or --engine local"
+        )
+    if workers <= most:
+        return workers, None
+    return most, (
+        f"--workers {workers} is more than fits: the cluster has {cpus:g} CPUs, each worker "
+        f"takes {cpus_per_worker:g} and reading the input {READ_CPUS:g}, so {most} worker"
+        f"{'s' if most != 1 else ''} run (the most that fits; with more, the reads would wait "
+        "forever)"
+    )
 
 
 def _check_settings(settings: Mapping[str, Any]) -> None:
@@ -351,12 +393,18 @@ def score_path(
     part_rows: int = 2000,
     progress: Callable[[int], None] | None = None,
     quiet: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> FileRun:
     """Score ``source`` (a file, or a folder of files of one kind) on Ray, write ``out``.
 
     A file gives one results file (``out`` ends in .csv, .json, .jsonl or .parquet), its rows
     in input order; a folder gives a folder ``out`` of Parquet parts of ``part_rows`` rows.
-    ``progress(n)`` is called as each batch of ``n`` rows arrives.
+    ``progress(n)`` is called as each batch of ``n`` rows arrives; ``on_note`` gets what the
+    caller should be told (``--workers`` cut to what fits).
+
+    Ctrl-C (``KeyboardInterrupt``) stops the run at once: the rows written so far are kept
+    (a file's in ``NAME.partial.EXT``, a folder's finished parts and the part being written),
+    the job is cancelled and Ray shut down, and :class:`Interrupted` says where they are.
     """
     out = Path(out)
     files, is_dir = _input_files(source)
@@ -378,24 +426,42 @@ def score_path(
         context.enable_progress_bars = False  # the caller draws its own (``progress``)
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         ds, _ = read_dataset(source)
-        scored = score_dataset(ds, workers=workers, **settings)
+        scored = score_dataset(ds, workers=workers, on_note=on_note, **settings)
         batches = scored.iter_batches(batch_size=None, batch_format="pandas")
         tally, usage, languages = Tally(), Usage(), Languages()
         collectors = [tally, usage, languages]
         if is_dir:
             _write_parts(_tracked(batches, collectors, progress), out, part_rows)
         else:
-            with TableWriter(out) as writer:
+            writer = TableWriter(out)
+            try:
                 for frame in _tracked(batches, collectors, progress):
                     writer.write(frame)
+            except KeyboardInterrupt:
+                kept = writer.close_partial()
+                raise Interrupted(len(tally.values), kept) from None
+            except BaseException:
+                writer.close(ok=False)
+                raise
+            writer.close()
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:  # a folder's parts: the finished ones and the last are kept
+        raise Interrupted(len(tally.values), out) from None
     finally:
         if owner:
             import ray  # lazy: the optional extra
 
             ray.shutdown()
-    return summary(
-        out, time.perf_counter() - started, tally, usage=usage, languages=languages
-    )
+    return summary(out, time.perf_counter() - started, tally, usage=usage, languages=languages)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ray run stopped by Ctrl-C: ``rows`` scored rows were written to ``kept``."""
+
+    def __init__(self, rows: int, kept: Path) -> None:
+        super().__init__(f"{rows:,} scored rows kept in {kept}")
+        self.rows, self.kept = rows, kept
 
 
 def _tracked(
@@ -432,6 +498,10 @@ def _write_parts(frames: Iterator[pd.DataFrame], out: Path, part_rows: int) -> N
                 if writer.rows >= part_rows:
                     writer.close()
                     writer, part = None, part + 1
+    except KeyboardInterrupt:  # the rows of the part being written are kept too
+        if writer is not None:
+            writer.close()
+        raise
     except BaseException:
         if writer is not None:
             writer.close(ok=False)

@@ -72,10 +72,21 @@ class TokenRates:
     embedding_per_char: float  #: per character of question + answer
     basis: str
 
-    def tokens(self, rows: int, question_chars: int, answer_chars: int) -> dict[str, float]:
-        """Expected generation prompt/completion and embedding tokens of ``rows`` rows."""
+    def tokens(
+        self,
+        rows: int,
+        question_chars: int,
+        answer_chars: int,
+        generator_chars: int | None = None,
+    ) -> dict[str, float]:
+        """Expected generation prompt/completion and embedding tokens of ``rows`` rows.
+
+        ``generator_chars``: the answers' characters the generator is sent (each cut at its
+        ``max_response_chars``); ``answer_chars`` (all of them) when not given.
+        """
+        sent = answer_chars if generator_chars is None else generator_chars
         return {
-            "prompt_tokens": rows * self.prompt_base + self.prompt_per_char * answer_chars,
+            "prompt_tokens": rows * self.prompt_base + self.prompt_per_char * sent,
             "completion_tokens": rows * self.completion_per_row,
             "embedding_tokens": rows * self.embedding_base
             + self.embedding_per_char * (question_chars + answer_chars),
@@ -93,6 +104,8 @@ class InputStats:
     cached: int = 0  #: of which the generations are in the cache already
     question_chars: int = 0  #: characters of the rows to score (not cached)
     answer_chars: int = 0
+    #: characters of those answers the question generator is sent (each cut at its cap)
+    generator_chars: int = 0
     #: up to SAMPLE_KEEP (user_input, response) pairs to score, drawn evenly (reservoir)
     sample: list[tuple[str, str]] = field(default_factory=list)
     _seen: int = 0
@@ -103,6 +116,7 @@ class InputStats:
         pairs = [(u, r) for u, r in zip(user_inputs, responses) if str(u).strip() and
                  str(r).strip()]  # fmt: skip
         hit = cached_mask(metric, [r for _, r in pairs])
+        cap = getattr(metric.llm, "max_response_chars", None)
         self.rows += len(pairs)
         self.cached += sum(hit)
         for (u, r), done in zip(pairs, hit):
@@ -110,6 +124,7 @@ class InputStats:
                 continue
             self.question_chars += len(u)
             self.answer_chars += len(r)
+            self.generator_chars += min(len(r), cap) if cap else len(r)
             self._seen += 1
             if len(self.sample) < SAMPLE_KEEP:
                 self.sample.append((u, r))
@@ -387,7 +402,10 @@ def estimate(metric: Any, rows: int | InputStats, *, cached: int = 0) -> Estimat
     if stats is not None:
         rates = measured_rates(metric) or rough_rates(metric)
         todo = stats.rows - stats.cached
-        tokens = rates.tokens(todo, stats.question_chars, stats.answer_chars)
+        tokens = rates.tokens(
+            todo, stats.question_chars, stats.answer_chars,
+            stats.generator_chars or stats.answer_chars,  # stats made by hand may lack it
+        )  # fmt: skip
         token_basis = rates.basis
     return Estimate(
         rows, cached, (rows - cached) * per_row, per_row, basis, tokens, token_basis,

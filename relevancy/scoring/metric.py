@@ -50,7 +50,7 @@ from relevancy.core.sync import run_sync
 from relevancy.core.text import split_clauses, split_question_parts, split_sentences
 from relevancy.core.triage import triage
 from relevancy.errors import InputError, RelevancyError
-from relevancy.io import COLUMN_ALIASES, check_text, normalize_columns
+from relevancy.io import COLUMN_ALIASES, check_text, cut_note, normalize_columns
 
 __all__ = ["AnswerRelevancy", "ProgressCallback", "PROMPT_LANGUAGES"]
 
@@ -230,10 +230,7 @@ class AnswerRelevancy:
         )
         limit = self.llm.max_response_chars
         if limit and len(response) > limit:
-            result.notes.append(
-                f"response truncated to its first {limit:,} of {len(response):,} characters "
-                "for the question generator"
-            )
+            result.notes.append(cut_note(len(response), limit))
         asked = None
         if self.prompt_language == "question":
             asked = (await asyncio.to_thread(detect, user_input))[0]

@@ -99,7 +99,11 @@ class EndpointsMixin:
         if tool is not None:
             return self._tool_call(model, tool, text, messages, entry)
         flag = is_noncommittal(text)
-        contents = [render_content(make_question(text, i), flag, shape) for i in range(served)]
+        seed = body.get("seed")
+        first = max(0, seed) if self.seeded and isinstance(seed, int) else 0
+        contents = [
+            render_content(make_question(text, first + i), flag, shape) for i in range(served)
+        ]
         if fault == "empty_content":
             contents = ["" for _ in contents]
 

@@ -172,7 +172,8 @@ class OpenAICompatServer(EndpointsMixin):
     429), ``slow_seconds`` (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and
     the response ids), ``latency`` (fixed delay before every response), ``token_latency``,
     ``slots``, ``tokenizer`` and ``usage_log`` (the cost model: see the module docstring),
-    ``log_requests`` (print an access log line per request to stderr).
+    ``log_requests`` (print an access log line per request to stderr), ``seeded`` (choice ``i``
+    under ``seed`` s is question ``s + i``, as seed ``s + i`` alone gives; else question ``i``).
     """
 
     def __init__(
@@ -197,6 +198,7 @@ class OpenAICompatServer(EndpointsMixin):
         tokenizer: str = "words",
         usage_log: str | None = None,
         log_requests: bool = False,
+        seeded: bool = False,
     ) -> None:
         if embedding_dim < 1:
             raise ValueError("embedding_dim must be at least 1")
@@ -233,6 +235,7 @@ class OpenAICompatServer(EndpointsMixin):
         self._count = _TOKENIZERS[tokenizer]
         self.usage_log = usage_log
         self.log_requests = log_requests
+        self.seeded = seeded
         self._in_flight = self._max_in_flight = 0  # requests being served (slots taken)
 
         self._lock = threading.Lock()

@@ -2,13 +2,15 @@
 
 Every builder takes plain data (a DataFrame, a result, arrays) and returns a
 ``plotly.graph_objects.Figure``. Scores use one red -> yellow -> green scale everywhere; user
-text shown in hovers is HTML-escaped (plotly renders a subset of HTML in hover labels).
+text shown in hovers, legends, tick labels and titles is HTML-escaped (plotly renders a subset
+of HTML there, links included), and :func:`layout` makes any ``<a>`` tag left in a figure inert.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from typing import Any
 
@@ -27,6 +29,8 @@ __all__ = [
     "score_ecdf",
     "question_bars",
     "hover_text",
+    "label",
+    "defang",
 ]
 
 #: red (irrelevant) -> amber -> green (relevant), for scores in [0, 1]
@@ -79,7 +83,64 @@ def hover_text(text: Any, width: int = 70, limit: int = 400) -> str:
     return "<br>".join(html.escape(line) for line in textwrap.wrap(s, width) or [""])
 
 
+def label(text: Any) -> str:
+    """User text (a variant, a run or column name) escaped for a plotly legend, tick, axis
+    title or ``<extra>`` part of a hover: shown as typed, never read as markup."""
+    return html.escape("" if text is None else str(text))
+
+
+# an opening or closing <a> tag as plotly's text renderer would read it
+_LINK_TAG = re.compile(r"<(?=\s*/?\s*a(?:[\s>/]|$))", re.IGNORECASE)
+
+
+def _inert(value: Any) -> Any:
+    """``value`` with every ``<`` that opens an ``<a>`` tag written as ``&lt;`` (plotly shows
+    it as ``<``), looking into dicts, lists, tuples and object arrays."""
+    if isinstance(value, str):
+        return _LINK_TAG.sub("&lt;", value) if "<" in value else value
+    if isinstance(value, dict):
+        return {k: _inert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_inert(v) for v in value)
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return np.array([_inert(v) for v in value.ravel()], dtype=object).reshape(value.shape)
+    return value
+
+
+def defang(fig: go.Figure) -> go.Figure:
+    """Make every ``<a>`` tag in a figure's text inert (traces and layout), so no text from
+    data becomes a live link in a legend, hover, tick or title. Returns ``fig``."""
+    for trace in fig.data:
+        for key, value in trace.to_plotly_json().items():
+            if key == "type" or isinstance(value, (int, float, bool)) or value is None:
+                continue
+            if isinstance(value, np.ndarray) and value.dtype != object:
+                continue
+            clean = _inert(value)
+            if not _same(clean, value):
+                trace[key] = clean
+    for key, value in fig.layout.to_plotly_json().items():
+        if key == "template":
+            continue
+        clean = _inert(value)
+        if not _same(clean, value):
+            fig.layout[key] = clean
+    return fig
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        both = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+        return both and a.shape == b.shape and bool(np.all(a == b))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
 def layout(fig: go.Figure, *, title: str | None = None, height: int = 380) -> go.Figure:
+    """The dashboard's look for a figure (font, margins, legend, ``title``); every ``<a>``
+    tag in its text is made inert (:func:`defang`)."""
     fig.update_layout(
         template="plotly_white",
         font=_FONT,
@@ -89,13 +150,14 @@ def layout(fig: go.Figure, *, title: str | None = None, height: int = 380) -> go
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
         hoverlabel=dict(font_size=12, align="left"),
     )
-    return fig
+    return defang(fig)
 
 
 def _groups(frame: pd.DataFrame, by: str | None) -> list[tuple[str, pd.DataFrame]]:
     if by and by in frame.columns:
         keys = frame[by].astype(str).fillna("(none)")
-        return [(str(k), frame[keys == k]) for k in sorted(keys.unique())]
+        # names escaped once here: plotly reads legend and tick text as markup
+        return [(label(k), frame[keys == k]) for k in sorted(keys.unique())]
     return [("all rows", frame)]
 
 
@@ -141,7 +203,7 @@ def score_histogram(
                 xbins=dict(start=start, end=1.0, size=1.0 / bins),
                 marker=dict(color=PALETTE[i % len(PALETTE)], line=dict(color="white", width=1)),
                 opacity=0.75 if len(groups) > 1 else 0.9,
-                hovertemplate="score %{x}<br>%{y} rows<extra>" + html.escape(name) + "</extra>",
+                hovertemplate="score %{x}<br>%{y} rows<extra>" + name + "</extra>",
             )
         )
     fig.update_layout(barmode="overlay", bargap=0.02, showlegend=len(groups) > 1)
@@ -181,9 +243,7 @@ def score_box(
         dots = len(part) <= DOTS_UP_TO
         questions = part["user_input"] if "user_input" in part.columns else [""] * len(part)
         text = [hover_text(u, 60, 160) for u, ok in zip(questions, finite) if ok] if dots else None
-        hover = (
-            "%{y:.3f}<br>%{text}" if dots else "%{y:.3f}"
-        ) + f"<extra>{html.escape(name)}</extra>"
+        hover = ("%{y:.3f}<br>%{text}" if dots else "%{y:.3f}") + f"<extra>{name}</extra>"
         if kind == "violin":
             fig.add_trace(
                 go.Violin(
@@ -255,9 +315,7 @@ def score_ecdf(
                 mode="lines",
                 name=name,
                 line=dict(shape="hv", width=2.5, color=PALETTE[i % len(PALETTE)]),
-                hovertemplate="%{y:.0%} of rows score ≤ %{x:.3f}<extra>"
-                + html.escape(name)
-                + "</extra>",
+                hovertemplate="%{y:.0%} of rows score ≤ %{x:.3f}<extra>" + name + "</extra>",
             )
         )
     _threshold_vline(fig, threshold)
@@ -339,5 +397,3 @@ def question_bars(
     fig = layout(fig, height=height or 95 + 62 * max(1, n))
     fig.update_layout(margin=dict(l=10, r=16, t=28, b=10))
     return fig
-
-

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from relevancy.dashboard.views.charts import hover_text, layout
+from relevancy.dashboard.views.charts import label as plain
 
 __all__ = [
     "ab_scatter",
@@ -51,14 +50,14 @@ def ab_scatter(
                 line=dict(color="#94a3b8", width=1, dash="dot"),
             )
         )
+    label_a, label_b = plain(label_a), plain(label_b)  # drawn as markup by plotly
     names = {"win": f"{label_b} better", "tie": "tie", "loss": f"{label_a} better", "n/a": "NaN"}
     for key in ("win", "tie", "loss"):
         part = paired[paired["outcome"] == key]
         if part.empty:
             continue
         text = [
-            f"{hover_text(u, 60, 200)}<br>{html.escape(label_a)}: {a:.3f} · "
-            f"{html.escape(label_b)}: {b:.3f} · diff {d:+.3f}"
+            f"{hover_text(u, 60, 200)}<br>{label_a}: {a:.3f} · {label_b}: {b:.3f} · diff {d:+.3f}"
             for u, a, b, d in zip(
                 part["user_input"], part["score_a"], part["score_b"], part["diff"]
             )
@@ -103,6 +102,6 @@ def diff_histogram(
     fig.add_vrect(x0=-tie_margin, x1=tie_margin, fillcolor="#94a3b8", opacity=0.15, line_width=0)
     fig.add_vline(x=0, line=dict(color="#111827", width=1))
     fig.update_layout(barmode="stack", bargap=0.05)
-    fig.update_xaxes(title_text=f"difference ({label})")
+    fig.update_xaxes(title_text=f"difference ({plain(label)})")
     fig.update_yaxes(title_text="pairs")
     return layout(fig, title=title, height=300)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from relevancy.dashboard.views.format import esc
@@ -42,7 +43,7 @@ __all__ = [
 RUN, ROW = "run", "row"
 #: the page (its URL path) that opens a linked row in its drill-down
 ROW_PAGE = "Dataset"
-_NUMBER = re.compile(r"\s*\+?\d{1,18}\s*")
+_NUMBER = re.compile(r"[ \t]*\+?[0-9]{1,18}[ \t]*")  # ASCII digits only: "٣" is no run
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,16 @@ def _shown(value: str, width: int = 40) -> str:
     return f"“{esc(value)}”"
 
 
-def _last(value: str | Sequence[str]) -> str:
-    """The last of a repeated parameter (as ``st.query_params`` reads it)."""
+def _last(value: Any) -> str:
+    """The last of a repeated parameter (as ``st.query_params`` reads it), as text whatever
+    it is (a number, ``None``, bytes...)."""
     if isinstance(value, str):
         return value
-    return str(value[-1]) if len(value) else ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return _last(value[-1]) if value else ""
+    return "" if value is None else str(value)
 
 
 def parse_link(params: Mapping[str, str | Sequence[str]]) -> Link:
@@ -83,6 +89,13 @@ def parse_link(params: Mapping[str, str | Sequence[str]]) -> Link:
     calls out of range). A run that is not a whole number from 1 up, or a row that is not a
     whole number, is kept apart as given (``bad_run``, ``bad_row``). Never raises.
     """
+    try:
+        return _parse(params)
+    except Exception:  # not a mapping, or one whose keys cannot be looked up: no link
+        return Link()
+
+
+def _parse(params: Mapping[str, Any]) -> Link:
     run = row = bad_run = bad_row = None
     if RUN in params:
         text = _last(params[RUN])

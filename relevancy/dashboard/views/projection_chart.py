@@ -11,7 +11,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from relevancy.dashboard.views.charts import PALETTE, SCORE_SCALE, WEBGL_ABOVE, hover_text, layout
+from relevancy.dashboard.views.charts import (
+    PALETTE,
+    SCORE_SCALE,
+    WEBGL_ABOVE,
+    hover_text,
+    label,
+    layout,
+)
 
 __all__ = [
     "projection_scatter",
@@ -130,7 +137,7 @@ def projection_scatter(
                     if column == "noncommittal"
                     else PALETTE[j % len(PALETTE)]
                 )
-                name = f"noncommittal: {value}" if column == "noncommittal" else value
+                name = f"noncommittal: {value}" if column == "noncommittal" else label(value)
                 fig.add_trace(
                     scatter(
                         **xyz(idx),

@@ -115,6 +115,12 @@ def choose_source() -> tuple[pd.DataFrame | None, str]:
         st.caption(esc(report.describe()))
     else:
         st.info(esc(report.describe()), icon="🔎")
+    if report.n_bad_lines:  # lines of the file that could not be read: skipped, said here
+        st.warning(
+            "  \n".join(esc(line) for line in report.describe_bad_lines()[:5])
+            + ("  \n…" if len(report.describe_bad_lines()) > 5 else ""),
+            icon="⚠️",
+        )
     return frame, upload.name
 
 

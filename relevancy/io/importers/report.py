@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: skipped lines listed by line number (the rest are counted)
+KEEP_BAD_LINES = 20
+
 
 # --- the report --------------------------------------------------------------------------------
 @dataclass
@@ -17,6 +20,23 @@ class ImportReport:
     found: int = 0  #: rows kept (question/answer pairs for an import)
     skipped: dict[tuple[str, str], int] = field(default_factory=dict)  #: (noun, why) -> count
     note: str = ""  #: how records were chosen ("root runs only")
+    #: lines of a JSONL or CSV file that could not be read and were skipped: (line, why), the
+    #: first :data:`KEEP_BAD_LINES`; ``n_bad_lines`` counts them all
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    n_bad_lines: int = 0
+
+    def bad_line(self, line: int, why: str) -> None:
+        """Note a line of the file that could not be read (it is skipped)."""
+        self.n_bad_lines += 1
+        if len(self.bad_lines) < KEEP_BAD_LINES:
+            self.bad_lines.append((line, why))
+
+    def describe_bad_lines(self) -> list[str]:
+        """One line per skipped line kept, then one for the rest: for the CLI's notes."""
+        lines = [f"line {n} skipped: {why}" for n, why in self.bad_lines]
+        if self.n_bad_lines > len(self.bad_lines):
+            lines.append(f"... and {self.n_bad_lines - len(self.bad_lines):,} more lines skipped")
+        return lines
 
     def skip(self, noun: str, why: str, n: int = 1) -> None:
         self.skipped[(noun, why)] = self.skipped.get((noun, why), 0) + n
