@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import app, metrics, ok, visit
+from helpers import app, metrics, visit
 
 pytestmark = pytest.mark.slow
 
@@ -20,3 +20,13 @@ def test_distributions_labels_both_medians():
     assert "Chance level" in text  # the demo has its chance level
     assert "median Ragas value of its " in text and "answered rows" in text
     assert card  # both are there, each saying what it counts
+
+
+def test_home_and_the_sidebar_give_the_same_judge_check():
+    at = app()  # the embedded default, no check run on this machine yet
+    home = next(c.value for c in at.main.caption if "judge check" in c.value)
+    side = next(c.value for c in at.sidebar.caption if "udge check" in c.value)
+    figure = "judge check 0.68 on 40 pairs, measured for the embedded default"
+    assert figure in home and figure.capitalize() in side
+    assert "not yet run on this machine" in home and "not yet run on this machine" in side
+    assert "not run for these models yet" not in side
