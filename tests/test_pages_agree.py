@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import app, metrics, visit
+from relevancy.runs import RunStore
+from relevancy.scoring.estimate import estimate, record_speed
+
+from helpers import app, choose_toy_backend, metrics, toy_metric, visit, write_rows
 
 pytestmark = pytest.mark.slow
 
@@ -30,3 +33,39 @@ def test_home_and_the_sidebar_give_the_same_judge_check():
     assert figure in home and figure.capitalize() in side
     assert "not yet run on this machine" in home and "not yet run on this machine" in side
     assert "not run for these models yet" not in side
+
+
+def _estimate(at) -> str:
+    return next(c.value for c in at.caption if "**Estimate:**" in c.value)
+
+
+def test_the_estimate_learns_from_the_last_run_and_counts_cached_rows(tmp_path, toy_server):
+    src = write_rows(
+        tmp_path / "twelve.csv",
+        [
+            {"question": f"What is fact number {i}?", "answer": f"Fact {i} is a fact."}
+            for i in range(12)
+        ],  # fmt: skip
+    )
+    at = visit(choose_toy_backend(app(), toy_server), "1_Dataset.py")
+    at.file_uploader(key="ds_upload").upload("twelve.csv", src.read_bytes(), "text/csv").run()
+    before = _estimate(at)
+    assert "time unknown" in before and "rough" in before and "in the cache" not in before
+    at.button(key="ds_score").click().run()
+    assert any("Scored 12 rows" in s.value for s in at.success)
+    # the same file again, as a user uploads it a second time
+    again = visit(choose_toy_backend(app(), toy_server), "1_Dataset.py")
+    again.file_uploader(key="ds_upload").upload("twelve.csv", src.read_bytes(), "text/csv").run()
+    after = _estimate(again)
+    assert "12 rows are in the cache already" in after
+    assert "measured on 12 rows" in after and "rough" not in after
+
+
+def test_a_run_store_remembers_the_speed_for_another_cache(tmp_path, toy_server):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    first = toy_metric(toy_server, cache=tmp_path / "one")
+    record_speed(first, rows=10, seconds=30.0, store=store)
+    other = toy_metric(toy_server, cache=tmp_path / "two")  # a fresh cache, the same machine
+    assert "time unknown" in estimate(other, 4).describe()
+    plan = estimate(other, 4, store=store)
+    assert plan.seconds_per_row == 3.0 and "measured on 10 rows" in plan.describe()

@@ -14,8 +14,8 @@ from typing import Any
 import streamlit as st
 
 from relevancy.runs import RunStore
-from relevancy.scoring.collectors import StoreSink, Tally
-from relevancy.scoring.estimate import duration, record_speed
+from relevancy.scoring.collectors import StoreSink, Tally, TokenPoints
+from relevancy.scoring.estimate import duration, record_speed, record_usage
 from relevancy.scoring.pipeline import score_chunks
 
 __all__ = ["JOB_KEY", "Outcome", "score_run", "interrupted_job"]
@@ -51,25 +51,30 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
             icon="⏹️",
             help="Stop after the rows in flight; everything scored so far is kept.",
         )
-    tally, sink = Tally(), StoreSink(store, run_id, results=False)
+    tally, sink, points = Tally(), StoreSink(store, run_id, results=False), TokenPoints()
     chunks = (
         (rows, store.inputs(run_id, rows)[["user_input", "response"]])
         for rows in (pending[i : i + chunk] for i in range(0, len(pending), chunk))
     )
     started = time.perf_counter()
     done = 0
-    for scored in score_chunks(metric, chunks, [tally, sink], on_result=sink.on_result):
-        done += len(scored.rows)
-        elapsed = time.perf_counter() - started
-        left = elapsed / done * (len(pending) - done)
-        bar.progress(
-            (already + done) / total,
-            text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
-            f"about {duration(left)} left",
-        )
+    try:
+        for scored in score_chunks(metric, chunks, [tally, sink, points], on_result=sink.on_result):
+            done += len(scored.rows)
+            elapsed = time.perf_counter() - started
+            left = elapsed / done * (len(pending) - done)
+            bar.progress(
+                (already + done) / total,
+                text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
+                f"about {duration(left)} left",
+            )
+    finally:  # a Cancel too: the rows scored so far are in the cache, estimates made are stale
+        store.set_meta("last_scored", time.strftime("%Y-%m-%dT%H:%M:%S"))
     st.session_state.pop(JOB_KEY, None)
     elapsed = time.perf_counter() - started
-    record_speed(metric, rows=done - tally.cached, seconds=elapsed)  # cached rows cost ~0
+    # cached rows cost ~0; the next estimate (here or in the CLI) learns from this run
+    record_speed(metric, rows=done - tally.cached, seconds=elapsed, store=store)
+    record_usage(metric, points.points)
     bar.progress(1.0, text=f"Done: {total} rows in {duration(elapsed)}")
     errors = sum(tally.errors.values())
     return Outcome(scored=done, total=total, seconds=elapsed, errors=errors)
