@@ -69,3 +69,26 @@ def test_a_run_store_remembers_the_speed_for_another_cache(tmp_path, toy_server)
     assert "time unknown" in estimate(other, 4).describe()
     plan = estimate(other, 4, store=store)
     assert plan.seconds_per_row == 3.0 and "measured on 10 rows" in plan.describe()
+
+
+def test_progress_moves_from_the_first_row_on(tmp_path, toy_server, monkeypatch):
+    from streamlit.delta_generator import DeltaGenerator
+
+    texts: list[str] = []
+    original = DeltaGenerator.progress
+
+    def progress(self, value, text=None):
+        texts.append(str(text))
+        return original(self, value, text=text)
+
+    monkeypatch.setattr(DeltaGenerator, "progress", progress)
+    src = write_rows(
+        tmp_path / "six.csv",
+        [{"question": f"What is fact {i}?", "answer": f"Fact {i} is true."} for i in range(6)],
+    )
+    at = visit(choose_toy_backend(app(), toy_server), "1_Dataset.py")
+    at.file_uploader(key="ds_upload").upload("six.csv", src.read_bytes(), "text/csv").run()
+    at.button(key="ds_score").click().run()
+    assert any("Scored 6 rows" in s.value for s in at.success)
+    counted = [int(t.split()[1]) for t in texts if t.startswith("Scored ")]
+    assert counted[0] == 1 and set(counted) == {1, 2, 3, 4, 5, 6}  # each row, not by chunks

@@ -35,7 +35,8 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
     """Score the run's rows that have no result yet; draws progress in the current container.
 
     The rows go through the one scoring loop (:func:`relevancy.scoring.pipeline.score_chunks`)
-    a few at a time; each result is saved the moment it finishes."""
+    a few at a time; each result is saved and counted on the progress bar the moment it
+    finishes."""
     pending = store.pending_rows(run_id)
     info = store.get_run(run_id)
     total, already = info.n_rows, info.n_scored
@@ -43,7 +44,10 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
     st.session_state[JOB_KEY] = {"run_id": run_id, "started_with": already}
     top = st.columns([5, 1], vertical_alignment="center")
     with top[0]:
-        bar = st.progress(already / max(total, 1), text=f"Starting: {len(pending)} rows to score")
+        bar = st.progress(
+            already / max(total, 1),
+            text=f"Starting: {len(pending)} rows to score; the bar moves as each row finishes",
+        )
     with top[1]:
         st.button(
             "Cancel",
@@ -57,17 +61,38 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
         for rows in (pending[i : i + chunk] for i in range(0, len(pending), chunk))
     )
     started = time.perf_counter()
-    done = 0
+    done = finished = 0
+    stops: list[BaseException] = []
+
+    def show(n: int) -> None:
+        elapsed = time.perf_counter() - started
+        left = elapsed / max(n, 1) * (len(pending) - n)
+        bar.progress(
+            (already + n) / max(total, 1),
+            text=f"Scored {already + n} of {total} rows · {duration(elapsed)} elapsed · "
+            f"about {duration(left)} left",
+        )
+
+    def on_result(row: int, result: Any) -> None:
+        """Each row as it finishes: saved, then counted on the bar (not a chunk at a time)."""
+        nonlocal finished
+        sink.on_result(row, result)
+        finished += 1
+        if stops:
+            return
+        try:
+            show(finished)
+        except Exception:
+            raise
+        except BaseException as stop:  # Cancel: acted on after the rows in flight
+            stops.append(stop)
+
     try:
-        for scored in score_chunks(metric, chunks, [tally, sink, points], on_result=sink.on_result):
+        for scored in score_chunks(metric, chunks, [tally, sink, points], on_result=on_result):
             done += len(scored.rows)
-            elapsed = time.perf_counter() - started
-            left = elapsed / done * (len(pending) - done)
-            bar.progress(
-                (already + done) / total,
-                text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
-                f"about {duration(left)} left",
-            )
+            if stops:
+                raise stops[0]
+            show(done)
     finally:  # a Cancel too: the rows scored so far are in the cache, estimates made are stale
         store.set_meta("last_scored", time.strftime("%Y-%m-%dT%H:%M:%S"))
     st.session_state.pop(JOB_KEY, None)
