@@ -15,7 +15,7 @@ from relevancy.dashboard.widgets.drilldown import render_row
 from relevancy.dashboard.widgets.labels import chance_for
 from relevancy.dashboard.widgets.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.widgets.page import setup_page
-from relevancy.dashboard.widgets.permalink import linked_row, row_link, sync_link
+from relevancy.dashboard.widgets.permalink import DRILL_ANCHOR, linked_row, row_link, sync_link
 from relevancy.dashboard.widgets.runner import interrupted_job, score_run
 from relevancy.dashboard.widgets.stability_panel import rescore_panel, row_band
 from relevancy.dashboard.widgets.state import (
@@ -156,7 +156,7 @@ with_ragas = info.mode != "ragas"
 results_summary(info, threshold=threshold, with_ragas=with_ragas)
 page = results_grid(info, threshold=threshold, with_ragas=with_ragas)
 
-st.subheader("Drill down", anchor=False)
+st.subheader("Drill down", anchor=DRILL_ANCHOR)
 INSPECT_KEY = f"ds_inspect_{info.id}"
 linked = linked_row(info.id, INSPECT_KEY)  # a row opened by a link: offered even off this page
 options = page["row"].tolist()

@@ -92,3 +92,17 @@ def test_progress_moves_from_the_first_row_on(tmp_path, toy_server, monkeypatch)
     assert any("Scored 6 rows" in s.value for s in at.success)
     counted = [int(t.split()[1]) for t in texts if t.startswith("Scored ")]
     assert counted[0] == 1 and set(counted) == {1, 2, 3, 4, 5, 6}  # each row, not by chunks
+
+
+def _scrolls(at) -> list[str]:
+    return [h.proto.body for h in at.get("html") if "scrollIntoView" in h.proto.body]
+
+
+def test_a_row_link_scrolls_to_the_drill_down():
+    at = app("1_Dataset.py", query={"run": "1", "row": "30"})
+    (script,) = _scrolls(at)
+    assert 'getElementById("drill-down")' in script
+    heading = next(h for h in at.subheader if h.value == "Drill down")
+    assert heading.proto.anchor == "drill-down"
+    at.selectbox(key="ds_inspect_1").set_value(3).run()  # a row picked by hand: no jump
+    assert not _scrolls(at)
