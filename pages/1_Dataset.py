@@ -29,6 +29,8 @@ from relevancy.dashboard.widgets.tables import results_grid, results_summary
 from relevancy.dashboard.widgets.upload import (
     choose_mapping,
     choose_source,
+    remember_scored,
+    score_button,
     show_preview_and_issues,
     upload_origin,
 )
@@ -42,8 +44,7 @@ settings = setup_page(
 store = get_store()
 threshold = settings.threshold
 
-# A click while scoring (Cancel, or any widget) interrupts the script run; the browser then
-# re-sends the Score/Resume click with it. Never start scoring in the run that follows a stop.
+# A click while scoring (Cancel...) re-sends the Score click: never start in the run after a stop.
 stopped = interrupted_job()
 may_start = stopped is None and not st.session_state.get("ds_cancel")
 if stopped:
@@ -78,8 +79,7 @@ def _new_run() -> None:
         "Run name", value=f"{source_name or 'upload'} · {stamp}", key="ds_run_name"
     )
     go = c2.button(
-        f"Score {len(frame)} rows",
-        type="primary",
+        **score_button(frame, source_name),
         disabled=any(i.level == "error" for i in issues),
         key="ds_score",
         icon="▶️",
@@ -98,7 +98,7 @@ def _new_run() -> None:
         record = {**settings.record(), "llm_name": metric.llm.name, "origin": upload_origin(),
                   "embeddings_name": metric.embeddings.name, "mode_used": metric.mode}  # fmt: skip
         run_id = store.create_run(name, record, apply_mapping(frame, mapping), source=source_name)
-        set_active_run(run_id)
+        remember_scored(frame, source_name, run_id)  # the active run; its button: "Score again"
         outcome = score_run(store, run_id, metric)
         msg = f"Scored {outcome.scored} rows in {outcome.seconds:.1f} s"
         if outcome.errors:

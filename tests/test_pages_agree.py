@@ -106,3 +106,18 @@ def test_a_row_link_scrolls_to_the_drill_down():
     assert heading.proto.anchor == "drill-down"
     at.selectbox(key="ds_inspect_1").set_value(3).run()  # a row picked by hand: no jump
     assert not _scrolls(at)
+
+
+def test_the_upload_score_button_says_score_again_once_scored(tmp_path, toy_server):
+    src = write_rows(
+        tmp_path / "three.csv",
+        [{"question": f"What is fact {i}?", "answer": f"Fact {i} is true."} for i in range(3)],
+    )
+    at = visit(choose_toy_backend(app(), toy_server), "1_Dataset.py")
+    at.file_uploader(key="ds_upload").upload("three.csv", src.read_bytes(), "text/csv").run()
+    assert at.button(key="ds_score").label == "Score 3 rows"
+    at.button(key="ds_score").click().run()
+    assert any("Scored 3 rows" in s.value for s in at.success)
+    again = at.button(key="ds_score")
+    assert again.label == "Score again" and again.proto.type == "secondary"
+    assert "scored as run #2" in again.help
