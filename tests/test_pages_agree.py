@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
 from relevancy.scoring.estimate import estimate, record_speed
 
@@ -121,3 +122,18 @@ def test_the_upload_score_button_says_score_again_once_scored(tmp_path, toy_serv
     again = at.button(key="ds_score")
     assert again.label == "Score again" and again.proto.type == "secondary"
     assert "scored as run #2" in again.help
+
+
+def test_agreement_warns_when_the_labels_are_too_few():
+    at = app()
+    store = RunStore(default_store_path())
+    demo = store.load_run(1)
+    few = store.create_run("four labels", {}, demo.inputs.iloc[[0, 1, 4, 5]].reset_index(drop=True))
+    store.append_results(few, enumerate([demo.results[i] for i in (0, 1, 4, 5)]))
+    at.session_state["active_run"] = few
+    visit(at, "6_Agreement.py")
+    (warning,) = [w.value for w in at.warning if "too few" in w.value]
+    assert "**4 labelled rows**" in warning and "Label more rows" in warning
+    at.session_state["active_run"] = 1  # the demo: 48 labels, from 24 questions
+    visit(at, "6_Agreement.py")
+    assert not any("too few" in w.value or "could be anywhere" in w.value for w in at.warning)
