@@ -137,3 +137,22 @@ def test_agreement_warns_when_the_labels_are_too_few():
     at.session_state["active_run"] = 1  # the demo: 48 labels, from 24 questions
     visit(at, "6_Agreement.py")
     assert not any("too few" in w.value or "could be anywhere" in w.value for w in at.warning)
+
+
+def test_a_first_umap_says_how_long_it_should_take_and_learns(monkeypatch):
+    import time
+
+    from relevancy.analysis import projection
+
+    def slow(matrix, method="pca", dims=2):  # the first UMAP's minutes, in seconds
+        time.sleep(2.5)
+        return projection.pca(matrix, dims)
+
+    monkeypatch.setattr(projection, "project", slow)
+    at = visit(app(), "3_Embeddings.py")
+    at.segmented_control(key="emb_method").set_value("umap").run()
+    (first,) = [c.value for c in at.caption if "UMAP projection of" in c.value]
+    assert "expected about 2 min" in first and "compiles its code" in first
+    at.segmented_control(key="emb_dims").set_value(3).run()  # another projection: measured now
+    (second,) = [c.value for c in at.caption if "UMAP projection of" in c.value]
+    assert "the last one here took 3 s" in second or "the last one here took 2 s" in second
