@@ -98,7 +98,7 @@ _NUMBER_ASKED = re.compile(
     re.IGNORECASE,
 )
 _NAME_ASKED = re.compile(r"^\s*(?:who|whom|whose|where|which\s+\w+s?\b)", re.IGNORECASE)
-_DIGITS = re.compile(r"\d[\d,.]*")
+_DIGITS = re.compile(r"\b\d[\d,.]*(?!\w)")  # "8,849", not the "19" of "19th"
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+", re.UNICODE)
 
 
