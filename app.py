@@ -14,7 +14,7 @@ from relevancy.dashboard.views.format import embedded_caveat, error_text, esc, f
 from relevancy.dashboard.widgets.drilldown import render_result
 from relevancy.dashboard.widgets.health import health_slot, show_health
 from relevancy.dashboard.widgets.judge_panel import render_judge_panel
-from relevancy.dashboard.widgets.models import embedder_for, get_metric
+from relevancy.dashboard.widgets.models import embedder_for, get_metric, judge_of
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.sidebar import PAGES
 from relevancy.dashboard.widgets.state import active_run, demo_run, load_run, run_columns
@@ -41,8 +41,9 @@ st.caption(
     f"per answer · noncommittal detector: {settings.noncommittal} · "
     f"**{settings.resolved_mode}** mode."
 )
-if settings.embedded:
-    st.caption(embedded_caveat())
+if settings.embedded:  # the sidebar's judge check line reads the same check
+    judge_metric, judge = judge_of(settings)
+    st.caption(embedded_caveat(judge, looked=judge_metric is not None))
 
 # --- overview of the active run -----------------------------------------------------------
 info = active_run()

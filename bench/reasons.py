@@ -11,8 +11,13 @@ what it should be:
   answer should be ``ok``, each worse one its kind (partial, padded, drifting -> off_topic,
   evasive -> noncommittal); scored here with the embedded default (cached).
 
-Gives a confusion table per set (label x reason) and the share of rows whose reason matches
-the label. Neither set was used to set the thresholds of the reasons.
+Gives a confusion table per set (label x reason), the share of rows whose reason matches the
+label, and how many rows are called ``ok`` below the threshold (0.5; none should be). A
+``drifting`` reason (below the threshold, no other cause) counts for the off-topic and drifting
+labels; "strict" counts only ``off_topic`` there, as before that reason existed. The first
+thresholds of the reasons were set without either set; ``PAD_GAP``, the evasive wording and
+the kind-of-answer check of ``partial`` (issue 24) were written after reading both, so their
+figures here are not held out.
 """
 
 from __future__ import annotations
@@ -34,18 +39,31 @@ EXPECTED = {
     "evasive": "noncommittal",
 }
 
+#: reasons that also match a label (besides ``EXPECTED``'s)
+ALSO = {"off-topic": ("drifting",), "drifting": ("drifting",)}
 
-def _confusion(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+THRESHOLD = 0.5
+
+
+def _matches(label: str, reason: str) -> bool:
+    return reason == EXPECTED.get(label) or reason in ALSO.get(label, ())
+
+
+def _confusion(pairs: list[tuple[str, str, float]]) -> dict[str, Any]:
     counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for label, reason in pairs:
+    for label, reason, _ in pairs:
         counts[label][reason] += 1
-    right = sum(EXPECTED.get(label) == reason for label, reason in pairs)
     return {
         "rows": len(pairs),
-        "matched": right,
+        "matched": sum(_matches(label, reason) for label, reason, _ in pairs),
+        "matched_strict": sum(EXPECTED.get(label) == reason for label, reason, _ in pairs),
+        "ok_below_threshold": sum(reason == "ok" and v < THRESHOLD for _, reason, v in pairs),
         "counts": {label: dict(c) for label, c in counts.items()},
         "per_label": {
-            label: {"rows": sum(c.values()), "matched": c.get(EXPECTED.get(label, ""), 0)}
+            label: {
+                "rows": sum(c.values()),
+                "matched": sum(n for reason, n in c.items() if _matches(label, reason)),
+            }
             for label, c in counts.items()
         },
     }
@@ -58,25 +76,32 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from relevancy.scoring.judge import load_check_set
 
     labels = demo_inputs()["answer_type"].tolist()
-    demo = [(label, r.reason or triage(r).reason) for label, r in zip(labels, demo_results())]
+    demo = [(label, triage(r).reason, r.value) for label, r in zip(labels, demo_results())]
     pairs = load_check_set()
     rows = [(p.user_input, text) for p in pairs for text in (p.better, p.worse)]
     results = AnswerRelevancy(cache=args.cache or True).score_many(rows)
     check = []
     for i, p in enumerate(pairs):
-        check.append(("complete", results[2 * i].reason))
-        check.append((p.kind, results[2 * i + 1].reason))
+        better, worse = results[2 * i], results[2 * i + 1]
+        check.append(("complete", better.reason, better.value))
+        check.append((p.kind, worse.reason, worse.value))
     return {"demo": _confusion(demo), "check_set": _confusion(check)}
 
 
 def _table(fig: dict[str, Any]) -> str:
     reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "language_mismatch",
-               "generator_suspect", "error"]  # fmt: skip
-    rows = [[f"{label} (→ {EXPECTED.get(label, '?')})", *(str(c.get(x, "")) for x in reasons),
+               "generator_suspect", "drifting", "error"]  # fmt: skip
+    rows = [[f"{label} (→ {' or '.join((EXPECTED.get(label, '?'), *ALSO.get(label, ())))})",
+             *(str(c.get(x, "")) for x in reasons),
              f"{fig['per_label'][label]['matched']}/{fig['per_label'][label]['rows']}"]
             for label, c in fig["counts"].items()]  # fmt: skip
-    share = f"{fig['matched']}/{fig['rows']} ({100 * fig['matched'] / max(1, fig['rows']):.0f}%)"
-    rows.append(["**all**", *[""] * len(reasons), share])
+
+    def share(n: int) -> str:
+        return f"{n}/{fig['rows']} ({100 * n / max(1, fig['rows']):.0f}%)"
+
+    rows.append(["**all**", *[""] * len(reasons), share(fig["matched"])])
+    rows.append(["strict (off_topic only)", *[""] * len(reasons), share(fig["matched_strict"])])
+    rows.append([f"`ok` below {THRESHOLD}", *[""] * len(reasons), str(fig["ok_below_threshold"])])
     return table(["hand label", *reasons, "matched"], rows)
 
 

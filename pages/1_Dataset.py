@@ -15,7 +15,7 @@ from relevancy.dashboard.widgets.drilldown import render_row
 from relevancy.dashboard.widgets.labels import chance_for
 from relevancy.dashboard.widgets.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.widgets.page import setup_page
-from relevancy.dashboard.widgets.permalink import linked_row, row_link, sync_link
+from relevancy.dashboard.widgets.permalink import DRILL_ANCHOR, linked_row, row_link, sync_link
 from relevancy.dashboard.widgets.runner import interrupted_job, score_run
 from relevancy.dashboard.widgets.stability_panel import rescore_panel, row_band
 from relevancy.dashboard.widgets.state import (
@@ -29,6 +29,8 @@ from relevancy.dashboard.widgets.tables import results_grid, results_summary
 from relevancy.dashboard.widgets.upload import (
     choose_mapping,
     choose_source,
+    remember_scored,
+    score_button,
     show_preview_and_issues,
     upload_origin,
 )
@@ -42,8 +44,7 @@ settings = setup_page(
 store = get_store()
 threshold = settings.threshold
 
-# A click while scoring (Cancel, or any widget) interrupts the script run; the browser then
-# re-sends the Score/Resume click with it. Never start scoring in the run that follows a stop.
+# A click while scoring (Cancel...) re-sends the Score click: never start in the run after a stop.
 stopped = interrupted_job()
 may_start = stopped is None and not st.session_state.get("ds_cancel")
 if stopped:
@@ -78,8 +79,7 @@ def _new_run() -> None:
         "Run name", value=f"{source_name or 'upload'} · {stamp}", key="ds_run_name"
     )
     go = c2.button(
-        f"Score {len(frame)} rows",
-        type="primary",
+        **score_button(frame, source_name),
         disabled=any(i.level == "error" for i in issues),
         key="ds_score",
         icon="▶️",
@@ -98,7 +98,7 @@ def _new_run() -> None:
         record = {**settings.record(), "llm_name": metric.llm.name, "origin": upload_origin(),
                   "embeddings_name": metric.embeddings.name, "mode_used": metric.mode}  # fmt: skip
         run_id = store.create_run(name, record, apply_mapping(frame, mapping), source=source_name)
-        set_active_run(run_id)
+        remember_scored(frame, source_name, run_id)  # the active run; its button: "Score again"
         outcome = score_run(store, run_id, metric)
         msg = f"Scored {outcome.scored} rows in {outcome.seconds:.1f} s"
         if outcome.errors:
@@ -156,7 +156,7 @@ with_ragas = info.mode != "ragas"
 results_summary(info, threshold=threshold, with_ragas=with_ragas)
 page = results_grid(info, threshold=threshold, with_ragas=with_ragas)
 
-st.subheader("Drill down", anchor=False)
+st.subheader("Drill down", anchor=DRILL_ANCHOR)
 INSPECT_KEY = f"ds_inspect_{info.id}"
 linked = linked_row(info.id, INSPECT_KEY)  # a row opened by a link: offered even off this page
 options = page["row"].tolist()

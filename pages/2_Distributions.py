@@ -100,7 +100,13 @@ if value == "ragas_value":
 overall = stats.iloc[0]
 m = st.columns(4)
 m[0].metric("Mean score", fmt(overall["mean"]), border=True, help="With a 95% bootstrap CI.")
-m[1].metric("Median", fmt(overall["median"]), border=True)
+m[1].metric(
+    "Median, all scored rows",
+    fmt(overall["median"]),
+    border=True,
+    help="Every scored row counts, noncommittal ones (0 by rule) too; the chance-level line "
+    "below takes the median of the answered rows only.",
+)
 m[2].metric(f"Below {threshold:.2f}", pct(overall["below"]), border=True)
 m[3].metric("NaN rows", str(int(overall["NaN"])), border=True)
 st.markdown(

@@ -21,6 +21,7 @@ from relevancy.dashboard.widgets.state import (
     run_result,
     scored_run,
 )
+from relevancy.dashboard.widgets.waiting import run_with_progress
 
 #: above this many scored rows the map draws a stratified sample (all points one click away)
 SAMPLE_ROWS = 1500
@@ -43,7 +44,7 @@ with c1:
         key="emb_method",
         required=True,
         help="PCA is instant. UMAP and t-SNE show local neighbourhoods better but take "
-        "longer (UMAP's first use compiles code: up to a minute).",
+        "longer (UMAP's first use on a machine compiles code: minutes; a bar shows how long).",
     )
 with c2:
     dims = st.segmented_control(
@@ -92,12 +93,13 @@ if points.empty:
     st.stop()
 store = get_store()
 label = METHODS[method]
-slow = " (the first UMAP on this machine compiles code: about half a minute)" * (method == "umap")
 try:
-    with st.spinner(f"Computing the {label} projection of {len(points):,} points{slow}…"):
-        coords = _projection(
+    coords = run_with_progress(
+        store, method, len(points), f"{label} projection of {len(points):,} points",
+        lambda: _projection(
             str(store.path), info.id, store.version(info.id), rows, method, int(dims), matrix
-        )
+        ),
+    )  # fmt: skip
 except RelevancyError as exc:
     st.error(esc(exc), icon="⛔")
     st.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.dashboard.views.agreement import figures_table, score_label_chart
+from relevancy.dashboard.views.agreement import few_labels, figures_table, score_label_chart
 from relevancy.dashboard.views.format import mode_text, row_label
 from relevancy.dashboard.views.reference import add_band
 from relevancy.dashboard.widgets.drilldown import render_row
@@ -52,6 +52,8 @@ st.caption(
     f"with a {view.overall.kind} label ({view.unlabelled:,} without) · 95% CIs resample "
     f"questions ({view.overall.questions:,}; {view.overall.n_boot:,} resamples)."
 )
+if warning := few_labels(view):  # 4 labels give an AUROC with a CI of 0.00-0.25
+    st.warning(warning, icon="⚠️")
 agreement_metrics(view)
 for note in view.overall.notes:
     st.caption(note)

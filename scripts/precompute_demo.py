@@ -8,6 +8,8 @@ install shows a populated dashboard offline within seconds.
 Usage::
 
     python scripts/precompute_demo.py            # uses a throwaway cache (a real re-score)
+    python scripts/precompute_demo.py --retriage # only each row's reason and flags, decided
+                                                 # again by relevancy.core.triage (no scoring)
 """
 
 from __future__ import annotations
@@ -32,7 +34,28 @@ def _round(value: object, digits: int = 5) -> object:
     return value
 
 
+def retriage() -> int:
+    """Rewrite the shipped rows' ``reason`` and ``flags`` from their own evidence (the triage
+    changed, the scores did not)."""
+    sys.path.insert(0, str(ROOT))
+    from relevancy import RelevancyResult
+    from relevancy.core.triage import triage
+
+    out = DATA / "demo_results.jsonl"
+    lines = []
+    for line in out.read_text(encoding="utf-8").splitlines():
+        data = json.loads(line)
+        triaged = triage(RelevancyResult.from_dict(data))
+        data["reason"], data["flags"] = triaged.reason, list(triaged.flags)
+        lines.append(json.dumps(data, ensure_ascii=False, allow_nan=False))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"re-triaged {len(lines)} rows of {out}", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
+    if "--retriage" in sys.argv[1:]:
+        return retriage()
     sys.path.insert(0, str(ROOT))
     from relevancy import AnswerRelevancy, read_table
 

@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from relevancy.analysis.causes import (
+    Analysis,
+    PartCoverage,
+    Reason,
+    enriched,
+    explain,
+    languages_now,
+)
 from relevancy.core.formula import cosine_similarities
-from relevancy.core.language import describe_languages, language_name, row_languages
+from relevancy.core.language import describe_languages
 from relevancy.core.modes import (
     BlendBreakdown,
     FocusBreakdown,
@@ -28,25 +36,23 @@ from relevancy.core.modes import (
     focus_breakdown,
     off_question,
 )
+from relevancy.core.noncommittal import evasive_wording
 from relevancy.core.result import RelevancyResult
 from relevancy.core.text import (
+    answer_of_kind,
     split_clauses,
     split_question_parts,
     split_sentences,
 )
 from relevancy.core.triage import (
-    DRIFT_BELOW,
-    OFF_TOPIC_BELOW,
-    ON_TOPIC_ABOVE,
-    PART_GAP,
-    PART_LOW,
+    DEFAULT_THRESHOLD,
+    PAD_GAP,
+    SENTENCE_HIGH,
     SENTENCE_LOW,
-    SPREAD_ABOVE,
     SentenceScore,
     Triage,
     as_float,
-    question_hygiene,
-    sentence_similarities,
+    sentence_marks,
     sentences_from_parts,
     triage,
 )
@@ -75,33 +81,6 @@ PULLS_DOWN = 0.01
 
 
 @dataclass(frozen=True)
-class Reason:
-    """One cause of a low score, in plain language."""
-
-    code: str
-    title: str
-    detail: str
-    severity: str = "warning"  #: "error", "warning" or "info"
-
-
-@dataclass(frozen=True)
-class PartCoverage:
-    """How well one part of a multi-part question is covered by the answer's sentences."""
-
-    part: str
-    coverage: float  #: best cosine between the part and any sentence or clause of the answer
-    by_questions: float  #: best cosine between the part and any rebuilt question (NaN if none)
-
-
-@dataclass
-class Analysis:
-    """Embedding-based details for one result (computed with the metric's embedder)."""
-
-    sentences: list[SentenceScore] = field(default_factory=list)
-    parts: list[PartCoverage] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
 class SentenceRow:
     """One sentence of the answer in the explanation's sentence table."""
 
@@ -111,6 +90,8 @@ class SentenceRow:
     in_context: float = math.nan  #: focus only: with the neighbours mixed in
     without_it: float = math.nan  #: focus only: score change if left out (+: it lowers it)
     extra: dict[str, Any] = field(default_factory=dict)  #: other keys of a scored part
+    #: far below the answer's closest sentence (see :func:`relevancy.core.triage.sentence_marks`)
+    padding: bool = False
 
     @property
     def off_topic(self) -> bool:
@@ -126,9 +107,9 @@ class SentenceRow:
 
     @property
     def note(self) -> str:
-        """``"off topic"``, ``"lowers the score"``, both, or ``""``."""
-        flags = ["off topic"] * self.off_topic + ["lowers the score"] * self.lowers_score
-        return ", ".join(flags)
+        """``"off topic"`` or ``"padding"``, ``"lowers the score"``, both, or ``""``."""
+        flags = ["off topic"] * self.off_topic + ["padding"] * (self.padding and not self.off_topic)
+        return ", ".join(flags + ["lowers the score"] * self.lowers_score)
 
 
 @dataclass(frozen=True)
@@ -168,10 +149,68 @@ class Explanation:
 
     @property
     def triage(self) -> Triage:
-        """The row's main reason and flags (as stored, or worked out for an older result)."""
-        if self.result.reason:
-            return Triage(self.result.reason, tuple(self.result.flags))
-        return triage(self.result)
+        """The row's main reason and flags, decided again from the evidence shown here and at
+        this explanation's threshold (the stored one, ``result.reason``, was decided when the row
+        was scored, at ``DEFAULT_THRESHOLD``: see ``stored_reason_differs``)."""
+        return triage(self.result, self.threshold)
+
+    @property
+    def secondary(self) -> list[str]:
+        """The other reasons that apply, besides the main one (hygiene flags included)."""
+        t = self.triage
+        return [f for f in t.flags if f != t.reason]
+
+    @property
+    def stored_reason_differs(self) -> bool:
+        """The row was filed under another main reason when it was scored (an older version, or
+        another threshold): the grid's reason column says ``result.reason``."""
+        return bool(self.result.reason) and self.result.reason != self.triage.reason
+
+    @property
+    def evasion(self) -> str:
+        """The words by which the answer dodges the question (``""`` if none)."""
+        return evasive_wording(self.result.response)
+
+    @property
+    def sentence_verdict(self) -> str:
+        """One line on the sentence table that agrees with the main reason: how many sentences
+        are off topic, padding, or lower the score; or that none is close to the question."""
+        rows = self.sentences
+        if not rows:
+            return ""
+        off = sum(s.off_topic for s in rows)
+        pad = sum(s.padding and not s.off_topic for s in rows)
+        lowers = sum(s.lowers_score for s in rows)
+        best = max((s.similarity for s in rows), default=math.nan)
+        far = best < SENTENCE_HIGH
+        to = (
+            " to the question and to each part"
+            if any("part_similarity" in s.extra for s in rows)
+            else ""
+        )
+        if len(rows) == 1:
+            if off:
+                return "The answer is one sentence: off topic."
+            if far:
+                return (
+                    f"The answer is one sentence, not close to the question ({best:.2f} < "
+                    f"{SENTENCE_HIGH})."
+                )
+            return "The answer is one sentence."
+        found = (
+            [f"{off} off topic (similarity below {SENTENCE_LOW}{to})"] * bool(off)
+            + [f"{pad} padding ({PAD_GAP} or more below the closest sentence)"] * bool(pad)
+            + [
+                f"{lowers} {'lowers' if lowers == 1 else 'lower'} the score (it would rise "
+                f"without {'it' if lowers == 1 else 'them'})"
+            ]
+            * bool(lowers)
+        )
+        if far:
+            found.append(f"none is close to the question (the closest {best:.2f} < 0.5)")
+        if found:
+            return f"Of {len(rows)} sentences: {'; '.join(found)}."
+        return f"None of the {len(rows)} sentences is off topic, padding or lowers the score."
 
     @property
     def low(self) -> bool:
@@ -338,22 +377,11 @@ def _focus_rows(result: RelevancyResult, b: FocusBreakdown | None) -> list[Sente
     return rows
 
 
-def _enriched(result: RelevancyResult, analysis: Analysis | None) -> RelevancyResult:
-    """``result`` with the sentence view and part coverage of ``analysis`` where it lacks them
-    (results scored before every row carried them)."""
-    if analysis is None or (result.parts and result.question_parts):
-        return result
-    return dataclasses.replace(
-        result,
-        parts=result.parts
-        or [{"text": s.text, "similarity": s.similarity} for s in analysis.sentences],
-        question_parts=result.question_parts
-        or [{"part": p.part, "coverage": p.coverage} for p in analysis.parts],
-    )
-
-
 def explain_result(
-    result: RelevancyResult, *, threshold: float = 0.5, analysis: Analysis | None = None
+    result: RelevancyResult,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    analysis: Analysis | None = None,
 ) -> Explanation:
     """The whole explanation of ``result``: its main reason and the others, the sentence view,
     the coverage of a multi-part question, and the arithmetic.
@@ -361,7 +389,7 @@ def explain_result(
     A result scored by this version carries its sentences and part coverage; ``analysis``
     (from :func:`aanalyze` with the embedder that scored the row) fills them in for older ones.
     """
-    result = _enriched(result, analysis)
+    result = enriched(result, analysis)
     breakdown = focus_of(result)
     blend = blend_of(result)
     scored_sentences = sentences_from_parts(result.parts)
@@ -374,6 +402,12 @@ def explain_result(
         source = "result"
     else:
         sentences, source = [], ""
+    marks = sentence_marks(result)
+    if len(marks) == len(sentences):
+        sentences = [
+            dataclasses.replace(row, padding=mark == "padding")
+            for row, mark in zip(sentences, marks)
+        ]
     return Explanation(
         result=result,
         threshold=threshold,
@@ -381,191 +415,16 @@ def explain_result(
         sentences=sentences,
         sentence_source=source,
         parts=[
-            PartCoverage(str(p.get("part", "")), as_float(p.get("coverage")), math.nan)
+            PartCoverage(
+                str(p.get("part", "")),
+                as_float(p.get("coverage")),
+                math.nan,
+                tuple(answer_of_kind(str(p.get("part", "")), result.user_input, result.response)),
+            )
             for p in result.question_parts
         ],
         worked_ragas=worked_mean(result),
         worked_focus=_worked_focus(breakdown, result) if breakdown is not None else None,
         worked_blend=_worked_blend(blend, result) if blend is not None else None,
-        languages=result.languages or _languages_now(result),
+        languages=result.languages or languages_now(result),
     )
-
-
-def _languages_now(result: RelevancyResult) -> dict[str, Any]:
-    """The languages of a result scored before they were recorded (detected from its texts)."""
-    if not result.user_input.strip() or not result.response.strip():
-        return {}
-    return row_languages(
-        result.user_input,
-        result.response,
-        [q.question if q.similarity is not None else None for q in result.questions],
-    )
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.2f}"
-
-
-def explain(
-    result: RelevancyResult, *, threshold: float = 0.5, analysis: Analysis | None = None
-) -> list[Reason]:
-    """Why the score is what it is: the main reason (:func:`triage`) first, then the others
-    that do not contradict it; empty when nothing stands out.
-
-    ``analysis`` (from :func:`aanalyze`) supplies the sentences and part coverage of results
-    scored before every row carried them.
-    """
-    result = _enriched(result, analysis)
-    t = triage(result)
-    if t.reason == "error":
-        return [
-            Reason(
-                "error",
-                "Not scored",
-                (
-                    f"There is no score: {result.error or 'NaN'}"
-                    if result.similarities
-                    else "No generated question was usable, so there is no score: "
-                    f"{result.error or 'NaN'}"
-                ),
-                "error",
-            )
-        ]
-    sims, sentences = result.similarities, sentence_similarities(result)
-    low = result.value < threshold
-    reasons: list[Reason] = []
-    if t.reason == "noncommittal":
-        how = {
-            "llm": "the LLM flagged every generated question as noncommittal",
-            "exemplars": "the answer is very similar to a typical evasive reply",
-        }.get(result.noncommittal_method, "the noncommittal detector fired")
-        reasons.append(
-            Reason(
-                "noncommittal",
-                "Noncommittal answer: the score is set to 0",
-                f"The answer dodges the question ({how}; {result.noncommittal_detail}). "
-                "Evasive or vague answers ('I don't know', 'it depends') score 0 whatever "
-                "the generated questions are.",
-                "error",
-            )
-        )
-        if sentences and max(sentences) >= ON_TOPIC_ABOVE:
-            reasons.append(
-                Reason(
-                    "noncommittal",
-                    "Its sentences still sit close to the question",
-                    f"The closest sentence is at {_fmt(max(sentences))}: an evasion that repeats "
-                    "the question's words does that. If the answer does answer, the detector is "
-                    "wrong here (its threshold is in the details above).",
-                    "info",
-                )
-            )
-        return reasons
-    if t.reason == "generator_suspect":
-        questions = [q.question for q in result.questions if q.similarity is not None]
-        _, not_questions = question_hygiene(questions)
-        if not_questions * 2 >= len(questions) and questions:
-            why = (
-                f"{not_questions} of {len(questions)} generated 'questions' are not questions "
-                "(a statement, or the answer echoed), so their similarity says little."
-            )
-        else:
-            why = (
-                f"The answer itself is close to the question (plain cosine "
-                f"{_fmt(result.answer_similarity or math.nan)}) although the rebuilt questions "
-                f"are not (mean {_fmt(sum(sims) / len(sims))})."
-            )
-        reasons.append(
-            Reason(
-                "generator_suspect",
-                "The question generator may be at fault",
-                why + " Small generators misread answers: read the generated questions before "
-                "blaming the answer.",
-                "warning" if low else "info",
-            )
-        )
-    elif t.reason == "off_topic":
-        closest = max(sentences) if sentences else result.answer_similarity or math.nan
-        reasons.append(
-            Reason(
-                "off_topic",
-                "The answer is about something else",
-                f"Even the closest question rebuilt from the answer is far from the user's "
-                f"(best {_fmt(max(sims))} < {DRIFT_BELOW}), and so is the closest sentence "
-                f"({_fmt(closest)}). The answer talks about something else, or answers a "
-                "different question.",
-            )
-        )
-    if "partial" in t.flags and t.reason not in ("off_topic",):
-        coverage = [
-            (str(p.get("part")), as_float(p.get("coverage"))) for p in result.question_parts
-        ]
-        best = max(c for _, c in coverage)
-        for part, c in coverage:
-            if c < PART_LOW and best - c >= PART_GAP:
-                reasons.append(
-                    Reason(
-                        "partial",
-                        "Part of the question is not answered",
-                        f"The question has {len(coverage)} parts. “{part}” is barely covered by "
-                        f"any sentence of the answer (best {_fmt(c)}, versus {_fmt(best)} for "
-                        "the best-covered part).",
-                        "warning",
-                    )
-                )
-    if "padded" in t.flags and t.reason not in ("off_topic",):
-        weak = [x for x in sentences if x < SENTENCE_LOW]
-        reasons.append(
-            Reason(
-                "padded",
-                f"{len(weak)} of {len(sentences)} sentences have nothing to do with the question",
-                f"Their similarity to the question is below {SENTENCE_LOW} while other sentences "
-                "answer it: filler that dilutes the answer. They are flagged red in the sentence "
-                "table.",
-                "warning" if low else "info",
-            )
-        )
-    if sims and t.reason not in ("off_topic", "generator_suspect"):
-        off = [x for x in sims if x < OFF_TOPIC_BELOW]
-        if off and (result.similarity_std > SPREAD_ABOVE or max(sims) >= ON_TOPIC_ABOVE):
-            reasons.append(
-                Reason(
-                    "spread",
-                    f"{len(off)} of {len(sims)} generated questions are about something else",
-                    f"Similarities range from {_fmt(min(sims))} to {_fmt(max(sims))} (spread "
-                    f"{_fmt(result.similarity_std)}): part of the answer is on topic, part is "
-                    "not.",
-                    "warning" if low else "info",
-                )
-            )
-    if "language_mismatch" in t.flags:
-        langs = result.languages or _languages_now(result)  # a stored row keeps only its flag
-        other = [g for g, d in zip(langs.get("generated") or [], langs.get("generated_differs")
-                                   or []) if d]  # fmt: skip
-        usable = [g for g in langs.get("generated") or [] if g]
-        names = ", ".join(sorted({language_name(g) for g in other}))
-        reasons.append(
-            Reason(
-                "language_mismatch",
-                "The generated questions are in another language than the question",
-                f"{len(other)} of {len(usable)} generated questions are in {names}, the "
-                f"question is in {language_name(langs.get('question'))}: their cosine with the "
-                "question falls for the language alone (with an English-only embedder most of "
-                "all). Ask the generator for questions in the question's language (prompt "
-                "language: question), or use a multilingual embedder.",
-                "warning" if low else "info",
-            )
-        )
-    if "duplicate_questions" in t.flags:
-        questions = [q.question for q in result.questions if q.similarity is not None]
-        duplicates, _ = question_hygiene(questions)
-        reasons.append(
-            Reason(
-                "duplicate_questions",
-                "Some generated questions are the same question",
-                f"{duplicates} of {len(questions)} repeat an earlier one, so the score rests on "
-                "fewer questions than it seems.",
-                "info",
-            )
-        )
-    return reasons

@@ -41,6 +41,7 @@ from relevancy.errors import InputError
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
+from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
 from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import Interrupted, score_path
@@ -210,7 +211,8 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             answer_chars=stats.answer_chars * repeats,
             generator_chars=stats.generator_chars * repeats,
         )
-    plan = estimate(metric, stats)
+    known = default_store_path()  # the dashboard's runs on this machine know their speed too
+    plan = estimate(metric, stats, store=RunStore(known) if known.exists() else None)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
     print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
     models = (plan.llm, plan.embeddings)

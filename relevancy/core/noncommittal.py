@@ -31,6 +31,7 @@ __all__ = [
     "DETECTORS",
     "DETECTOR_DESCRIPTIONS",
     "DEFAULT_EXEMPLAR_THRESHOLD",
+    "evasive_wording",
     "exemplar_verdict",
     "llm_verdict",
     "without_question_words",
@@ -127,3 +128,38 @@ def exemplar_verdict(
         f"closest evasive exemplar {EVASIVE_EXEMPLARS[best]!r} at similarity "
         f"{sims[best]:.2f}{where} {relation} threshold {threshold:.2f}"
     )
+
+
+_EVASIONS = re.compile(
+    r"\b(?:"
+    r"I\s+(?:can(?:no|'|’)?t|cannot|am\s+(?:not\s+able|unable)\s+to|'m\s+(?:not\s+able|unable)\s+to"
+    r"|won't|will\s+not)\s+(?:help|answer|say|give|tell|provide|explain|comment|advise|guess)"
+    r"|I\s+(?:do\s+not|don't|don’t)\s+know"
+    r"|I(?:'m|’m|\s+am)\s+not\s+(?:sure|certain)"
+    r"|I(?:'d|’d|\s+would)\s+rather\s+not"
+    r"|(?:best|better)\s+to\s+(?:ask|consult|check\s+with|speak\s+to|talk\s+to)"
+    r"|please\s+(?:ask|consult|see|contact)\s+(?:a|an|your)\b"
+    r"|(?:hard|difficult|impossible)\s+to\s+say"
+    r"|it\s+(?:really\s+)?depends"
+    r"|there\s+(?:is|isn't|isn’t)\s+(?:no\s+)?(?:one|single)\s+answer"
+    r"|(?:nobody|no\s+one)\s+(?:really\s+)?knows"
+    r"|je\s+ne\s+sais\s+pas|no\s+(?:lo\s+)?sé|ich\s+weiß\s+(?:es\s+)?nicht|keine\s+Ahnung"
+    r")",
+    re.IGNORECASE,
+)
+
+
+def evasive_wording(response: str) -> str:
+    """The first words of ``response`` that dodge a question ("I can't help", "I'm not sure",
+    "best to ask", "it depends"...), or ``""``.
+
+    Not a detector on its own (an answer may hedge and still answer): the triage calls a row that
+    scores below the threshold with such words noncommittal, whatever the detector said.
+
+    >>> evasive_wording("I can't help with medical questions. Please ask a doctor.")
+    "I can't help"
+    >>> evasive_wording("Paris is the capital of France.")
+    ''
+    """
+    found = _EVASIONS.search(str(response))
+    return found.group(0) if found else ""

@@ -90,3 +90,40 @@ def split_question_parts(question: str) -> list[str]:
 def split_clauses(sentence: str) -> list[str]:
     """Clauses of a sentence (split on , ; : and conjunctions), at least two words each."""
     return [c for c in _CLAUSE_SPLIT.split(sentence) if len(c.split()) >= 2]
+
+
+_NUMBER_ASKED = re.compile(
+    r"^\s*(?:how\s+(?:many|much|tall|long|far|old|big|high|deep|heavy|fast|often|large|wide)"
+    r"|when|what\s+year|in\s+what\s+year|which\s+year)\b",
+    re.IGNORECASE,
+)
+_NAME_ASKED = re.compile(r"^\s*(?:who|whom|whose|where|which\s+\w+s?\b)", re.IGNORECASE)
+_DIGITS = re.compile(r"\b\d[\d,.]*(?!\w)")  # "8,849", not the "19" of "19th"
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]+", re.UNICODE)
+
+
+def answer_of_kind(part: str, question: str, answer: str) -> list[str]:
+    """What in ``answer`` is of the kind an English question ``part`` asks for, and not already in
+    ``question``: numbers for "how many / how tall / when ...", names (capitalised words not
+    opening a sentence) for "who / where / which countries ...". Empty when the part asks for no
+    such kind, or the answer has none.
+
+    An embedding compares the wording of a part with the answer's clauses and can miss a short
+    factual answer ("which countries is it between" against "... between Nepal and China"); this
+    is the check that it is there.
+
+    >>> answer_of_kind("which countries is it between", "How tall is Mount Everest and which "
+    ...                "countries is it between?", "It sits between Nepal and China.")
+    ['Nepal', 'China']
+    >>> answer_of_kind("how tall is it", "Where is Kilimanjaro and how tall is it?",
+    ...                "Kilimanjaro is in Tanzania.")
+    []
+    """
+    asked = {w.lower() for w in _WORDS.findall(question)}
+    if _NUMBER_ASKED.match(part):
+        found = [n.rstrip(",.") for n in _DIGITS.findall(answer)]
+    elif _NAME_ASKED.match(part):
+        found = [n for s in split_sentences(answer) for n in _NAME.findall(s)]
+    else:
+        return []
+    return list(dict.fromkeys(x for x in found if x and x.lower() not in asked))

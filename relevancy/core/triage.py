@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from relevancy.core.language import mismatched
-from relevancy.core.modes import BLEND_OFF_BELOW
+from relevancy.core.modes import BLEND_OFF_BELOW, off_question
+from relevancy.core.noncommittal import evasive_wording
 from relevancy.core.result import RelevancyResult
-from relevancy.core.text import looks_like_question
+from relevancy.core.text import answer_of_kind, looks_like_question
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
+    "PAD_GAP",
     "DRIFT_BELOW",
     "OFF_TOPIC_BELOW",
     "ON_TOPIC_ABOVE",
@@ -36,7 +39,13 @@ __all__ = [
     "question_hygiene",
     "SentenceScore",
     "sentences_from_parts",
+    "sentence_marks",
+    "uncovered_parts",
 ]
+
+#: the "low score" threshold a stored reason is decided at (the CLI's and the dashboard's
+#: default); the dashboard's drill-down decides again at the threshold it is set to
+DEFAULT_THRESHOLD = 0.5
 
 
 DRIFT_BELOW = 0.5  #: best question similarity under which the questions "drift"
@@ -59,6 +68,11 @@ SENTENCE_LOW = BLEND_OFF_BELOW
 SENTENCE_HIGH = 0.5
 
 
+#: a sentence this much further from the question than the answer's closest sentence (itself
+#: at least ``SENTENCE_HIGH``) is "padding": the answer is elsewhere in the answer
+PAD_GAP = 0.4
+
+
 PART_LOW = 0.35  #: a question part whose best-matching clause is below this is "uncovered"
 
 
@@ -72,11 +86,14 @@ GENERATOR_ANSWER_SIM = 0.6
 REASONS: dict[str, str] = {
     "error": "not scored",
     "noncommittal": "noncommittal: the answer dodges the question",
-    "off_topic": "off topic: nothing in the answer is about the question",
+    "off_topic": "off topic: no sentence of the answer and no question rebuilt from it is close "
+    "to the question",
     "partial": "partial: a part of the question is not answered",
     "padded": "padded: some sentences have nothing to do with the question",
     "language_mismatch": "the generated questions are in another language than the question",
     "generator_suspect": "the question generator may be at fault, not the answer",
+    "drifting": "drifting: below the threshold, the questions rebuilt from the answer stray from "
+    "the question",
     "ok": "on topic and complete, as far as the embeddings can tell",
 }
 
@@ -133,16 +150,83 @@ def sentence_similarities(result: RelevancyResult) -> list[float]:
     ]
 
 
-def triage(result: RelevancyResult) -> Triage:
-    """Why this row scores what it does: one main reason and all the flags, from the numbers
-    the metric produced (generated questions, sentences, question parts, noncommittal).
+def _part_similarities(parts: list[Any]) -> list[float] | None:
+    """Each sentence's stored best similarity to a question part (None: not stored)."""
+    if not parts or not all(isinstance(p, dict) and "part_similarity" in p for p in parts):
+        return None
+    return [as_float(p["part_similarity"]) for p in parts]
+
+
+def sentence_marks(result: RelevancyResult) -> list[str]:
+    """What the sentence table says of each of the answer's sentences (``result.parts``):
+
+    ``"off topic"``
+        it answers nothing asked: below ``SENTENCE_LOW`` to the question and (where the row
+        has them) to each part of it;
+    ``"padding"``
+        ``PAD_GAP`` or more below the answer's closest sentence, which is itself close to the
+        question (``SENTENCE_HIGH``): the answer is elsewhere;
+    ``""``
+        neither.
+
+    The ``padded`` reason is these marks, so the table and the reason cannot disagree.
+    """
+    parts = [p for p in result.parts if isinstance(p, dict) and "text" in p]
+    sims = [s.similarity for s in sentences_from_parts(parts)]
+    if not sims:
+        return []
+    off = off_question([0.0 if math.isnan(x) else x for x in sims], _part_similarities(parts))
+    known = [x for x in sims if not math.isnan(x)]
+    best = max(known) if known else math.nan
+    marks = []
+    for sim, far in zip(sims, off):
+        if math.isnan(sim):
+            marks.append("")
+        elif far:
+            marks.append("off topic")
+        elif best >= SENTENCE_HIGH and sim <= best - PAD_GAP:
+            marks.append("padding")
+        else:
+            marks.append("")
+    return marks
+
+
+def uncovered_parts(result: RelevancyResult) -> list[tuple[str, float, float]]:
+    """The parts of a multi-part question the answer leaves out: ``(part, coverage, best)``.
+
+    A part is left out when its best-matching sentence or clause is below ``PART_LOW`` while
+    another part is covered ``PART_GAP`` better, unless the answer holds what the part asks for
+    (:func:`relevancy.core.text.answer_of_kind`: a number for "how tall", a name for "which
+    countries").
+    """
+    parts = result.question_parts
+    coverage = [(str(p.get("part", "")), as_float(p.get("coverage"))) for p in parts]
+    if len(coverage) < 2:
+        return []
+    best = max(c for _, c in coverage)
+    return [
+        (part, c, best)
+        for part, c in coverage
+        if c < PART_LOW
+        and best - c >= PART_GAP
+        and not answer_of_kind(part, result.user_input, result.response)
+    ]
+
+
+def triage(result: RelevancyResult, threshold: float = DEFAULT_THRESHOLD) -> Triage:
+    """Why this row scores what it does: one main reason and all the flags, from the evidence
+    the drill-down shows (the generated questions' similarities, the sentence table, the
+    coverage of each part of the question, the noncommittal verdict, the languages).
 
     Precedence: what is wrong with the answer comes before what is wrong with the tool.
-    ``error``, ``noncommittal``, ``off_topic`` (no sentence and no rebuilt question is close to
-    the question), ``partial`` (a part of a multi-part question that no sentence covers),
-    ``padded`` (sentences far from the question beside sentences close to it),
-    ``generator_suspect`` (the answer is close to the question but the rebuilt questions are
-    not, or half of them are not questions: the score, not the answer, is off), else ``ok``.
+    ``error``; ``noncommittal`` (the detector fired, or the answer scores below ``threshold``
+    and dodges in so many words: "I can't help", "I'm not sure"); ``off_topic`` (no sentence
+    and no rebuilt question is close to the question); ``partial`` (a part of a multi-part
+    question the answer leaves out); ``padded`` (a sentence the sentence table marks off topic
+    or padding, beside one that answers); ``language_mismatch``; ``generator_suspect`` (the
+    answer is close to the question but the rebuilt questions are not, or half of them are not
+    questions: the score, not the answer, is off); then ``ok`` at or above ``threshold`` and
+    ``drifting`` below it: a score below the threshold is never "ok".
     """
     if not result.ok:
         return Triage("error", ("error",))
@@ -151,7 +235,8 @@ def triage(result: RelevancyResult) -> Triage:
     duplicates, non_questions = question_hygiene(questions)
     sims, sentences = result.similarities, sentence_similarities(result)
     answer = result.answer_similarity
-    if result.noncommittal:
+    low = result.value < threshold
+    if result.noncommittal or (low and evasive_wording(result.response)):
         flags.append("noncommittal")
     mean = sum(sims) / len(sims) if sims else math.nan
     if (questions and 2 * non_questions >= len(questions)) or (
@@ -161,17 +246,20 @@ def triage(result: RelevancyResult) -> Triage:
     closest = max(sentences) if sentences else (answer if answer is not None else math.nan)
     if sims and max(sims) < DRIFT_BELOW and closest < SENTENCE_HIGH:
         flags.append("off_topic")
-    coverage = [as_float(p.get("coverage")) for p in result.question_parts]
-    if len(coverage) >= 2 and any(c < PART_LOW and max(coverage) - c >= PART_GAP for c in coverage):
+    if uncovered_parts(result):
         flags.append("partial")
-    if len(sentences) > 1 and min(sentences) < SENTENCE_LOW and max(sentences) >= SENTENCE_HIGH:
+    marks = sentence_marks(result)
+    if len(marks) > 1 and any(marks) and max(sentences, default=0.0) >= SENTENCE_HIGH:
         flags.append("padded")
     if mismatched(result.languages) or (
         not result.languages and "language_mismatch" in result.flags  # stored, not recomputable
     ):
         flags.append("language_mismatch")
-    flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
     reason = next((code for code in REASONS if code in flags), "ok")
+    if reason == "ok" and low:
+        reason = "drifting"
+        flags.append("drifting")
+    flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
     return Triage(reason, tuple(flags))
 
 

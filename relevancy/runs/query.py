@@ -42,6 +42,8 @@ class RowQuery:
     search: str = ""
     variants: tuple[str, ...] = ()  #: none chosen: all variants
     reasons: tuple[str, ...] = ()  #: rows whose main reason is one of these (none: all)
+    #: rows flagged with one of these, as the main reason or a secondary one (none: all)
+    flags: tuple[str, ...] = ()
     below: float | None = None  #: only rows scoring below this
     sort: str = SORTS[0]
     columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (input column, kept values)
@@ -63,6 +65,11 @@ class RowQuery:
         if self.reasons:
             sql.append(f"r.reason IN ({','.join('?' * len(self.reasons))})")
             params += list(self.reasons)
+        if self.flags:  # the flags column holds "a, b, c"
+            sql.append(
+                "(" + " OR ".join(["instr(', ' || r.flags || ', ', ?) > 0"] * len(self.flags)) + ")"
+            )
+            params += [f", {flag}, " for flag in self.flags]
         for column, values in self.columns:
             if values:
                 marks = ",".join("?" * len(values))

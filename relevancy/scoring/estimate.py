@@ -2,8 +2,10 @@
 
 Time is rows x this backend's measured time per row. Every finished run records its speed in
 the cache (wall seconds per row that was not served from the cache, with the concurrency it ran
-at), keyed by what changes it: both backends' fingerprints, strictness and mode. An estimate
-uses the last record for the same models; with none, the embedded default falls back to its
+at), keyed by what changes it: both backends' fingerprints, strictness and mode, and, when it
+ran with a run store (the dashboard, ``score --store``), in the store too, so a run on this
+machine teaches the next estimate even with another cache. An estimate uses the newer of the
+two records for the same models; with none, the embedded default falls back to its
 benchmarked speed and an API model says it will know after the first rows.
 
 Tokens follow the length of the text to score. Each run also records, for its rows that were
@@ -18,6 +20,7 @@ Rows whose generations are already in the cache count as instant and cost no gen
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -239,27 +242,34 @@ def _cache(metric: Any) -> Cache | None:
     return cache if isinstance(cache, Cache) else None
 
 
-def record_speed(metric: Any, *, rows: int, seconds: float) -> None:
-    """Remember ``rows`` uncached rows took ``seconds`` (ignored when too few to tell)."""
-    cache = _cache(metric)
-    if cache is None or rows < _MIN_ROWS or seconds <= 0:
+def record_speed(metric: Any, *, rows: int, seconds: float, store: Any | None = None) -> None:
+    """Remember ``rows`` uncached rows took ``seconds`` (ignored when too few to tell), in the
+    metric's cache and in ``store`` (a :class:`relevancy.runs.RunStore`) when given."""
+    if rows < _MIN_ROWS or seconds <= 0:
         return
-    cache.put_record(
-        RECORD_KIND,
-        _key(metric),
-        {
-            "seconds_per_row": seconds / rows,
-            "rows": rows,
-            "concurrency": getattr(metric, "concurrency", 1),
-            "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        },
-    )
-
-
-def measured_speed(metric: Any) -> dict[str, Any] | None:
-    """The last speed recorded for these models and settings, if any."""
+    record = {
+        "seconds_per_row": seconds / rows,
+        "rows": rows,
+        "concurrency": getattr(metric, "concurrency", 1),
+        "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     cache = _cache(metric)
-    return cache.get_record(RECORD_KIND, _key(metric)) if cache is not None else None
+    if cache is not None:
+        cache.put_record(RECORD_KIND, _key(metric), record)
+    if store is not None:
+        store.set_meta(f"{RECORD_KIND}:{_key(metric)}", json.dumps(record))
+
+
+def measured_speed(metric: Any, store: Any | None = None) -> dict[str, Any] | None:
+    """The last speed recorded for these models and settings, if any: the newer of the cache's
+    record and ``store``'s (the runs on this machine)."""
+    cache = _cache(metric)
+    found = [cache.get_record(RECORD_KIND, _key(metric))] if cache is not None else []
+    if store is not None:
+        text = store.get_meta(f"{RECORD_KIND}:{_key(metric)}")
+        found.append(json.loads(text) if text else None)
+    known = [r for r in found if r]
+    return max(known, key=lambda r: str(r.get("measured", ""))) if known else None
 
 
 def cached_mask(metric: Any, responses: Iterable[str]) -> list[bool]:
@@ -382,14 +392,17 @@ def measure_sample(metric: Any, stats: InputStats, k: int = 20) -> list[Any]:
     return list(results)
 
 
-def estimate(metric: Any, rows: int | InputStats, *, cached: int = 0) -> Estimate:
+def estimate(
+    metric: Any, rows: int | InputStats, *, cached: int = 0, store: Any | None = None
+) -> Estimate:
     """The expected duration of scoring ``rows`` rows, ``cached`` of them from the cache; with
     :class:`InputStats` (the rows' text) also the expected tokens (cost: :meth:`Estimate.cost`).
+    ``store`` (a run store) adds the speed of the runs it recorded.
     """
     stats = rows if isinstance(rows, InputStats) else None
     if stats is not None:
         rows, cached = stats.rows, stats.cached
-    speed = measured_speed(metric)
+    speed = measured_speed(metric, store)
     if speed is not None:
         per_row = float(speed["seconds_per_row"])
         basis = f"measured on {speed['rows']:,} rows on {speed['measured'][:10]}"

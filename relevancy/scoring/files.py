@@ -238,7 +238,7 @@ def score_file(
     partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - started
     fresh = len(tally.values) - tally.cached + stability.fresh_repeats  # cached rows cost ~0
-    record_speed(metric, rows=fresh, seconds=seconds)
+    record_speed(metric, rows=fresh, seconds=seconds, store=store)
     record_usage(metric, points.points)
     return summary(out, seconds, tally, run_id=run_id, labels=labels, chance=chance,
                    usage=usage, languages=languages, stability=stability)  # fmt: skip

@@ -165,3 +165,12 @@ def test_the_reports_rows_open_in_the_dashboard(page: Page, app_url: str):
     shown = _drill_down(page)
     expected = demo_results()[int(number) - 1]
     assert shown["row"] == f"row {number}" and shown["question"] == expected.user_input
+
+
+def test_a_row_link_opens_at_the_drill_down(page: Page, app_url: str):
+    """Issue 24: a link to row 30 shows its drill-down, not the top of the page."""
+    _open_dataset(page, app_url, "?run=1&row=30")
+    heading = page.get_by_role("heading", name="Drill down")
+    expect(heading).to_be_in_viewport(timeout=30_000)
+    expect(page.get_by_text("Score a new dataset").first).not_to_be_in_viewport()  # the top
+    assert _drill_down(page)["row"] == "row 30"

@@ -27,7 +27,21 @@ from relevancy.analysis.agreement import (
 from relevancy.dashboard.views.charts import PALETTE, hover_text
 from relevancy.runs import RunStore
 
-__all__ = ["AgreementView", "compute", "load", "figures_table", "score_label_chart"]
+__all__ = [
+    "FEW_LABELS",
+    "WIDE_CI",
+    "AgreementView",
+    "compute",
+    "load",
+    "few_labels",
+    "figures_table",
+    "score_label_chart",
+]
+
+#: fewer labelled rows than this give intervals too wide to read much into
+FEW_LABELS = 20
+#: ... and so does an interval of the headline figure this wide, whatever the rows
+WIDE_CI = 0.4
 
 _GOOD, _BAD = "#16a34a", "#dc2626"
 
@@ -96,6 +110,28 @@ def compute(
         frame=rows.reset_index(drop=True),
         disagreements=found,
         unlabelled=int((np.isfinite(scores) & ~np.isfinite(labels)).sum()),
+    )
+
+
+def few_labels(view: AgreementView) -> str:
+    """A warning (markdown, numbers only) when the labels are too few to trust the figures:
+    under :data:`FEW_LABELS` labelled rows, or a headline interval :data:`WIDE_CI` wide or
+    wider; ``""`` otherwise."""
+    name, figure = view.overall.headline
+    rows, width = view.overall.rows, figure.high - figure.low
+    wide = math.isfinite(width) and width >= WIDE_CI
+    if rows >= FEW_LABELS and not wide:
+        return ""
+    why = (
+        f"**{rows} labelled rows** are too few to say much"
+        if rows < FEW_LABELS
+        else f"the {name} could be anywhere between {figure.low:.2f} and {figure.high:.2f}"
+    )
+    return (
+        f"{why[0].upper()}{why[1:]}: with under {FEW_LABELS} labels (or an interval "
+        f"{WIDE_CI} wide or more) the {name}, the best threshold and the precision move a lot "
+        "with each label. Label more rows (about 20 at least, from several questions) before "
+        "relying on them."
     )
 
 

@@ -13,7 +13,7 @@ from relevancy.core.modes import MODE_DESCRIPTIONS
 from relevancy.core.redact import redact
 from relevancy.dashboard.views.charts import score_color
 from relevancy.scoring.config import EMBEDDED_NOTE
-from relevancy.scoring.judge import EMBEDDED_DEFAULT
+from relevancy.scoring.judge import EMBEDDED_DEFAULT, JudgeCheck
 
 __all__ = [
     "esc",
@@ -23,6 +23,7 @@ __all__ = [
     "MODE_SHORT",
     "mode_text",
     "embedded_caveat",
+    "judge_line",
     "row_label",
     "error_text",
     "reason_counts",
@@ -78,12 +79,31 @@ def mode_text(mode: str) -> str:
     return f"**{esc(mode)}** mode"
 
 
-def embedded_caveat() -> str:
-    """What the embedded default is for, with its judge-check figure (markdown, static)."""
+def judge_line(check: JudgeCheck | None, *, embedded: bool, looked: bool = True) -> str:
+    """The judge check of the models in use, the one sentence every page shows (markdown,
+    numbers only): this machine's last check of exactly these models, else for the embedded
+    default the figure measured when it was released (saying so), else that none was run.
+    ``looked``: ``check`` is None because this machine has none (not because nobody looked)."""
+    if check is not None:
+        return (
+            f"{check.summary()} on this machine (95% CI {check.ci_low:.2f}-{check.ci_high:.2f})"
+        ).replace("judge check:", "judge check", 1)
+    if embedded:
+        e = EMBEDDED_DEFAULT
+        return (
+            f"judge check {e['agreement']:.2f} on {e['pairs']} pairs, measured for the embedded "
+            f"default ({e['measured']})" + (", not yet run on this machine" if looked else "")
+        )
+    return "judge check not run for these models yet"
+
+
+def embedded_caveat(check: JudgeCheck | None = None, *, looked: bool = False) -> str:
+    """What the embedded default is for, with its judge check (:func:`judge_line`: ``check`` is
+    this machine's, ``looked`` when None means there is none; markdown, static)."""
+    judge = judge_line(check, embedded=True, looked=looked)
     return (
-        f"ℹ️ {EMBEDDED_NOTE} (judge check **{EMBEDDED_DEFAULT['agreement']:.2f}** on "
-        f"{EMBEDDED_DEFAULT['pairs']} pairs, where the plain cosine of question and answer gets "
-        f"{EMBEDDED_DEFAULT['cosine_baseline']:.2f})."
+        f"ℹ️ {EMBEDDED_NOTE} ({judge}; the plain cosine of question "
+        f"and answer gets {EMBEDDED_DEFAULT['cosine_baseline']:.2f} on the same pairs)."
     )
 
 

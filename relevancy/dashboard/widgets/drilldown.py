@@ -19,7 +19,7 @@ from relevancy.analysis.chance import ChanceLevel
 from relevancy.analysis.explain import Analysis, Explanation, aanalyze, explain_result
 from relevancy.core.redact import redact
 from relevancy.core.result import QuestionScore, RelevancyResult
-from relevancy.core.triage import REASONS, SENTENCE_LOW
+from relevancy.core.triage import REASONS
 from relevancy.dashboard.views import charts, reference
 from relevancy.dashboard.views import sentence_table as sentence_html
 from relevancy.dashboard.views.format import MODE_SHORT, esc, fmt, score_badge
@@ -177,10 +177,24 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         main = e.triage.reason
         st.markdown(
             f"**Main reason:** {main} · {REASONS.get(main, '')}",
-            help="The one main reason per row (the grid's reason column); the others that "
-            "apply are listed below.",
+            help="The one main reason per row (the grid's reason column), decided from the "
+            "evidence on this page at the threshold set in the sidebar; the others that apply "
+            "are listed beside it.",
         )
+        if e.secondary:
+            st.markdown(
+                f"**Also:** {' · '.join(e.secondary)}",
+                help="The other reasons that apply (the grid's flags column; filter on them "
+                "with 'Also flagged').",
+            )
+        if e.stored_reason_differs:
+            st.caption(
+                f"The grid files this row under {esc(result.reason)}: decided when it was "
+                "scored (an older version, or the threshold of 0.50)."
+            )
         nc = "yes: score forced to 0" if result.noncommittal else "no"
+        if not result.noncommittal and main == "noncommittal":
+            nc = f"the detector says no (score not forced to 0), the answer says “{esc(e.evasion)}”"
         st.markdown(f"**Noncommittal:** {nc} · _{esc(result.noncommittal_method or 'n/a')}_")
         if result.noncommittal_detail:
             st.caption(esc(result.noncommittal_detail))
@@ -254,7 +268,11 @@ def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: in
                     f"({esc(result.embeddings)}): select it in the sidebar."
                 )
     if e.parts:
-        parts = " · ".join(f"“{esc(p.part)}” {fmt(p.coverage, 2)}" for p in e.parts)
+        parts = " · ".join(
+            f"“{esc(p.part)}” {fmt(p.coverage, 2)}"
+            + (f" (the answer gives {esc(', '.join(p.found[:4]))})" if p.found else "")
+            for p in e.parts
+        )
         st.caption(f"Question parts, best match in the answer: {parts}")
 
 
@@ -270,28 +288,12 @@ def _sentences(e: Explanation, title: str) -> None:
         sentence_html.sentence_table_html(table, help=_COLUMN_HELP, neutral=evasive),
         unsafe_allow_html=True,
     )
-    low = len(e.off_topic_sentences)
-    lowers = sum(s.lowers_score for s in e.sentences)
-    to = " to the question and to each part" if "part similarity" in table else ""
-    found = ([f"{low} off topic (similarity below {SENTENCE_LOW}{to})"] if low else []) + (
-        [
-            f"{lowers} {'lowers' if lowers == 1 else 'lower'} the score (it would rise "
-            f"without {'it' if lowers == 1 else 'them'})"
-        ]
-        if lowers
-        else []
-    )
     legend = "Similarity: to the user's question (green close, red far)." + (
         " Without it: how the score would change if the sentence were left out."
         if "without it" in table
         else ""
     )
-    if len(table) == 1:
-        verdict = "The answer is one sentence" + (": off topic. " if low else ". ")
-    elif found:
-        verdict = f"Of {len(table)} sentences: {'; '.join(found)}. "
-    else:
-        verdict = f"None of the {len(table)} sentences is off topic or lowers the score. "
+    verdict = e.sentence_verdict + " "
     if e.sentence_source == "result":
         legend += " An explanation only: the score does not use these sentences."
     if evasive:

@@ -238,8 +238,9 @@ def chance_caption(level: ChanceLevel, summary: dict[str, float]) -> str:
     where = f"{above:.2f} above" if above >= 0 else f"{-above:.2f} below"
     return (
         f"**Chance level:** {esc(level.describe())} (the shaded band: 5th to 95th percentile of "
-        f"{level.pairs:,} pairs of this run's rows with different questions). This run's median "
-        f"Ragas value, {fmt(summary['median'], 2)}, is {where} that; **{summary['below']:,}** "
+        f"{level.pairs:,} pairs of this run's rows with different questions). The median Ragas "
+        f"value of its {summary['answered']:,} answered rows (noncommittal ones, 0 by rule, left "
+        f"aside), {fmt(summary['median'], 2)}, is {where} that; **{summary['below']:,}** "
         f"of {summary['answered']:,} answered rows score below the 95th percentile "
         f"({level.p95:.2f}), no better than an answer to another question."
     )

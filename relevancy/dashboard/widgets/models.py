@@ -20,6 +20,7 @@ from relevancy.backends import make_embedder
 from relevancy.backends.cache import Cache
 from relevancy.core.modes import resolve_mode
 from relevancy.core.redact import register_secret
+from relevancy.dashboard.widgets.state import get_store
 from relevancy.paths import default_cache_dir
 from relevancy.scoring.config import build_metric
 from relevancy.scoring.estimate import Estimate, InputStats, estimate, measure_sample
@@ -251,14 +252,16 @@ def generator_limit(settings: Settings) -> int | None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _estimate(
-    settings: Settings, digest: str, measured: int, _pairs: list[tuple[str, str]]
+    settings: Settings, digest: str, measured: int, scored: str, _pairs: list[tuple[str, str]]
 ) -> Estimate | None:
+    """``scored``: when the store last scored rows (a run since makes this estimate stale: rows
+    it scored are in the cache, and its speed is known)."""
     try:
         metric = get_metric(settings)
     except Exception:  # no key yet: nothing to estimate with
         return None
     stats = InputStats.of(metric, [u for u, _ in _pairs], [r for _, r in _pairs])
-    return estimate(metric, stats)
+    return estimate(metric, stats, store=get_store())
 
 
 def _pairs(user_inputs: list[str], responses: list[str]) -> tuple[str, list[tuple[str, str]]]:
@@ -273,7 +276,8 @@ def estimate_for(
     """Time, tokens and cost of scoring these rows with these settings (None: no backend yet).
     Recomputed after :func:`measure_for`."""
     digest, pairs = _pairs(user_inputs, responses)
-    return _estimate(settings, digest, st.session_state.get("ds_measured", 0), pairs)
+    scored = get_store().get_meta("last_scored") or ""
+    return _estimate(settings, digest, st.session_state.get("ds_measured", 0), scored, pairs)
 
 
 def measure_for(settings: Settings, user_inputs: list[str], responses: list[str], k: int) -> int:

@@ -35,7 +35,15 @@ from relevancy.dashboard.views.links import (
 from relevancy.dashboard.widgets.sidebar import PAGES
 from relevancy.dashboard.widgets.state import active_run, get_store, list_runs, set_active_run
 
-__all__ = ["open_link", "notes_slot", "sync_link", "linked_row", "dashboard_url", "row_link"]
+__all__ = [
+    "DRILL_ANCHOR",
+    "open_link",
+    "notes_slot",
+    "sync_link",
+    "linked_row",
+    "dashboard_url",
+    "row_link",
+]
 
 _SENT, _ROW, _NOTES, _SLOT = "link_sent", "link_row", "link_notes", "link_slot"
 
@@ -95,9 +103,27 @@ def sync_link(run_id: int | None, row: int | None = None) -> None:
             st.warning(note, icon="🔗")
 
 
+#: the drill-down's heading anchor on the Dataset page (a link to a row scrolls to it)
+DRILL_ANCHOR = "drill-down"
+
+# polls for the heading (drawn later in the same script run), then scrolls it into view once
+_SCROLL = """<script>
+(() => {
+  let tries = 0;
+  const go = () => {
+    const target = document.getElementById("%s");
+    if (target) { target.scrollIntoView({block: "start"}); return; }
+    if (++tries < 50) setTimeout(go, 100);
+  };
+  go();
+})();
+</script>"""
+
+
 def linked_row(run_id: int, key: str) -> int | None:
     """The row (0-based) a link opened in this run, until the user picks another; the first
-    time, it is also chosen in the row picker ``key`` (call before drawing it)."""
+    time, it is also chosen in the row picker ``key`` (call before drawing it) and the page
+    scrolls to the drill-down (its heading's anchor :data:`DRILL_ANCHOR`)."""
     held = st.session_state.get(_ROW)
     if not held or held[0] != run_id:
         return None
@@ -105,6 +131,7 @@ def linked_row(run_id: int, key: str) -> int | None:
     if fresh:
         st.session_state[key] = row
         st.session_state[_ROW] = (run, row, False)
+        st.html(_SCROLL % DRILL_ANCHOR, unsafe_allow_javascript=True)
     elif st.session_state.get(key) != row:
         st.session_state.pop(_ROW)
         return None

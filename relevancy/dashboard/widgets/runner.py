@@ -14,8 +14,8 @@ from typing import Any
 import streamlit as st
 
 from relevancy.runs import RunStore
-from relevancy.scoring.collectors import StoreSink, Tally
-from relevancy.scoring.estimate import duration, record_speed
+from relevancy.scoring.collectors import StoreSink, Tally, TokenPoints
+from relevancy.scoring.estimate import duration, record_speed, record_usage
 from relevancy.scoring.pipeline import score_chunks
 
 __all__ = ["JOB_KEY", "Outcome", "score_run", "interrupted_job"]
@@ -35,7 +35,8 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
     """Score the run's rows that have no result yet; draws progress in the current container.
 
     The rows go through the one scoring loop (:func:`relevancy.scoring.pipeline.score_chunks`)
-    a few at a time; each result is saved the moment it finishes."""
+    a few at a time; each result is saved and counted on the progress bar the moment it
+    finishes."""
     pending = store.pending_rows(run_id)
     info = store.get_run(run_id)
     total, already = info.n_rows, info.n_scored
@@ -43,7 +44,10 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
     st.session_state[JOB_KEY] = {"run_id": run_id, "started_with": already}
     top = st.columns([5, 1], vertical_alignment="center")
     with top[0]:
-        bar = st.progress(already / max(total, 1), text=f"Starting: {len(pending)} rows to score")
+        bar = st.progress(
+            already / max(total, 1),
+            text=f"Starting: {len(pending)} rows to score; the bar moves as each row finishes",
+        )
     with top[1]:
         st.button(
             "Cancel",
@@ -51,25 +55,51 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
             icon="⏹️",
             help="Stop after the rows in flight; everything scored so far is kept.",
         )
-    tally, sink = Tally(), StoreSink(store, run_id, results=False)
+    tally, sink, points = Tally(), StoreSink(store, run_id, results=False), TokenPoints()
     chunks = (
         (rows, store.inputs(run_id, rows)[["user_input", "response"]])
         for rows in (pending[i : i + chunk] for i in range(0, len(pending), chunk))
     )
     started = time.perf_counter()
-    done = 0
-    for scored in score_chunks(metric, chunks, [tally, sink], on_result=sink.on_result):
-        done += len(scored.rows)
+    done = finished = 0
+    stops: list[BaseException] = []
+
+    def show(n: int) -> None:
         elapsed = time.perf_counter() - started
-        left = elapsed / done * (len(pending) - done)
+        left = elapsed / max(n, 1) * (len(pending) - n)
         bar.progress(
-            (already + done) / total,
-            text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
+            (already + n) / max(total, 1),
+            text=f"Scored {already + n} of {total} rows · {duration(elapsed)} elapsed · "
             f"about {duration(left)} left",
         )
+
+    def on_result(row: int, result: Any) -> None:
+        """Each row as it finishes: saved, then counted on the bar (not a chunk at a time)."""
+        nonlocal finished
+        sink.on_result(row, result)
+        finished += 1
+        if stops:
+            return
+        try:
+            show(finished)
+        except Exception:
+            raise
+        except BaseException as stop:  # Cancel: acted on after the rows in flight
+            stops.append(stop)
+
+    try:
+        for scored in score_chunks(metric, chunks, [tally, sink, points], on_result=on_result):
+            done += len(scored.rows)
+            if stops:
+                raise stops[0]
+            show(done)
+    finally:  # a Cancel too: the rows scored so far are in the cache, estimates made are stale
+        store.set_meta("last_scored", time.strftime("%Y-%m-%dT%H:%M:%S"))
     st.session_state.pop(JOB_KEY, None)
     elapsed = time.perf_counter() - started
-    record_speed(metric, rows=done - tally.cached, seconds=elapsed)  # cached rows cost ~0
+    # cached rows cost ~0; the next estimate (here or in the CLI) learns from this run
+    record_speed(metric, rows=done - tally.cached, seconds=elapsed, store=store)
+    record_usage(metric, points.points)
     bar.progress(1.0, text=f"Done: {total} rows in {duration(elapsed)}")
     errors = sum(tally.errors.values())
     return Outcome(scored=done, total=total, seconds=elapsed, errors=errors)

@@ -9,6 +9,7 @@ import streamlit as st
 from relevancy import __version__
 from relevancy.core.modes import MODES
 from relevancy.core.noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
+from relevancy.dashboard.views.format import judge_line
 from relevancy.dashboard.views.links import link_params
 from relevancy.dashboard.widgets.cost_panel import price_editor
 from relevancy.dashboard.widgets.models import (
@@ -200,9 +201,9 @@ def _judge_note(settings: Settings) -> str:
     metric, check = judge_of(settings)
     if metric is None:
         return "Judge check: set up the models first."
-    if check is None:
-        return "Judge check: not run for these models yet (**Home** page)."
-    return f"⚖️ {check.summary().capitalize()} (95% CI {check.ci_low:.2f}-{check.ci_high:.2f})."
+    line = judge_line(check, embedded=settings.embedded)
+    where = " (**Home** page)" if check is None else ""
+    return f"⚖️ {line[0].upper()}{line[1:]}{where}."
 
 
 def render_sidebar() -> Settings:

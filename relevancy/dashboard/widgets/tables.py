@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.analysis.cost import Price, money
-from relevancy.core.triage import REASONS
+from relevancy.core.triage import HYGIENE, REASONS
 from relevancy.dashboard.views.datasets import results_table
 from relevancy.dashboard.views.format import (
     embedded_caveat,
@@ -88,13 +88,21 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
         search = f4.text_input(
             "Search text", placeholder="words in the question or answer", key="ds_search"
         )
-        g0, g1, g2, g3 = st.columns([2, 2, 1, 1])
+        g0, g4, g1, g2, g3 = st.columns([2, 2, 2, 1, 1])
         reasons = g0.multiselect(
             "Reason",
             list(REASONS),
             key="ds_reasons",
             placeholder="all reasons",
             help="Each row's main reason: " + "; ".join(f"{k}: {v}" for k, v in REASONS.items()),
+        )
+        flagged = g4.multiselect(
+            "Also flagged",
+            [*REASONS, *HYGIENE],
+            key="ds_flags",
+            placeholder="any flags",
+            help="Rows with one of these reasons, main or secondary (the flags column): e.g. "
+            "padded behind a language_mismatch.",
         )
         variants = run_distinct(info.id, "variant") if "variant" in info.columns else []
         chosen = g1.multiselect(
@@ -109,6 +117,7 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
         search=search,
         variants=tuple(chosen),
         reasons=tuple(reasons),
+        flags=tuple(flagged),
         below=threshold if only_low else None,
         sort=sort,
     )

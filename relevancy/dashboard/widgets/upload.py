@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
 from relevancy.analysis.agreement import parse_labels
 from relevancy.dashboard.views import datasets
 from relevancy.dashboard.views.format import esc
-from relevancy.dashboard.widgets.state import bind
+from relevancy.dashboard.widgets.state import bind, set_active_run
 from relevancy.errors import InputError, RelevancyError
 from relevancy.io import guess_mapping
 from relevancy.io.exporters import origin
@@ -16,6 +18,8 @@ from relevancy.io.importers import SOURCE_FORMATS, ImportReport
 from relevancy.runs import demo_inputs
 
 __all__ = [
+    "score_button",
+    "remember_scored",
     "choose_source",
     "choose_mapping",
     "show_preview_and_issues",
@@ -25,6 +29,7 @@ __all__ = [
 
 DEMO_SOURCE = "demo.csv (bundled)"
 _ICONS = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
+_SCORED = "ds_scored"  #: session key: digest of a table scored in this session -> its run
 
 
 _FORMAT_LABELS = {
@@ -164,3 +169,29 @@ def show_preview_and_issues(frame: pd.DataFrame, issues: list[datasets.Issue]) -
     for issue in issues:
         box = {"error": st.error, "warning": st.warning, "info": st.info}[issue.level]
         box(issue.message, icon=_ICONS[issue.level])
+
+
+def _digest(frame: pd.DataFrame, source: str) -> str:
+    values = pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes()
+    return hashlib.blake2b(source.encode() + values, digest_size=16).hexdigest()
+
+
+def score_button(frame: pd.DataFrame, source: str) -> dict[str, str]:
+    """The Score button's label, type and help: "Score N rows" for a table not scored in this
+    session, "Score again" (not the primary action) once it was, naming the run it made."""
+    scored = st.session_state.get(_SCORED, {}).get(_digest(frame, source))
+    if scored is None:
+        return {"label": f"Score {len(frame)} rows", "type": "primary", "help": None}
+    return {
+        "label": "Score again",
+        "type": "secondary",
+        "help": f"These {len(frame)} rows were scored as run #{scored} (below); scoring them "
+        "again makes another run, mostly from the cache.",
+    }
+
+
+def remember_scored(frame: pd.DataFrame, source: str, run_id: int) -> None:
+    """This table is being scored as ``run_id``: the active run, and its Score button now says
+    "Score again"."""
+    set_active_run(run_id)
+    st.session_state.setdefault(_SCORED, {})[_digest(frame, source)] = run_id

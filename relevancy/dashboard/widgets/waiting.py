@@ -1,0 +1,90 @@
+"""A slow computation with a progress bar and its expected time, instead of a bare spinner.
+
+The first UMAP on a machine imports ``umap`` and compiles its code (minutes on a busy 2-core
+machine); later ones take seconds. :func:`run_with_progress` runs the work in a thread of this
+script run and moves a bar along the expected time, which is learned: each computation that took
+long enough records its seconds and points in the run store (``meta``), and the next estimate
+scales the last one by the number of points.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+from relevancy.runs import RunStore
+from relevancy.scoring.estimate import duration
+
+__all__ = ["FIRST_SECONDS", "expected_seconds", "run_with_progress"]
+
+T = TypeVar("T")
+
+#: before any measurement on this machine: what a first run may take (the first UMAP imports
+#: umap-learn and compiles it with numba: 161 s on a busy 2-core machine, issue 24)
+FIRST_SECONDS = {"umap": 150.0, "tsne": 30.0}
+
+
+def _key(method: str) -> str:
+    return f"projection:{method}"
+
+
+def expected_seconds(store: RunStore, method: str, points: int) -> tuple[float, str]:
+    """The expected seconds of a ``method`` projection of ``points`` points on this machine, and
+    where the figure comes from (in words)."""
+    text = store.get_meta(_key(method))
+    if text:
+        last = json.loads(text)
+        per_point = float(last["seconds"]) / max(int(last["points"]), 1)
+        return per_point * points, f"the last one here took {duration(float(last['seconds']))}"
+    first = FIRST_SECONDS.get(method, 10.0)
+    why = "the first UMAP on a machine compiles its code" if method == "umap" else "a first guess"
+    return first, why
+
+
+def run_with_progress(
+    store: RunStore, method: str, points: int, label: str, work: Callable[[], T]
+) -> T:
+    """``work()``, with a bar that moves along its expected time (see :func:`expected_seconds`)
+    and says it; the time it took is recorded for the next estimate."""
+    expected, why = expected_seconds(store, method, points)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # re-raised in the script's own thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    add_script_run_ctx(thread, get_script_run_ctx())
+    started = time.perf_counter()
+    thread.start()
+    thread.join(0.5)  # a cached or quick result: no bar at all
+    if thread.is_alive():
+        bar = st.progress(0.0, text=f"Computing the {label}… about {duration(expected)} ({why})")
+        while thread.is_alive():
+            elapsed = time.perf_counter() - started
+            bar.progress(
+                min(elapsed / max(expected, 1.0), 0.99),
+                text=f"Computing the {label}: {duration(elapsed)} of about "
+                f"{duration(max(expected, elapsed))} ({why})",
+            )
+            thread.join(0.5)
+        bar.empty()
+    seconds = time.perf_counter() - started
+    if "error" in outcome:
+        raise outcome["error"]
+    if seconds >= 2.0:  # measured, not a cache hit: the next estimate learns from it
+        record = {"seconds": seconds, "points": points, "measured": time.strftime("%Y-%m-%d")}
+        store.set_meta(_key(method), json.dumps(record))
+        st.caption(
+            f"{label[0].upper()}{label[1:]}: {duration(seconds)} (expected about "
+            f"{duration(expected)}; {why})."
+        )
+    return outcome["value"]
