@@ -12,8 +12,13 @@ Structured output is requested with a JSON schema; a server that rejects it is a
 mode, then for plain text, which is parsed tolerantly. The mode that worked is remembered (for
 the whole generator: rows scored at once that are all refused step back one mode, not one each).
 
-Retries (429 with Retry-After, 5xx, timeouts, dropped connections) use the SDK's own machinery:
-``max_retries`` attempts with exponential backoff that honours Retry-After.
+Every request goes through the model's :class:`~relevancy.backends._ratelimit.RateController`
+(shared by every backend that talks to that model at that server): it sizes the requests sent at
+once to what the rate limit allows (adaptive, the default; ``adaptive=False`` keeps it at
+``concurrency``), waits out 429s (a refused request is sent again, within a bounded time) and
+retries other transient errors (5xx, timeouts, dropped connections) ``max_retries`` times with
+a backoff that honours Retry-After. The SDK's own retries are off, so the controller sees every
+429 and every ``x-ratelimit-*`` header.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from relevancy.backends._protocols import EmbedderBase, GeneratorBase
+from relevancy.backends._ratelimit import Outcome, RateController, controller_for
 from relevancy.core.prompt import (
     EXAMPLES,
     INSTRUCTION,
@@ -128,6 +134,31 @@ def describe_api_error(exc: BaseException, where: str) -> str:
     return redact(text)
 
 
+def classify_error(exc: BaseException) -> Outcome:
+    """What a failed request was, for the rate controller: a 429, transient, or final."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        headers = exc.response.headers
+        if exc.status_code == 429 and getattr(exc, "code", None) != "insufficient_quota":
+            return Outcome("throttled", headers)
+        should = (headers.get("x-should-retry") or "").lower()
+        if should in ("true", "false"):
+            return Outcome("retry" if should == "true" else "fatal", headers)
+        if exc.status_code in (408, 409) or exc.status_code >= 500:
+            return Outcome("retry", headers)
+        return Outcome("fatal", headers)
+    if isinstance(exc, openai.APIConnectionError):  # timeouts too
+        return Outcome("retry")
+    return Outcome("fatal")
+
+
+def _total_tokens(answer: Any) -> int:
+    usage = getattr(answer, "usage", None)
+    total = getattr(usage, "total_tokens", None) if usage is not None else None
+    return int(total) if isinstance(total, (int, float)) else 0
+
+
 class _ClientPerLoop:
     """Holds an ``openai`` async client per event loop.
 
@@ -140,6 +171,34 @@ class _ClientPerLoop:
     _factory: Any
     _loop: Any = None
     _injected: bool = False
+    rate: RateController
+    max_retries: int = 3
+
+    def _limit(self, model: str, concurrency: int | None, adaptive: bool) -> None:
+        """Share the rate controller of ``model`` at this server (``concurrency``: its most)."""
+        self.rate = controller_for(self.base_url, model, maximum=concurrency, adaptive=adaptive)  # type: ignore[attr-defined]
+
+    @property
+    def max_concurrency(self) -> int:
+        """The most requests at once (``--concurrency``)."""
+        return self.rate.maximum
+
+    async def _send(self, request: Any) -> Any:
+        """``request(client)`` (a ``with_raw_response`` call) through the rate controller;
+        the parsed answer."""
+
+        async def send() -> tuple[Any, Any]:
+            raw = await request(self.client().with_options(max_retries=0))
+            return raw.headers, raw.parse()
+
+        _, answer = await self.rate.call(
+            send,
+            classify_error,
+            headers_of=lambda pair: pair[0],
+            tokens_of=lambda pair: _total_tokens(pair[1]),
+            max_retries=self.max_retries,
+        )
+        return answer
 
     def client(self) -> Any:
         if self._injected:
@@ -215,8 +274,11 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         use_n: bool = True,
         azure: bool = False,
         client: Any = None,
+        concurrency: int | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.model = model
+        self.max_retries = max_retries
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
@@ -232,6 +294,7 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         self._client = client or self._factory()
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
+        self._limit(model, concurrency, adaptive)
         self._mode_index = 0
         # Set when a request for several choices got one back (llama.cpp's server, Ollama).
         self._ignores_n = False
@@ -274,13 +337,15 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             if n > 1:
                 kwargs["n"] = n
             try:
-                return await self.client().chat.completions.create(
-                    model=self.model,
-                    messages=chat_messages(response, language=language),
-                    temperature=self.temperature,
-                    max_tokens=self.max_tokens,
-                    seed=seed,
-                    **kwargs,
+                return await self._send(
+                    lambda client, kw=kwargs: client.chat.completions.with_raw_response.create(
+                        model=self.model,
+                        messages=chat_messages(response, language=language),
+                        temperature=self.temperature,
+                        max_tokens=self.max_tokens,
+                        seed=seed,
+                        **kw,
+                    )
                 )
             except openai.APIStatusError as exc:
                 # A server that cannot do this structured-output mode: try the next one. Most
@@ -405,6 +470,8 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
         max_retries: int = 3,
         azure: bool = False,
         client: Any = None,
+        concurrency: int | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.model = model
         self.batch_size = batch_size
@@ -421,6 +488,7 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
         self._client = client or self._factory()
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
+        self._limit(model, concurrency, adaptive)
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -471,7 +539,11 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
     async def _embed_chunk(
         self, chunk: list[str], kwargs: dict[str, Any], previous: list[np.ndarray]
     ) -> tuple[np.ndarray, int | None]:
-        result = await self.client().embeddings.create(model=self.model, input=chunk, **kwargs)
+        result = await self._send(
+            lambda client: client.embeddings.with_raw_response.create(
+                model=self.model, input=chunk, **kwargs
+            )
+        )
         data = getattr(result, "data", None)
         if not data:
             raise EmbeddingError(f"{self.base_url} returned no embeddings")

@@ -83,6 +83,7 @@ def metric_from_args(
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,
+        adaptive=not getattr(args, "fixed_concurrency", False),
     )
     if check:
         preflight(metric)

@@ -76,8 +76,27 @@ def register(sub: Any) -> None:
         "--concurrency",
         type=int,
         default=None,
-        help="rows scored at once (default: 4 with the embedded generator, 16 with an API; "
-        "1 for llama-cpp-python's one-request-at-a-time server)",
+        help="rows scored at once (default: 4 with the embedded generator); with an API, the "
+        "most requests at once per model (default 64): the number sent adapts to the rate "
+        "limit; 1 for llama-cpp-python's one-request-at-a-time server",
+    )
+    p.add_argument(
+        "--fixed-concurrency",
+        action="store_true",
+        help="send --concurrency requests at once, not adapting to the rate limit "
+        "(429s are still waited out)",
+    )
+    p.add_argument(
+        "--rpm",
+        type=float,
+        default=None,
+        help="the generator model's requests-per-minute limit, for the estimate",
+    )
+    p.add_argument(
+        "--tpm",
+        type=float,
+        default=None,
+        help="the generator model's tokens-per-minute limit, for the estimate",
     )
     p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
     p.add_argument(
@@ -207,8 +226,10 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             question_chars=stats.question_chars * repeats,
             answer_chars=stats.answer_chars * repeats,
         )
-    plan = estimate(metric, stats)
+    plan = estimate(metric, stats, rpm=args.rpm, tpm=args.tpm)
     print(f"estimate        {plan.describe()}", file=sys.stderr)
+    if plan.describe_limit():
+        print(f"  rate limit    {plan.describe_limit()}", file=sys.stderr)
     print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
     models = (plan.llm, plan.embeddings)
     print(f"  cost          {cost_hint(plan.describe_cost(prices), models, prices)}",
@@ -228,7 +249,7 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             source.path,
             out,
             chunk_rows=args.chunk_rows,
-            progress=bar.update,
+            progress=_ticker(bar, metric),
             store=store,
             run_name=args.save_run or "",
             settings=settings,
@@ -239,6 +260,18 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         )
     code = _report(args, metric, run, store if args.save_run or args.store else None)
     return write_back(args, run, settings, store, source) or code
+
+
+def _ticker(bar: Any, metric: Any) -> Any:
+    """``bar.update``, and the requests at once (and any wait for the rate limit) beside it."""
+
+    def tick(n: int = 1) -> None:
+        status = metric.rate_status()
+        if status:
+            bar.set_postfix_str(status, refresh=False)
+        bar.update(n)
+
+    return tick
 
 
 def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:

@@ -38,20 +38,24 @@ def build_metric(
     cache: Cache | bool | str | None = True,
     concurrency: int | None = None,
     prompt_language: str = "answer",
+    adaptive: bool = True,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
     ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator;
     ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``).
+    With API backends ``concurrency`` is the most requests at once per model: the number sent
+    adapts to the server's rate limit (``adaptive=False``: always ``concurrency``).
     Bad settings raise :class:`relevancy.ConfigError` or :class:`relevancy.InputError` with one
     line naming the fix.
     """
     llm_options: dict[str, Any] = {"seed": seed}
+    api = {"timeout": timeout, "concurrency": concurrency, "adaptive": adaptive}
     if parse_spec(llm)[0] != "local":
-        llm_options["timeout"] = timeout
+        llm_options.update(api)
     emb_options: dict[str, Any] = {}
     if parse_spec(embeddings)[0] != "local":
-        emb_options["timeout"] = timeout
+        emb_options.update(api)
     return AnswerRelevancy(
         llm=make_generator(llm, base_url=base_url, api_key=api_key, **llm_options),
         embeddings=make_embedder(embeddings, base_url=base_url, api_key=api_key, **emb_options),

@@ -84,7 +84,6 @@ Run it by hand with::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hmac
 import itertools
@@ -97,6 +96,8 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from relevancy.testing._batches import BatchesMixin
+from relevancy.testing._cli import parse_args, server_options
 from relevancy.testing._endpoints import EndpointsMixin
 from relevancy.testing._faults import (
     CHAT_ONLY_FAULTS,
@@ -113,6 +114,7 @@ from relevancy.testing._faults import (
     json_reply,
 )
 from relevancy.testing._http import BadRequestError, HTTPServer
+from relevancy.testing._limits import LimitsMixin, RateLimits
 from relevancy.testing._toy_model import (
     CHAT_MODEL,
     EMBEDDING_MODEL,
@@ -157,7 +159,7 @@ _TOKENIZERS = {"words": word_count, "approx": approx_tokens}
 # ----------------------------------------------------------------------------- the server
 
 
-class OpenAICompatServer(EndpointsMixin):
+class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
     """An OpenAI-compatible server on a background thread, with fault injection.
 
     Use it as a context manager (``with OpenAICompatServer() as srv: ...``) or call
@@ -172,7 +174,10 @@ class OpenAICompatServer(EndpointsMixin):
     429), ``slow_seconds`` (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and
     the response ids), ``latency`` (fixed delay before every response), ``token_latency``,
     ``slots``, ``tokenizer`` and ``usage_log`` (the cost model: see the module docstring),
-    ``log_requests`` (print an access log line per request to stderr).
+    ``log_requests`` (print an access log line per request to stderr), ``rpm``, ``tpm``,
+    ``limit_window`` and ``limit_retry_after`` (rate limits per model, like OpenAI's: see
+    ``relevancy/testing/_limits.py``; :meth:`set_limits` or ``POST /admin/limits`` change them),
+    ``batch_delay`` (seconds a ``/v1/batches`` job takes: see ``relevancy/testing/_batches.py``).
     """
 
     def __init__(
@@ -197,6 +202,11 @@ class OpenAICompatServer(EndpointsMixin):
         tokenizer: str = "words",
         usage_log: str | None = None,
         log_requests: bool = False,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        limit_window: float = 60.0,
+        limit_retry_after: bool = True,
+        batch_delay: float = 0.0,
     ) -> None:
         if embedding_dim < 1:
             raise ValueError("embedding_dim must be at least 1")
@@ -234,6 +244,9 @@ class OpenAICompatServer(EndpointsMixin):
         self.usage_log = usage_log
         self.log_requests = log_requests
         self._in_flight = self._max_in_flight = 0  # requests being served (slots taken)
+        self.limits = RateLimits(rpm, tpm, window=limit_window, retry_after=limit_retry_after)
+        self.batch_delay = batch_delay
+        self._init_batches()
 
         self._lock = threading.Lock()
         self._plan: FaultPlan | None = None
@@ -324,6 +337,10 @@ class OpenAICompatServer(EndpointsMixin):
         with self._lock:
             self._script.extend(queued)
 
+    def set_limits(self, *, rpm: int | None = None, tpm: int | None = None) -> None:
+        """Change the rate limits (None turns one off); requests in the window still count."""
+        self.limits.set(rpm=rpm, tpm=tpm)
+
     def clear(self) -> None:
         """Forget the request log and any scripted faults not yet used."""
         with self._lock:
@@ -345,11 +362,14 @@ class OpenAICompatServer(EndpointsMixin):
 
     def stats(self) -> dict[str, Any]:
         """Counts: ``total``, ``by_path``, ``by_fault`` (applied faults only), ``by_status``,
-        ``max_in_flight`` (the most requests served at once so far)."""
+        ``max_in_flight`` (the most requests served at once so far), ``limits`` (the rate
+        limits, requests admitted and 429s by type) and ``batches`` (batches created)."""
         with self._lock:
             log = list(self._log)
             most = self._max_in_flight
         return {
+            "limits": self.limits.describe(),
+            "batches": self._batch_count(),
             "max_in_flight": most,
             "total": len(log),
             "by_path": dict(Counter(entry["path"] for entry in log)),
@@ -386,7 +406,14 @@ class OpenAICompatServer(EndpointsMixin):
             return None, kind
         return kind, None
 
-    def _handle(self, method: str, target: str, auth: str | None, raw: bytes | None) -> Reply:
+    def _handle(
+        self,
+        method: str,
+        target: str,
+        auth: str | None,
+        raw: bytes | None,
+        content_type: str | None = None,
+    ) -> Reply:
         path = target.split("?", 1)[0]
         body: Any = None
         if raw:
@@ -419,9 +446,14 @@ class OpenAICompatServer(EndpointsMixin):
             started = time.perf_counter()
             if self.latency and self._stopping.wait(self.latency):
                 return Reply(drop=True)
-            reply = self._route(
-                method=method, path=path, authorised=authorised, raw=raw, body=body, entry=entry
-            )
+            if authorised and self._is_extra(path):  # admin, files and batches
+                reply = self._extra_route(method, path, raw, body, content_type)
+            else:
+                reply = self._route(
+                    method=method, path=path, authorised=authorised, raw=raw, body=body,
+                    entry=entry,
+                )  # fmt: skip
+            reply.headers = {**entry.pop("limit_headers", {}), **reply.headers}
             decode = self.token_latency * entry.get("decode_tokens", 0)
             if decode and self._stopping.wait(decode):
                 return Reply(drop=True)
@@ -478,6 +510,11 @@ class OpenAICompatServer(EndpointsMixin):
                 code="method_not_allowed",
             )
 
+        limit_headers, refused = self._limit_check(endpoint, body)
+        entry["limit_headers"] = limit_headers
+        if refused is not None:  # over a rate limit: no fault drawn, nothing served
+            entry["rate_limited"] = True
+            return refused
         fault, ignored = self._next_fault(endpoint)
         with self._lock:
             entry["fault"], entry["fault_ignored"] = fault, ignored
@@ -521,68 +558,9 @@ class OpenAICompatServer(EndpointsMixin):
 # ----------------------------------------------------------------------------- command line
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m relevancy.testing.openai_server",
-        description="Serve a toy OpenAI-compatible API that can inject faults.",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
-    parser.add_argument("--api-key", default=None, help="require this Bearer key")
-    parser.add_argument("--fault-rate", type=float, default=0.0)
-    parser.add_argument(
-        "--fault-kinds",
-        default=",".join(FAULT_KINDS),
-        help="comma-separated kinds for the random plan (default: all)",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--embedding-dim", type=int, default=64)
-    parser.add_argument("--no-n", action="store_true", help="ignore n; answer one choice")
-    parser.add_argument("--max-n", type=int, default=None)
-    parser.add_argument("--text-mode", choices=TEXT_MODES, default="json")
-    parser.add_argument("--no-json-schema", action="store_true")
-    parser.add_argument("--no-json-object", action="store_true")
-    parser.add_argument("--retry-after", type=float, default=1.0)
-    parser.add_argument("--slow-seconds", type=float, default=5.0)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
-    parser.add_argument(
-        "--token-latency", type=float, default=0.0, help="seconds per completion token"
-    )
-    parser.add_argument("--slots", type=int, default=None, help="requests served at once")
-    parser.add_argument("--tokenizer", choices=tuple(_TOKENIZERS), default="words")
-    parser.add_argument("--usage-log", default=None, help="append a JSON line per request")
-    parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
-    return parser.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server in the foreground until Ctrl-C."""
-    args = _parse_args(argv)
-    plan = None
-    if args.fault_rate > 0:
-        kinds = tuple(k.strip() for k in args.fault_kinds.split(",") if k.strip())
-        plan = FaultPlan(rate=args.fault_rate, kinds=kinds, seed=args.seed)
-    server = OpenAICompatServer(
-        host=args.host,
-        port=args.port,
-        api_key=args.api_key,
-        faults=plan,
-        embedding_dim=args.embedding_dim,
-        honour_n=not args.no_n,
-        max_n=args.max_n,
-        accept_json_schema=not args.no_json_schema,
-        accept_json_object=not args.no_json_object,
-        text_mode=args.text_mode,
-        retry_after=args.retry_after,
-        slow_seconds=args.slow_seconds,
-        seed=args.seed,
-        latency=args.latency,
-        token_latency=args.token_latency,
-        slots=args.slots,
-        tokenizer=args.tokenizer,
-        usage_log=args.usage_log,
-        log_requests=args.verbose,
-    )
+    server = OpenAICompatServer(**server_options(parse_args(argv)))
     with server:
         print(f"Serving an OpenAI-compatible API at {server.base_url}", flush=True)
         try:

@@ -62,10 +62,11 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
         done += len(scored.rows)
         elapsed = time.perf_counter() - started
         left = elapsed / done * (len(pending) - done)
+        rate = metric.rate_status() if hasattr(metric, "rate_status") else None
         bar.progress(
             (already + done) / total,
             text=f"Scored {already + done} of {total} rows · {duration(elapsed)} elapsed · "
-            f"about {duration(left)} left",
+            f"about {duration(left)} left" + (f" · {rate}" if rate else ""),
         )
     st.session_state.pop(JOB_KEY, None)
     elapsed = time.perf_counter() - started
