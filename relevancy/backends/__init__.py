@@ -22,6 +22,7 @@ from relevancy.backends._llama_client import child_env, component, llama_cpp_ver
 from relevancy.backends._local_embedder import MiniLMEmbedder, minilm_model_path
 from relevancy.backends._local_generator import SmolLMGenerator, smollm_model_path
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
+from relevancy.backends._openai_batch import GenerationBatch
 from relevancy.backends._protocols import (
     Embedder,
     EmbedderBase,
@@ -29,6 +30,7 @@ from relevancy.backends._protocols import (
     QuestionGenerator,
     check_backend,
 )
+from relevancy.backends._ratelimit import RateController, RateLimitedError, controllers
 from relevancy.backends._st_embedder import SentenceTransformerEmbedder
 from relevancy.backends.cache import Cache, cache_key
 from relevancy.errors import ConfigError
@@ -49,6 +51,10 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "OpenAIGenerator",
     "OpenAIEmbedder",
+    "GenerationBatch",
+    "RateController",
+    "RateLimitedError",
+    "controllers",
     "smollm_model_path",
     "minilm_model_path",
     "e5_model_path",

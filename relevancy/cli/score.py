@@ -16,6 +16,7 @@ from relevancy.analysis.agreement import agreement
 from relevancy.analysis.cost import (
     PRICES_AS_OF,
     PRICES_SOURCE,
+    money,
     usage_totals,
 )
 from relevancy.analysis.stability import NEAR_DUPLICATE, summarize_stability
@@ -42,6 +43,7 @@ from relevancy.io import OUTPUT_FORMATS
 from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.runs import RunStore
+from relevancy.scoring.batch_api import batch_cost, run_batch
 from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import score_path
 from relevancy.scoring.estimate import estimate, measure_sample
@@ -154,6 +156,13 @@ def register(sub: Any) -> None:
         "and the best threshold (default: a column named label, human_score, rating or "
         "relevant; '' for none)",
     )
+    p.add_argument(
+        "--batch-api",
+        action="store_true",
+        help="generate the questions with OpenAI's Batch API (half the price; done within 24 h; "
+        "any server with /v1/files and /v1/batches): the batch id is kept in "
+        "OUTPUT.batch.json, so the same command run again resumes it; embeddings are live",
+    )
     g = p.add_argument_group("engine")
     g.add_argument(
         "--engine",
@@ -234,6 +243,11 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     models = (plan.llm, plan.embeddings)
     print(f"  cost          {cost_hint(plan.describe_cost(prices), models, prices)}",
           file=sys.stderr)  # fmt: skip
+    if args.batch_api:
+        dollars = batch_cost(plan, prices)
+        if math.isfinite(dollars):
+            print(f"  batch cost    about {money(dollars)} with --batch-api (generation at half "
+                  "price)", file=sys.stderr)  # fmt: skip
     if args.estimate:
         return 0
     preflight(metric)
@@ -241,6 +255,8 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     store = store or temporary_store(args, stack)
     settings = {**_run_settings(args, metric),
                 "origin": origin(found.source.format, **source.where)}  # fmt: skip
+    if args.batch_api:
+        settings["batch_api"] = _batch(args, metric, source.path, out, found.source.format, prices)
     total = found.rows * repeats
     with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:  # fmt: skip
@@ -260,6 +276,25 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         )
     code = _report(args, metric, run, store if args.save_run or args.store else None)
     return write_back(args, run, settings, store, source) or code
+
+
+def _batch(args: argparse.Namespace, metric: Any, path: Any, out: Path, source_format: str,
+           prices: Any) -> dict[str, Any]:  # fmt: skip
+    """``--batch-api``: the generations from one batch (resumed when OUTPUT.batch.json names
+    one), into the cache; what the run keeps of it."""
+    from tqdm import tqdm
+
+    with tqdm(unit="request", desc="batch", file=sys.stderr, disable=args.quiet,
+              dynamic_ncols=True) as bar:  # fmt: skip
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        batch = run_batch(metric, path, out, source_format=source_format,
+                          chunk_rows=args.chunk_rows, progress=progress)  # fmt: skip
+    print(f"batch           {batch.describe(prices)}", file=sys.stderr)
+    return batch.to_settings()
 
 
 def _ticker(bar: Any, metric: Any) -> Any:
@@ -396,11 +431,12 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     local_only = (args.estimate, args.save_run, args.store, repeats_from_args(args) > 1,
-                  args.label_column, args.from_url, wants_write_back(args))  # fmt: skip
+                  args.label_column, args.from_url, wants_write_back(args),
+                  args.batch_api)  # fmt: skip
     if any(local_only):
         raise InputError(
-            "--estimate, --save-run, --store, --repeats, --label-column, --from and the "
-            "write-back options work with --engine local only"
+            "--estimate, --save-run, --store, --repeats, --label-column, --from, --batch-api "
+            "and the write-back options work with --engine local only"
         )
     if not args.input:
         raise InputError("give a file or a folder of files to score")

@@ -219,6 +219,10 @@ class AnswerRelevancy:
         self._generator = CachedGenerator(llm, cache)
         self._embedder = EmbeddingService(embeddings, cache)
 
+    def generation_key(self, response: str) -> str:
+        """The cache key of ``response``'s generations with this metric (``--batch-api``)."""
+        return self._generator.key(response, self.strictness)
+
     def rate_status(self) -> str | None:
         """The API backends' requests at once, and whether they wait for the rate limit."""
         return rate_status(self.llm, self.embeddings)
