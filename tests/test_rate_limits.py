@@ -173,13 +173,13 @@ def test_a_429_with_no_header_at_all_backs_off_and_retries() -> None:
 
 def test_headers_saying_nothing_remains_pause_before_a_429() -> None:
     # one request at a time: the answer that says 0 remaining makes the next one wait
-    with OpenAICompatServer(rpm=3, limit_window=0.25) as srv:
+    with OpenAICompatServer(rpm=3, limit_window=1.5) as srv:
         m = metric(srv, concurrency=1)
-        results = m.score_many(rows(7))
+        results = m.score_many(rows(5))
         stats = srv.stats()
     assert [r.error for r in results if r.error] == []
     assert stats["limits"]["rejected"] == {"requests": 0, "tokens": 0}
-    assert m.llm.rate.snapshot()["pauses"] >= 2 and m.llm.rate.snapshot()["throttled"] == 0
+    assert m.llm.rate.snapshot()["pauses"] >= 1 and m.llm.rate.snapshot()["throttled"] == 0
 
 
 def test_a_limit_lowered_mid_run_loses_no_row() -> None:

@@ -30,7 +30,12 @@ from relevancy.backends._protocols import (
     QuestionGenerator,
     check_backend,
 )
-from relevancy.backends._ratelimit import RateController, RateLimitedError, controllers
+from relevancy.backends._ratelimit import (
+    RateController,
+    RateLimitedError,
+    controllers,
+    forget_controllers,
+)
 from relevancy.backends._st_embedder import SentenceTransformerEmbedder
 from relevancy.backends.cache import Cache, cache_key
 from relevancy.errors import ConfigError
@@ -55,6 +60,7 @@ __all__ = [
     "RateController",
     "RateLimitedError",
     "controllers",
+    "forget_controllers",
     "smollm_model_path",
     "minilm_model_path",
     "e5_model_path",

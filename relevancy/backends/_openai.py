@@ -183,9 +183,9 @@ class _ClientPerLoop:
         """The most requests at once (``--concurrency``)."""
         return self.rate.maximum
 
-    async def _send(self, request: Any) -> Any:
+    async def _send(self, request: Any, cost: int = 0) -> Any:
         """``request(client)`` (a ``with_raw_response`` call) through the rate controller;
-        the parsed answer."""
+        the parsed answer. ``cost``: the tokens the server counts it at admission."""
 
         async def send() -> tuple[Any, Any]:
             raw = await request(self.client().with_options(max_retries=0))
@@ -197,6 +197,7 @@ class _ClientPerLoop:
             headers_of=lambda pair: pair[0],
             tokens_of=lambda pair: _total_tokens(pair[1]),
             max_retries=self.max_retries,
+            cost=cost,
         )
         return answer
 
@@ -336,16 +337,22 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
                 }
             if n > 1:
                 kwargs["n"] = n
+            messages = chat_messages(response, language=language)
+            # what OpenAI counts at admission: the prompt, and max_tokens for each choice
+            cost = len(json.dumps(messages)) // 4 + self.max_tokens * n
             try:
                 return await self._send(
-                    lambda client, kw=kwargs: client.chat.completions.with_raw_response.create(
-                        model=self.model,
-                        messages=chat_messages(response, language=language),
-                        temperature=self.temperature,
-                        max_tokens=self.max_tokens,
-                        seed=seed,
-                        **kw,
-                    )
+                    lambda client, kw=kwargs, msgs=messages: (
+                        client.chat.completions.with_raw_response.create(
+                            model=self.model,
+                            messages=msgs,
+                            temperature=self.temperature,
+                            max_tokens=self.max_tokens,
+                            seed=seed,
+                            **kw,
+                        )
+                    ),
+                    cost,
                 )
             except openai.APIStatusError as exc:
                 # A server that cannot do this structured-output mode: try the next one. Most
@@ -542,7 +549,8 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
         result = await self._send(
             lambda client: client.embeddings.with_raw_response.create(
                 model=self.model, input=chunk, **kwargs
-            )
+            ),
+            sum(len(text) for text in chunk) // 4 + 1,
         )
         data = getattr(result, "data", None)
         if not data:

@@ -4,13 +4,15 @@ One :class:`RateController` per (server, model), shared by every generator, embe
 that talks to it (:func:`controller_for`). Each request takes a slot (:meth:`RateController.call`);
 the number of slots, :attr:`RateController.concurrency`, starts moderate and
 
-* grows while answers come back fast and the ``x-ratelimit-remaining-*`` headers show headroom
-  (one more slot per answer until the first back-off, then one per round of answers);
-* stops growing when the remaining requests or tokens are fewer than the requests in flight
-  would use, and shrinks by half on a 429 (once per episode, not once per refused request);
-* pauses every request until the reset the server announces (``retry-after``, else the
-  ``x-ratelimit-reset-*`` header of the exhausted limit, else a doubling backoff) when a 429
-  comes back or the headers say nothing remains.
+* grows while answers come back fast and the ``x-ratelimit-remaining-*`` headers leave room
+  for more at once (one more slot per answer until the first back-off, then one per round);
+* halves on a 429 (once per episode, not once per refused request).
+
+Requests are also paced by what the headers say remains: the requests (and the tokens over a
+request's tokens) left in the window, less those sent since, are a budget; once it is spent,
+requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's
+headers say how many more may go. A 429 pauses every request until the reset it announces
+(``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
 
 A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
 have passed since it was first sent, then fails with :class:`RateLimitedError`, one line that
@@ -23,6 +25,7 @@ This module knows nothing of the ``openai`` SDK: the caller says what an error w
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 import threading
@@ -42,6 +45,7 @@ __all__ = [
     "RateLimitedError",
     "controller_for",
     "controllers",
+    "forget_controllers",
     "parse_reset",
 ]
 
@@ -49,6 +53,8 @@ __all__ = [
 DEFAULT_START, DEFAULT_MAXIMUM = 8, 64
 #: seconds a request may spend refused by the rate limit before its row fails
 DEFAULT_MAX_WAIT = 300.0
+#: after a reset, one request probes the window; the next waits this long or for its answer
+PROBE_GAP = 0.1
 
 
 class RateLimitedError(GenerationError):
@@ -149,6 +155,11 @@ class RateController:
         self.limits: dict[str, float | None] = {"requests": None, "tokens": None}
         self.remaining: dict[str, float | None] = {"requests": None, "tokens": None}
         self.tokens_per_request: float | None = None
+        #: requests that may still be sent before the window frees something (None: unknown)
+        self.budget: float | None = None
+        self.reset_at = 0.0  # when the window frees something
+        self._counted_reset = -1.0
+        self.sent = 0
         self.counts = {"requests": 0, "throttled": 0, "retries": 0, "decreases": 0,
                        "increases": 0, "pauses": 0, "failed": 0}  # fmt: skip
         self.peak = int(self.limit)
@@ -179,18 +190,32 @@ class RateController:
 
     # -- slots
 
-    async def _acquire(self, first: float) -> None:
-        """Take a slot; RateLimitedError when the pause would end past ``first + max_wait``."""
+    async def _acquire(self, first: float) -> int:
+        """Take a slot (its number, counting every request sent); RateLimitedError when the
+        wait would end past ``first + max_wait``."""
         while True:
             with self._lock:
                 now = self._clock()
-                if now >= self.pause_until and self.in_flight < self.concurrency:
+                wait_until = self.pause_until
+                if self.budget is not None and self.budget < 1 and now >= wait_until:
+                    if now >= self.reset_at:  # something left the window: probe with one
+                        self.budget = 1.0
+                        self.reset_at = now + PROBE_GAP
+                    else:
+                        wait_until = self.reset_at
+                        if self.reset_at != self._counted_reset:
+                            self._counted_reset = self.reset_at
+                            self.counts["pauses"] += 1
+                if now >= wait_until and self.in_flight < self.concurrency:
                     self.in_flight += 1
-                    return
-                if self.pause_until - first > self.max_wait:
+                    self.sent += 1
+                    if self.budget is not None:
+                        self.budget -= 1
+                    return self.sent
+                if wait_until - first > self.max_wait:
                     self.counts["failed"] += 1
                     raise self._too_long(now - first)
-                pause = self.pause_until - now if now < self.pause_until else 0.0
+                pause = wait_until - now if now < wait_until else 0.0
                 future: asyncio.Future[None] | None = None
                 if not pause:
                     future = asyncio.get_running_loop().create_future()
@@ -218,32 +243,40 @@ class RateController:
 
     # -- what answers say
 
-    def observe(self, headers: Mapping[str, str] | None, seconds: float, tokens: int = 0) -> None:
-        """An answer came back after ``seconds`` with these headers (``tokens`` it used)."""
+    def observe(
+        self,
+        headers: Mapping[str, str] | None,
+        seconds: float,
+        tokens: int = 0,
+        sent: int | None = None,
+    ) -> None:
+        """An answer came back after ``seconds`` with these headers; ``tokens``: what the
+        request was counted; ``sent``: its number (from the slot it took)."""
         with self._lock:
             self.counts["requests"] += 1
             if tokens:
                 known = self.tokens_per_request
                 self.tokens_per_request = tokens if known is None else 0.8 * known + 0.2 * tokens
             self._fast = seconds if self._fast is None else min(self._fast, seconds)
-            low, reset = self._read(headers or {})
-            if reset:  # nothing left: every request waits for the reset
-                self._pause(reset)
-            if low:  # too little left for more at once
-                self._slow_start = False
+            self._read(headers or {}, self.sent - (sent if sent is not None else self.sent))
+            if self.budget is not None and self.budget < self.concurrency + 1:
+                self._slow_start = False  # too little left for more at once
                 return
             if not self.adaptive or self.limit >= self.maximum:
                 return
             quick = seconds <= 2 * self._fast + 0.05
-            if quick and self._headroom():
+            if quick:
                 step = 1.0 if self._slow_start else 1.0 / self.limit
                 self.limit = min(self.limit + step, float(self.maximum))
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
 
-    def _read(self, headers: Mapping[str, str]) -> tuple[bool, float | None]:
-        """Record the limits; (whether this answer says to slow down, the reset to wait for)."""
-        low, reset = False, None
+    def _read(self, headers: Mapping[str, str], sent_since: int) -> None:
+        """Record the limits and what remains: the requests that may still be sent before the
+        window frees something (``budget``: the remaining requests, and tokens over a request's
+        tokens, less those sent after this one), and when it does (``reset_at``)."""
+        allowed: list[float] = []
+        exhausted: list[float] = []
         for kind in ("requests", "tokens"):
             limit = _number(headers, f"x-ratelimit-limit-{kind}")
             remaining = _number(headers, f"x-ratelimit-remaining-{kind}")
@@ -252,23 +285,17 @@ class RateController:
             self.remaining[kind] = remaining
             if remaining is None:
                 continue
-            need = 1.0 if kind == "requests" else (self.tokens_per_request or 1.0)
-            if remaining < need:  # nothing left: wait for the reset
-                low = True
-                until = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
-                reset = max(reset or 0.0, until) if until is not None else reset
-            elif remaining < need * self.in_flight:  # those in flight would use it up
-                low = True
-        return low, reset
-
-    def _headroom(self) -> bool:
-        """True when the remaining requests and tokens allow more than those in flight."""
-        more = self.concurrency + 1
-        requests, tokens = self.remaining["requests"], self.remaining["tokens"]
-        if requests is not None and requests < 2 * more:
-            return False
-        per = self.tokens_per_request or 0.0
-        return tokens is None or tokens >= 2 * more * per
+            need = 1.0 if kind == "requests" else max(self.tokens_per_request or 1.0, 1.0)
+            room = math.floor(remaining / need) - sent_since
+            allowed.append(room)
+            if room < 1:
+                reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
+                exhausted.append(reset if reset is not None else 1.0)
+        if not allowed:
+            return
+        self.budget = float(min(allowed))
+        if exhausted:
+            self.reset_at = max(self.reset_at, self._clock() + max(exhausted))
 
     def _shrink(self, to: float) -> None:
         if not self.adaptive:
@@ -307,6 +334,8 @@ class RateController:
                 self._episode_end = now + max(wait, 0.5)
             self._slow_start = False
             self._pause(wait)
+            self.budget = 0.0  # after the pause, one request probes the window first
+            self.reset_at = max(self.reset_at, self.pause_until)
 
     # -- one request
 
@@ -318,16 +347,19 @@ class RateController:
         headers_of: Callable[[Any], Mapping[str, str] | None] = lambda r: None,
         tokens_of: Callable[[Any], int] = lambda r: 0,
         max_retries: int = 3,
+        cost: int = 0,
     ) -> Any:
         """Send one request through a slot; wait out 429s and retry transient errors.
 
         ``send()`` makes the request; ``classify(exc)`` says what an exception was;
-        ``headers_of(answer)`` and ``tokens_of(answer)`` read a good answer.
+        ``headers_of(answer)`` and ``tokens_of(answer)`` read a good answer; ``cost``: the
+        tokens the server counts the request at admission (OpenAI: the prompt's, plus
+        ``max_tokens`` for each choice), when the caller knows it (else ``tokens_of``).
         """
         first = self._clock()
         attempt = throttled = 0
         while True:
-            await self._acquire(first)
+            number = await self._acquire(first)
             sent = self._clock()
             try:
                 answer = await send()
@@ -357,7 +389,8 @@ class RateController:
                     continue
                 raise
             self._release()
-            self.observe(headers_of(answer), self._clock() - sent, tokens_of(answer))
+            used = cost or tokens_of(answer)
+            self.observe(headers_of(answer), self._clock() - sent, used, number)
             return answer
 
     def _too_long(self, waited: float) -> RateLimitedError:
@@ -410,3 +443,9 @@ def controllers() -> list[RateController]:
     """Every controller made in this process."""
     with _REGISTRY_LOCK:
         return list(_REGISTRY.values())
+
+
+def forget_controllers() -> None:
+    """Start every model's controller afresh (benches comparing settings in one process)."""
+    with _REGISTRY_LOCK:
+        _REGISTRY.clear()

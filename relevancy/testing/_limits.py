@@ -182,13 +182,18 @@ class LimitsMixin:
     limits: RateLimits
     _count: Callable[[str], int]
 
-    def _limit_check(self, endpoint: str, body: Any) -> tuple[dict[str, str], Reply | None]:
-        """Headers for a chat or embeddings request, and its 429 when over a limit."""
+    def _limit_check(
+        self, endpoint: str, body: Any, entry: dict[str, Any]
+    ) -> tuple[dict[str, str], Reply | None]:
+        """Headers for a chat or embeddings request, and its 429 when over a limit (the tokens
+        counted go to ``entry["counted_tokens"]``)."""
         if endpoint not in ("chat", "embeddings") or not self.limits.active:
             return {}, None
         body = body if isinstance(body, dict) else {}
         model = str(body.get("model") or "")
-        return self.limits.admit(model, self._requested_tokens(endpoint, body))
+        tokens = self._requested_tokens(endpoint, body)
+        entry["counted_tokens"] = tokens
+        return self.limits.admit(model, tokens)
 
     def _requested_tokens(self, endpoint: str, body: dict[str, Any]) -> int:
         if endpoint == "embeddings":

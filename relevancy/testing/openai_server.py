@@ -18,6 +18,11 @@ without a network, a GPU or an API key. It serves three endpoints:
     Deterministic hashed bag-of-words vectors (words plus lighter character trigrams),
     L2-normalised. Both ``encoding_format="float"`` and ``"base64"`` (the SDK's default) work.
 
+It also enforces OpenAI-style rate limits per model (``rpm``, ``tpm``: see
+``relevancy/testing/_limits.py``) and serves the Batch API (``/v1/files``, ``/v1/batches``)
+and two admin endpoints (``GET /admin/stats``, ``POST /admin/limits``): see
+``relevancy/testing/_batches.py``.
+
 Faults are injected per request, either from a seeded random :class:`FaultPlan` or from a script
 that takes priority::
 
@@ -79,7 +84,8 @@ Run it by hand with::
 
     python -m relevancy.testing.openai_server --port 8765 [--api-key K] [--fault-rate 0.3]
         [--embedding-dim 64] [--no-n] [--latency 0.3 --token-latency 0.01 --tokenizer approx]
-        [--slots 1] [--usage-log usage.jsonl]
+        [--slots 1] [--usage-log usage.jsonl] [--rpm 60 --tpm 40000 --limit-window 6]
+        [--batch-delay 5]
 """
 
 from __future__ import annotations
@@ -471,7 +477,10 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
         return reply
 
     def _write_usage(self, entry: dict[str, Any]) -> None:
-        line = {k: entry.get(k) for k in ("path", "status", "choices", "queued_s", "served_s")}
+        keys = ("path", "status", "choices", "queued_s", "served_s", "counted_tokens")
+        line = {k: entry.get(k) for k in keys}
+        if isinstance(entry.get("body"), dict):
+            line["model"] = entry["body"].get("model")
         line.update(entry.get("usage") or {})
         with self._lock, open(self.usage_log, "a", encoding="utf-8") as fh:  # type: ignore[arg-type]
             fh.write(json.dumps(line) + "\n")
@@ -510,7 +519,7 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
                 code="method_not_allowed",
             )
 
-        limit_headers, refused = self._limit_check(endpoint, body)
+        limit_headers, refused = self._limit_check(endpoint, body, entry)
         entry["limit_headers"] = limit_headers
         if refused is not None:  # over a rate limit: no fault drawn, nothing served
             entry["rate_limited"] = True
