@@ -18,6 +18,7 @@ gpt-4o-mini's list prices.
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -82,9 +83,10 @@ def batch(rows: list[dict], base_url: str) -> dict[str, Any]:
 def summarize(rows: list[dict], wall: float, usage: list[dict], limits: dict) -> dict[str, Any]:
     """Speed against the ceiling the limits allow for this side's requests and tokens per row.
 
-    A sliding window lets a window's worth of rows through at once, then a window's worth per
-    window: the least time for ``n`` rows is ``(n - per_window) / per_window * window`` (per
-    model; the slowest model decides), and the ceiling is ``n`` over it."""
+    No span of one window may hold more than a window's worth of rows, so ``n`` rows take at
+    least ``window * (ceil(n / per_window) - 1)`` (per model; the slowest model decides): a
+    window's worth at once, then a window's worth as each window ends. The ceiling is ``n``
+    over that time."""
     n = max(len(rows), 1)
     window = limits["window_s"]
     least = 0.0
@@ -97,7 +99,7 @@ def summarize(rows: list[dict], wall: float, usage: list[dict], limits: dict) ->
         if tokens:
             per_window.append(limits["tpm"] / tokens)
         rows_per_window = min(per_window)
-        least = max(least, max(n - rows_per_window, 0.0) / rows_per_window * window)
+        least = max(least, window * (math.ceil(n / rows_per_window) - 1))
     chat = [u for u in usage if u.get("model") == CHAT and u["status"] == 200]
     return {
         "rows": len(rows),
@@ -206,8 +208,9 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             f"window {lim['window_s']:g} s; {srv['latency_s']} s per request plus "
             f"{1000 * srv['token_latency_s']:.0f} ms per completion token, also scaled); the "
             f"batch's delay {srv['batch_delay_s']} s. The ceiling: the most rows/s the limits "
-            "allow for that side's requests and counted tokens per row (a full window at "
-            "once, then a window's worth per window); of ceiling = least wall / wall.")  # fmt: skip
+            "allow for that side's requests and counted tokens per row (no window may hold "
+            "more than its limit: a window's worth at once, then one more as each window "
+            "ends); of ceiling = least wall / wall.")  # fmt: skip
     header = ["side", "at once", "rows/s", "ceiling rows/s", "of ceiling", "429s", "retries",
               "failed rows", "prompt tok/row", "counted tok/row", "least wall s",
               "wall s"]  # fmt: skip
