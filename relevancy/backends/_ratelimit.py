@@ -266,7 +266,9 @@ class RateController:
                 return
             quick = seconds <= 2 * self._fast + 0.05
             if quick:
-                step = 1.0 if self._slow_start else 1.0 / self.limit
+                # doubling per round while the headers show room for twice as many
+                roomy = self.budget is not None and self.budget >= 2 * self.concurrency
+                step = 1.0 if self._slow_start or roomy else 1.0 / self.limit
                 self.limit = min(self.limit + step, float(self.maximum))
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
