@@ -228,7 +228,9 @@ class _ClientPerLoop:
 
         base_url = self.base_url  # type: ignore[attr-defined]
         try:
-            await self.client().with_options(max_retries=0, timeout=15.0).models.list()
+            # a dropped connection or a 5xx is retried (as a request would be); an unreachable
+            # server or a refused key is still a one-line error, after them
+            await self.client().with_options(max_retries=2, timeout=15.0).models.list()
         except openai.AuthenticationError:
             raise ConfigError(
                 f"{base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
@@ -238,8 +240,8 @@ class _ClientPerLoop:
                 describe_api_error(exc, base_url) + ": check --base-url and that the server "
                 "is running"
             ) from None
-        except openai.APIError:
-            return  # e.g. 404: the server has no /models; real requests will tell
+        except (openai.APIError, ValueError):
+            return  # e.g. 404 or a malformed list: no usable /models; real requests will tell
 
 
 class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
