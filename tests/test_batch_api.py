@@ -85,3 +85,11 @@ def test_an_interrupted_batch_is_resumed_not_paid_twice(tmp_path, capsys) -> Non
     assert f"{first['batch_id']} resumed: 6 requests" in err
     assert json.loads(sidecar_path(out).read_text())["batch_id"] == first["batch_id"]
     assert pd.read_csv(out)["score"].notna().all()
+
+
+def test_batch_api_needs_the_cache(tmp_path, capsys, toy_server) -> None:
+    src = write_rows(tmp_path / "pairs.csv", pairs(2))
+    argv = ["score", str(src), "-o", str(tmp_path / "o.csv"), "--batch-api", "--no-cache"]
+    assert main([*argv, *cli_backends(toy_server)]) == 2
+    assert "--batch-api keeps the batch's questions in the cache" in capsys.readouterr().err
+    assert toy_server.stats()["batches"] == 0

@@ -238,3 +238,13 @@ def test_the_cli_shows_requests_at_once_and_the_limit(tmp_path, capsys) -> None:
     assert "rate limit    12 rows at 600 RPM: at least" in err
     assert "requests: " in err and " at once" in err
     assert pd.read_csv(tmp_path / "out.csv")["score"].notna().all()
+
+
+def test_fixed_concurrency_from_the_cli(tmp_path, capsys) -> None:
+    src = write_rows(tmp_path / "pairs.csv", rows(6))
+    with OpenAICompatServer(rpm=2, limit_window=0.2) as srv:
+        code = main(["score", str(src), "-o", str(tmp_path / "out.csv"), "--no-cache",
+                     "--concurrency", "3", "--fixed-concurrency", *cli_backends(srv)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "requests: 3 + 3 at once" in err  # the generator's and the embedder's, fixed at 3
