@@ -67,6 +67,7 @@ BENCHES: dict[str, Entry] = {
                          ("--rows", "0", "--api-rows", "20"), tables="instant_api_tables"),
     "vs_ragas": Entry("vs_ragas"),
     "vs_ragas_api": Entry("vs_ragas_api"),
+    "rate_limits": Entry("rate_limits"),
     "cache": Entry("cache"),
     "dashboard_scale": Entry("dashboard_scale"),
     "ray_scaling": Entry("ray_scaling"),

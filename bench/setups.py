@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ class ToyServer(_Server):
     usage counted like a BPE tokenizer and logged a line per request: :meth:`usage_since`)."""
 
     def __init__(self, *, latency: float = 0.0, token_latency: float = 0.0,
-                 honour_n: bool = True) -> None:  # fmt: skip
+                 honour_n: bool = True, extra: Sequence[str] = ()) -> None:  # fmt: skip
         from relevancy.testing.processes import free_port
 
         super().__init__()
@@ -70,6 +71,7 @@ class ToyServer(_Server):
         cmd = [sys.executable, "-m", "relevancy.testing.openai_server", "--port", str(port),
                "--latency", str(latency), "--token-latency", str(token_latency),
                "--tokenizer", "approx", "--usage-log", str(self.usage_log)]  # fmt: skip
+        cmd += list(extra)  # e.g. the rate limits: --rpm, --tpm, --limit-window
         self._start(cmd if honour_n else [*cmd, "--no-n"], self.base_url + "/models")
 
     def offset(self) -> int:

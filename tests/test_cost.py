@@ -21,7 +21,7 @@ from relevancy.analysis.cost import (
     row_costs,
     usage_totals,
 )
-from relevancy.backends._openai import share_by_length
+from relevancy.backends._openai_client import share_by_length
 from relevancy.cli import main
 from relevancy.errors import InputError
 from relevancy.paths import default_store_path

@@ -167,7 +167,7 @@ def test_an_unprefixed_key_never_leaks_through_the_cli(tmp_path, kind, via):
     texts: list[str] = []  # everything the commands printed, and the checkpoints
 
     with OpenAICompatServer(api_key=key, retry_after=0.05, latency=0.05) as srv:
-        srv.set_faults(FaultPlan(rate=0.7, kinds=("429",), seed=5))  # rows fail, errors print
+        srv.set_faults(FaultPlan(rate=0.7, kinds=("500",), seed=5))  # rows fail, errors print
         for out, cache in (("o.csv", []), ("o.jsonl", ["--no-cache"])):
             path = tmp_path / out
             stdout, stderr, code, checkpoint = _run_watching_checkpoint(
@@ -177,7 +177,7 @@ def test_an_unprefixed_key_never_leaks_through_the_cli(tmp_path, kind, via):
                 path.with_name(path.name + ".partial.jsonl"),
             )
             assert code == 0, stderr
-            assert "failed (" in stdout and "HTTP 429" in checkpoint
+            assert "failed (" in stdout and "HTTP 500" in checkpoint
             texts += [stdout, stderr, checkpoint]
         one = cli(["score-one", "Where is Paris?", "Paris is in France.",
                    *cli_backends(srv, *options)], env)  # fmt: skip

@@ -22,12 +22,19 @@ from relevancy.backends._llama_client import child_env, component, llama_cpp_ver
 from relevancy.backends._local_embedder import MiniLMEmbedder, minilm_model_path
 from relevancy.backends._local_generator import SmolLMGenerator, smollm_model_path
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
+from relevancy.backends._openai_batch import GenerationBatch
 from relevancy.backends._protocols import (
     Embedder,
     EmbedderBase,
     GeneratorBase,
     QuestionGenerator,
     check_backend,
+)
+from relevancy.backends._ratelimit import (
+    RateController,
+    RateLimitedError,
+    controllers,
+    forget_controllers,
 )
 from relevancy.backends._st_embedder import SentenceTransformerEmbedder
 from relevancy.backends.cache import Cache, cache_key
@@ -49,6 +56,11 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "OpenAIGenerator",
     "OpenAIEmbedder",
+    "GenerationBatch",
+    "RateController",
+    "RateLimitedError",
+    "controllers",
+    "forget_controllers",
     "smollm_model_path",
     "minilm_model_path",
     "e5_model_path",

@@ -14,8 +14,13 @@ Structured output is requested with a JSON schema; a server that rejects it is a
 mode, then for plain text, which is parsed tolerantly. The mode that worked is remembered (for
 the whole generator: rows scored at once that are all refused step back one mode, not one each).
 
-Retries (429 with Retry-After, 5xx, timeouts, dropped connections) use the SDK's own machinery:
-``max_retries`` attempts with exponential backoff that honours Retry-After.
+Every request goes through the model's :class:`~relevancy.backends._ratelimit.RateController`
+(shared by every backend that talks to that model at that server): it sizes the requests sent at
+once to what the rate limit allows (adaptive, the default; ``adaptive=False`` keeps it at
+``concurrency``), waits out 429s (a refused request is sent again, within a bounded time) and
+retries other transient errors (5xx, timeouts, dropped connections) ``max_retries`` times with
+a backoff that honours Retry-After. The SDK's own retries are off, so the controller sees every
+429 and every ``x-ratelimit-*`` header.
 """
 
 from __future__ import annotations
@@ -23,13 +28,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from relevancy.backends._openai_client import (
+    _ClientPerLoop,
+    describe_api_error,
+    make_async_client,
+    share_by_length,
+)
 from relevancy.backends._protocols import EmbedderBase, GeneratorBase
 from relevancy.core.prompt import (
     EXAMPLES,
@@ -38,164 +48,17 @@ from relevancy.core.prompt import (
     output_schema,
     parse_output,
 )
-from relevancy.core.redact import redact, register_secret
+from relevancy.core.redact import redact
 from relevancy.core.result import Generation, GenerationSet
-from relevancy.errors import ConfigError, EmbeddingError, GenerationError
+from relevancy.errors import EmbeddingError, GenerationError
 
 __all__ = ["OpenAIGenerator", "OpenAIEmbedder", "make_async_client", "describe_api_error"]
 
-_NO_KEY_NEEDED = "no-key-needed"
 #: characters of an answer an API generator is sent by default (about 5,000 tokens)
 API_RESPONSE_CHARS = 20_000
-#: the preflight's tries before a server is said to be unreachable, and the pause between
-PREFLIGHT_TRIES = 2
-PREFLIGHT_PAUSE = 0.5
 _MODES = ("json_schema", "json_object", "text")
 
 
-def make_async_client(
-    *,
-    base_url: str | None,
-    api_key: str | None,
-    timeout: float,
-    max_retries: int,
-    azure: bool = False,
-    api_version: str | None = None,
-) -> Any:
-    """An ``openai.AsyncOpenAI`` (or Azure) client; a clear ConfigError when no key is found."""
-    import openai
-
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    if azure:
-        api_key = api_key or os.environ.get("AZURE_OPENAI_API_KEY")
-        endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
-        if not api_key or not endpoint:
-            raise ConfigError(
-                "Azure OpenAI needs AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT "
-                "(or --api-key and --base-url)"
-            )
-        register_secret(api_key)
-        return openai.AsyncAzureOpenAI(
-            api_key=api_key,
-            azure_endpoint=endpoint,
-            api_version=api_version or os.environ.get("OPENAI_API_VERSION", "2024-10-21"),
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-    api_key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not api_key:
-        if base_url is None:
-            raise ConfigError(
-                "the OpenAI backend needs an API key: set OPENAI_API_KEY (or pass --api-key), "
-                "or point --base-url at an OpenAI-compatible server"
-            )
-        api_key = _NO_KEY_NEEDED  # local servers (llama.cpp, Ollama, vLLM) accept anything
-    register_secret(api_key)
-    return openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-    )
-
-
-def share_by_length(total: int, texts: Sequence[str]) -> list[int]:
-    """Split ``total`` tokens among ``texts`` in proportion to their length (largest remainder,
-    so the shares add up to ``total``)."""
-    lengths = [max(len(t), 1) for t in texts]
-    whole = sum(lengths)
-    exact = [total * n / whole for n in lengths]
-    shares = [int(x) for x in exact]
-    by_remainder = sorted(range(len(texts)), key=lambda i: exact[i] - shares[i], reverse=True)
-    for i in by_remainder[: total - sum(shares)]:
-        shares[i] += 1
-    return shares
-
-
-def describe_api_error(exc: BaseException, where: str) -> str:
-    """One redacted line naming what went wrong, e.g. ``HTTP 503 from http://...: overloaded``."""
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError):
-        text = f"timed out talking to {where}"
-    elif isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        text = f"cannot reach {where}" + (f" ({type(cause).__name__})" if cause else "")
-    elif isinstance(exc, openai.APIStatusError):
-        message = ""
-        try:
-            body = exc.response.json()
-            message = body.get("error", {}).get("message", "") if isinstance(body, dict) else ""
-        except Exception:
-            message = ""
-        text = f"HTTP {exc.status_code} from {where}" + (f": {message[:200]}" if message else "")
-        if exc.status_code == 401:
-            text += " (check the API key)"
-    elif isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, ValueError)):
-        text = f"malformed response from {where}: {str(exc)[:200]}"
-    else:
-        text = f"{type(exc).__name__} from {where}: {str(exc)[:200]}"
-    return redact(text)
-
-
-class _ClientPerLoop:
-    """Holds an ``openai`` async client per event loop.
-
-    An async HTTP client's connections belong to the event loop that opened them; the metric's
-    blocking methods run a fresh loop per call, so each loop gets its own client, closed by
-    :meth:`aclose` when the loop is done with it.
-    """
-
-    _client: Any
-    _factory: Any
-    _loop: Any = None
-    _injected: bool = False
-
-    def client(self) -> Any:
-        if self._injected:
-            return self._client
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif self._loop is not loop:
-            self._client, self._loop = self._factory(), loop
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the connections opened in the running event loop."""
-        if self._injected or self._loop is not asyncio.get_running_loop():
-            return
-        await self._client.close()
-        self._client, self._loop = self._factory(), None
-
-    async def apreflight(self) -> None:
-        """Raise a one-line ConfigError when this endpoint cannot be used at all.
-
-        Lists the server's models (cheap, no tokens). A server without ``/models`` is fine; an
-        unreachable server or a refused key is not.
-        """
-        import openai
-
-        base_url = self.base_url  # type: ignore[attr-defined]
-        for attempt in range(PREFLIGHT_TRIES):
-            try:
-                await self.client().with_options(max_retries=0, timeout=15.0).models.list()
-                return
-            except openai.AuthenticationError:
-                raise ConfigError(
-                    f"{base_url} refused the API key: set a valid OPENAI_API_KEY (or --api-key)"
-                ) from None
-            except openai.APIConnectionError as exc:
-                # one dropped or refused connection is not yet an unreachable server
-                if attempt + 1 < PREFLIGHT_TRIES:
-                    await asyncio.sleep(PREFLIGHT_PAUSE)
-                    continue
-                raise ConfigError(
-                    describe_api_error(exc, base_url)
-                    + f" ({PREFLIGHT_TRIES} tries): check --base-url and that the server "
-                    "is running"
-                ) from None
-            except (openai.APIError, ValueError, TypeError, AttributeError):
-                # e.g. 404 (the server has no /models) or a malformed body: it answers; real
-                # requests will tell
-                return
 
 
 class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
@@ -235,9 +98,12 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         azure: bool = False,
         client: Any = None,
         max_response_chars: int | None = API_RESPONSE_CHARS,
+        concurrency: int | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.model = model
         self.max_response_chars = max_response_chars
+        self.max_retries = max_retries
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
@@ -253,6 +119,7 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         self._client = client or self._factory()
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
+        self._limit(model, concurrency, adaptive)
         self._mode_index = 0
         # Set when a request for several choices got one back (llama.cpp's server, Ollama).
         self._ignores_n = False
@@ -297,15 +164,23 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
                 }
             if n > 1:
                 kwargs["n"] = n
+            sent = response[: self.max_response_chars] if self.max_response_chars else response
+            messages = chat_messages(sent, language=language)
+            # what OpenAI counts at admission: the prompt, and max_tokens for each choice
+            cost = len(json.dumps(messages)) // 4 + self.max_tokens * n
             try:
-                sent = response[: self.max_response_chars] if self.max_response_chars else response
-                return await self.client().chat.completions.create(
-                    model=self.model,
-                    messages=chat_messages(sent, language=language),
-                    temperature=self.temperature,
-                    max_tokens=self.max_tokens,
-                    seed=seed,
-                    **kwargs,
+                return await self._send(
+                    lambda client, kw=kwargs, msgs=messages: (
+                        client.chat.completions.with_raw_response.create(
+                            model=self.model,
+                            messages=msgs,
+                            temperature=self.temperature,
+                            max_tokens=self.max_tokens,
+                            seed=seed,
+                            **kw,
+                        )
+                    ),
+                    cost,
                 )
             except openai.APIStatusError as exc:
                 # A server that cannot do this structured-output mode: try the next one. Most
@@ -455,6 +330,8 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
         max_retries: int = 3,
         azure: bool = False,
         client: Any = None,
+        concurrency: int | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.model = model
         self.batch_size = batch_size
@@ -471,6 +348,7 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
         self._client = client or self._factory()
         self.base_url = str(self._client.base_url).rstrip("/")
         self.name = f"{'azure' if azure else 'openai'}:{model}"
+        self._limit(model, concurrency, adaptive)
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -521,7 +399,12 @@ class OpenAIEmbedder(_ClientPerLoop, EmbedderBase):
     async def _embed_chunk(
         self, chunk: list[str], kwargs: dict[str, Any], previous: list[np.ndarray]
     ) -> tuple[np.ndarray, int | None]:
-        result = await self.client().embeddings.create(model=self.model, input=chunk, **kwargs)
+        result = await self._send(
+            lambda client: client.embeddings.with_raw_response.create(
+                model=self.model, input=chunk, **kwargs
+            ),
+            sum(len(text) for text in chunk) // 4 + 1,
+        )
         data = getattr(result, "data", None)
         if not data:
             raise EmbeddingError(f"{self.base_url} returned no embeddings")

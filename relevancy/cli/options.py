@@ -91,6 +91,7 @@ def metric_from_args(
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,
+        adaptive=not getattr(args, "fixed_concurrency", False),
         **({"max_response_chars": args.max_response_chars}
            if getattr(args, "max_response_chars", None) is not None else {}),
     )  # fmt: skip

@@ -16,6 +16,7 @@ from relevancy.analysis.agreement import agreement
 from relevancy.analysis.cost import (
     PRICES_AS_OF,
     PRICES_SOURCE,
+    money,
     usage_totals,
 )
 from relevancy.analysis.stability import NEAR_DUPLICATE, summarize_stability
@@ -43,6 +44,7 @@ from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
+from relevancy.scoring.batch_api import batch_cost, run_batch
 from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import Interrupted, score_path
 from relevancy.scoring.estimate import estimate, measure_sample
@@ -77,8 +79,27 @@ def register(sub: Any) -> None:
         "--concurrency",
         type=int,
         default=None,
-        help="rows scored at once (default: 4 with the embedded generator, 16 with an API; "
-        "1 for llama-cpp-python's one-request-at-a-time server)",
+        help="rows scored at once (default: 4 with the embedded generator); with an API, the "
+        "most requests at once per model (default 64): the number sent adapts to the rate "
+        "limit; 1 for llama-cpp-python's one-request-at-a-time server",
+    )
+    p.add_argument(
+        "--fixed-concurrency",
+        action="store_true",
+        help="send --concurrency requests at once, not adapting to the rate limit "
+        "(429s are still waited out)",
+    )
+    p.add_argument(
+        "--rpm",
+        type=float,
+        default=None,
+        help="the generator model's requests-per-minute limit, for the estimate",
+    )
+    p.add_argument(
+        "--tpm",
+        type=float,
+        default=None,
+        help="the generator model's tokens-per-minute limit, for the estimate",
     )
     p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
     p.add_argument(
@@ -135,6 +156,13 @@ def register(sub: Any) -> None:
         "good/bad) or graded (numbers); the summary then gives the scores' AUROC or Spearman "
         "and the best threshold (default: a column named label, human_score, rating or "
         "relevant; '' for none)",
+    )
+    p.add_argument(
+        "--batch-api",
+        action="store_true",
+        help="generate the questions with OpenAI's Batch API (half the price; done within 24 h; "
+        "any server with /v1/files and /v1/batches): the batch id is kept in "
+        "OUTPUT.batch.json, so the same command run again resumes it; embeddings are live",
     )
     g = p.add_argument_group("engine")
     g.add_argument(
@@ -212,12 +240,21 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             generator_chars=stats.generator_chars * repeats,
         )
     known = default_store_path()  # the dashboard's runs on this machine know their speed too
-    plan = estimate(metric, stats, store=RunStore(known) if known.exists() else None)
+    plan = estimate(
+        metric, stats, store=RunStore(known) if known.exists() else None, rpm=args.rpm, tpm=args.tpm
+    )
     print(f"estimate        {plan.describe()}", file=sys.stderr)
+    if plan.describe_limit():
+        print(f"  rate limit    {plan.describe_limit()}", file=sys.stderr)
     print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
     models = (plan.llm, plan.embeddings)
     print(f"  cost          {cost_hint(plan.describe_cost(prices), models, prices)}",
           file=sys.stderr)  # fmt: skip
+    if args.batch_api:
+        dollars = batch_cost(plan, prices)
+        if math.isfinite(dollars):
+            print(f"  batch cost    about {money(dollars)} with --batch-api (generation at half "
+                  "price)", file=sys.stderr)  # fmt: skip
     if args.estimate:
         return 0
     preflight(metric)
@@ -225,6 +262,8 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     store = store or temporary_store(args, stack)
     settings = {**_run_settings(args, metric),
                 "origin": origin(found.source.format, **source.where)}  # fmt: skip
+    if args.batch_api:
+        settings["batch_api"] = _batch(args, metric, source.path, out, found.source.format, prices)
     total = found.rows * repeats
     with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:  # fmt: skip
@@ -233,7 +272,7 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             source.path,
             out,
             chunk_rows=args.chunk_rows,
-            progress=bar.update,
+            progress=_ticker(bar, metric),
             store=store,
             run_name=args.save_run or "",
             settings=settings,
@@ -244,6 +283,37 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         )
     code = _report(args, metric, run, store if args.save_run or args.store else None)
     return write_back(args, run, settings, store, source) or code
+
+
+def _batch(args: argparse.Namespace, metric: Any, path: Any, out: Path, source_format: str,
+           prices: Any) -> dict[str, Any]:  # fmt: skip
+    """``--batch-api``: the generations from one batch (resumed when OUTPUT.batch.json names
+    one), into the cache; what the run keeps of it."""
+    from tqdm import tqdm
+
+    with tqdm(unit="request", desc="batch", file=sys.stderr, disable=args.quiet,
+              dynamic_ncols=True) as bar:  # fmt: skip
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        batch = run_batch(metric, path, out, source_format=source_format,
+                          chunk_rows=args.chunk_rows, progress=progress)  # fmt: skip
+    print(f"batch           {batch.describe(prices)}", file=sys.stderr)
+    return batch.to_settings()
+
+
+def _ticker(bar: Any, metric: Any) -> Any:
+    """``bar.update``, and the requests at once (and any wait for the rate limit) beside it."""
+
+    def tick(n: int = 1) -> None:
+        status = metric.rate_status()
+        if status:
+            bar.set_postfix_str(status, refresh=False)
+        bar.update(n)
+
+    return tick
 
 
 def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
@@ -368,11 +438,12 @@ def _score_on_ray(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     local_only = (args.estimate, args.save_run, args.store, repeats_from_args(args) > 1,
-                  args.label_column, args.from_url, wants_write_back(args))  # fmt: skip
+                  args.label_column, args.from_url, wants_write_back(args),
+                  args.batch_api)  # fmt: skip
     if any(local_only):
         raise InputError(
-            "--estimate, --save-run, --store, --repeats, --label-column, --from and the "
-            "write-back options work with --engine local only"
+            "--estimate, --save-run, --store, --repeats, --label-column, --from, --batch-api "
+            "and the write-back options work with --engine local only"
         )
     if not args.input:
         raise InputError("give a file or a folder of files to score")

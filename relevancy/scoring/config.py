@@ -40,6 +40,7 @@ def build_metric(
     concurrency: int | None = None,
     prompt_language: str = "answer",
     max_response_chars: int | None = None,
+    adaptive: bool = True,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
@@ -47,6 +48,8 @@ def build_metric(
     ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``);
     ``max_response_chars`` the characters of each answer the generator is sent (None: its
     default, 2,000 for the embedded model and 20,000 for API models).
+    With API backends ``concurrency`` is the most requests at once per model: the number sent
+    adapts to the server's rate limit (``adaptive=False``: always ``concurrency``).
     Bad settings raise :class:`relevancy.ConfigError` or :class:`relevancy.InputError` with one
     line naming the fix.
     """
@@ -57,11 +60,12 @@ def build_metric(
                 f"--max-response-chars must be 1 or more characters, got {max_response_chars}"
             )
         llm_options["max_response_chars"] = int(max_response_chars)
+    api = {"timeout": timeout, "concurrency": concurrency, "adaptive": adaptive}
     if parse_spec(llm)[0] != "local":
-        llm_options["timeout"] = timeout
+        llm_options.update(api)
     emb_options: dict[str, Any] = {}
     if parse_spec(embeddings)[0] != "local":
-        emb_options["timeout"] = timeout
+        emb_options.update(api)
     return AnswerRelevancy(
         llm=make_generator(llm, base_url=base_url, api_key=api_key, **llm_options),
         embeddings=make_embedder(embeddings, base_url=base_url, api_key=api_key, **emb_options),

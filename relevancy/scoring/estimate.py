@@ -157,6 +157,9 @@ class Estimate:
     token_basis: str = ""  #: where the token rates come from, in words
     llm: str = ""
     embeddings: str = ""
+    #: the least time the generator's rate limit allows, and the limit in words ("500 RPM")
+    limit_seconds: float = math.nan
+    limit: str = ""
 
     def cost(self, prices: Mapping[str, Price] | None = None) -> float:
         """Expected dollars (NaN when a model has no price or no tokens are estimated)."""
@@ -196,10 +199,22 @@ class Estimate:
             return "$0 (embedded models)"
         return f"about {money(dollars)}"
 
+    def describe_limit(self) -> str:
+        """``"1,000 rows at 500 RPM: at least 2 min"`` (empty when no limit is known)."""
+        if math.isnan(self.limit_seconds):
+            return ""
+        todo = self.rows - self.cached
+        return f"{todo:,} rows at {self.limit}: at least {duration(self.limit_seconds)}"
+
     def describe(self) -> str:
         """``"about 12 min for 9,800 rows (0.75 s/row, measured ...); 200 rows from the cache"``."""
         todo = self.rows - self.cached
         cached = f"; {self.cached:,} rows are in the cache already" if self.cached else ""
+        if not math.isnan(self.limit_seconds) and not self.seconds >= self.limit_seconds:
+            return (
+                f"at least {duration(self.limit_seconds)} for {todo:,} rows (the rate limit: "
+                f"{self.limit}){cached}"
+            )
         if math.isnan(self.seconds):
             return (
                 f"{todo:,} rows to score: time unknown until the first rows finish "
@@ -392,12 +407,46 @@ def measure_sample(metric: Any, stats: InputStats, k: int = 20) -> list[Any]:
     return list(results)
 
 
+def limit_floor(
+    metric: Any, todo: int, tokens: Mapping[str, float], *, rpm: float | None, tpm: float | None
+) -> tuple[float, str]:
+    """The least seconds ``todo`` rows take under the generator's limits (NaN when none is
+    known), and the limits in words. A row sends one request (``n`` questions at once; each
+    question its own request on a server seen to ignore ``n``) and is counted, as OpenAI counts
+    at admission, its prompt plus ``max_tokens`` for each question."""
+    rate = getattr(metric.llm, "rate", None)
+    if rate is not None:
+        rpm = rpm or rate.limits.get("requests")
+        tpm = tpm or rate.limits.get("tokens")
+    if not todo or not (rpm or tpm) or metric.llm.embedded:
+        return math.nan, ""
+    n = metric.strictness
+    requests = n if getattr(metric.llm, "_ignores_n", False) else 1
+    prompt = tokens.get("prompt_tokens", 0.0) / todo if tokens else 0.0
+    per_row = prompt + getattr(metric.llm, "max_tokens", 0) * n
+    times = []
+    if rpm:
+        times.append(todo * requests / rpm * 60)
+    if tpm and per_row:
+        times.append(todo * per_row / tpm * 60)
+    words = " / ".join(f"{v:,.0f} {u}" for v, u in ((rpm, "RPM"), (tpm, "TPM")) if v)
+    return (max(times) if times else math.nan), words
+
+
 def estimate(
-    metric: Any, rows: int | InputStats, *, cached: int = 0, store: Any | None = None
+    metric: Any,
+    rows: int | InputStats,
+    *,
+    cached: int = 0,
+    store: Any | None = None,
+    rpm: float | None = None,
+    tpm: float | None = None,
 ) -> Estimate:
     """The expected duration of scoring ``rows`` rows, ``cached`` of them from the cache; with
     :class:`InputStats` (the rows' text) also the expected tokens (cost: :meth:`Estimate.cost`).
     ``store`` (a run store) adds the speed of the runs it recorded.
+    ``rpm``/``tpm`` (the generator model's rate limits; default: those its answers' headers
+    said) give :attr:`Estimate.limit_seconds`, the least time the limit allows.
     """
     stats = rows if isinstance(rows, InputStats) else None
     if stats is not None:
@@ -420,8 +469,11 @@ def estimate(
             stats.generator_chars or stats.answer_chars,  # stats made by hand may lack it
         )  # fmt: skip
         token_basis = rates.basis
+    floor, limit = limit_floor(metric, rows - cached, tokens, rpm=rpm, tpm=tpm)
     return Estimate(
         rows, cached, (rows - cached) * per_row, per_row, basis, tokens, token_basis,
         llm=str(metric.llm.name),
         embeddings=str(metric.embeddings.name),
+        limit_seconds=floor,
+        limit=limit,
     )  # fmt: skip

@@ -71,8 +71,26 @@ EMBEDDED_CONCURRENCY, API_CONCURRENCY = 4, 16
 
 
 def default_concurrency(llm: Any) -> int:
-    """Rows scored at once by default with this generator (see ``AnswerRelevancy``)."""
-    return EMBEDDED_CONCURRENCY if llm.embedded else API_CONCURRENCY
+    """Rows scored at once by default with this generator (see ``AnswerRelevancy``): for an
+    API generator with a rate controller, its most requests at once (it adapts below that)."""
+    if llm.embedded:
+        return EMBEDDED_CONCURRENCY
+    return getattr(llm, "max_concurrency", None) or API_CONCURRENCY
+
+
+def rate_status(*backends: Any) -> str | None:
+    """The rate controllers' state for a progress line, e.g. ``"requests: 12 at once"`` or
+    ``"requests: 4 at once, waiting for the rate limit"`` (None without API backends)."""
+    seen = []
+    for backend in backends:
+        rate = getattr(backend, "rate", None)
+        if rate is not None and rate not in seen:
+            seen.append(rate)
+    if not seen:
+        return None
+    waiting = any(r.waiting for r in seen)
+    text = "requests: " + " + ".join(str(r.concurrency) for r in seen) + " at once"
+    return text + (", waiting for the rate limit" if waiting else "")
 
 
 class AnswerRelevancy:
@@ -110,8 +128,9 @@ class AnswerRelevancy:
         ``True``: the user cache folder; ``False``/``None``: no cache; a path or a ``Cache``.
     concurrency : int, optional
         Rows scored at once in batch mode. Default: 4 for the embedded generator (it runs one
-        row at a time anyway), 16 for an API generator (requests mostly wait; Ragas'
-        ``evaluate()`` also runs 16; 429s are retried honouring ``Retry-After``).
+        row at a time anyway); for an API generator, its rate controller's most requests at
+        once (64, or ``concurrency`` given to :func:`relevancy.build_metric`): the requests
+        actually sent at once adapt to the server's rate limit, and 429s are waited out.
     prompt_language : {"answer", "question"}, default "answer"
         The language the generator is asked to write its questions in: ``"answer"``, the
         prompt as it is (it asks for the language of the response); ``"question"``, the
@@ -199,6 +218,14 @@ class AnswerRelevancy:
         self.mode = resolve_mode(mode, embedded=is_embedded(llm, embeddings))
         self._generator = CachedGenerator(llm, cache)
         self._embedder = EmbeddingService(embeddings, cache)
+
+    def generation_key(self, response: str) -> str:
+        """The cache key of ``response``'s generations with this metric (``--batch-api``)."""
+        return self._generator.key(response, self.strictness)
+
+    def rate_status(self) -> str | None:
+        """The API backends' requests at once, and whether they wait for the rate limit."""
+        return rate_status(self.llm, self.embeddings)
 
     # one row -----------------------------------------------------------------------------
     def score(self, *, user_input: str, response: str) -> RelevancyResult:

@@ -111,6 +111,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     drop: bool = False  # close the socket without answering
     close: bool = False  # answer, then close the connection
+    content_type: str = "application/json"
 
 
 def json_reply(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:

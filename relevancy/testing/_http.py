@@ -106,7 +106,11 @@ class Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         raw = self._read_body()
         reply = self.server.app._handle(
-            self.command, self.path, self.headers.get("Authorization"), raw
+            self.command,
+            self.path,
+            self.headers.get("Authorization"),
+            raw,
+            self.headers.get("Content-Type"),
         )
         if raw is None:
             reply.close = True  # the stream position is unknown; don't reuse the connection
@@ -115,7 +119,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)

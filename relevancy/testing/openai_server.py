@@ -18,6 +18,11 @@ without a network, a GPU or an API key. It serves three endpoints:
     Deterministic hashed bag-of-words vectors (words plus lighter character trigrams),
     L2-normalised. Both ``encoding_format="float"`` and ``"base64"`` (the SDK's default) work.
 
+It also enforces OpenAI-style rate limits per model (``rpm``, ``tpm``: see
+``relevancy/testing/_limits.py``) and serves the Batch API (``/v1/files``, ``/v1/batches``)
+and two admin endpoints (``GET /admin/stats``, ``POST /admin/limits``): see
+``relevancy/testing/_batches.py``.
+
 Faults are injected per request, either from a seeded random :class:`FaultPlan` or from a script
 that takes priority::
 
@@ -79,12 +84,12 @@ Run it by hand with::
 
     python -m relevancy.testing.openai_server --port 8765 [--api-key K] [--fault-rate 0.3]
         [--embedding-dim 64] [--no-n] [--latency 0.3 --token-latency 0.01 --tokenizer approx]
-        [--slots 1] [--usage-log usage.jsonl]
+        [--slots 1] [--usage-log usage.jsonl] [--rpm 60 --tpm 40000 --limit-window 6]
+        [--batch-delay 5]
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hmac
 import itertools
@@ -97,6 +102,8 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from relevancy.testing._batches import BatchesMixin
+from relevancy.testing._cli import parse_args, server_options
 from relevancy.testing._endpoints import EndpointsMixin
 from relevancy.testing._faults import (
     CHAT_ONLY_FAULTS,
@@ -113,6 +120,7 @@ from relevancy.testing._faults import (
     json_reply,
 )
 from relevancy.testing._http import BadRequestError, HTTPServer
+from relevancy.testing._limits import LimitsMixin, RateLimits
 from relevancy.testing._toy_model import (
     CHAT_MODEL,
     EMBEDDING_MODEL,
@@ -157,7 +165,7 @@ _TOKENIZERS = {"words": word_count, "approx": approx_tokens}
 # ----------------------------------------------------------------------------- the server
 
 
-class OpenAICompatServer(EndpointsMixin):
+class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
     """An OpenAI-compatible server on a background thread, with fault injection.
 
     Use it as a context manager (``with OpenAICompatServer() as srv: ...``) or call
@@ -173,7 +181,11 @@ class OpenAICompatServer(EndpointsMixin):
     the response ids), ``latency`` (fixed delay before every response), ``token_latency``,
     ``slots``, ``tokenizer`` and ``usage_log`` (the cost model: see the module docstring),
     ``log_requests`` (print an access log line per request to stderr), ``seeded`` (choice ``i``
-    under ``seed`` s is question ``s + i``, as seed ``s + i`` alone gives; else question ``i``).
+    under ``seed`` s is question ``s + i``, as seed ``s + i`` alone gives; else question ``i``),
+    ``rpm``, ``tpm``, ``limit_window`` and ``limit_retry_after`` (rate limits per model, like
+    OpenAI's: see ``relevancy/testing/_limits.py``; :meth:`set_limits` or ``POST /admin/limits``
+    change them), ``batch_delay`` (seconds a ``/v1/batches`` job takes: see
+    ``relevancy/testing/_batches.py``).
     """
 
     def __init__(
@@ -199,6 +211,11 @@ class OpenAICompatServer(EndpointsMixin):
         usage_log: str | None = None,
         log_requests: bool = False,
         seeded: bool = False,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        limit_window: float = 60.0,
+        limit_retry_after: bool = True,
+        batch_delay: float = 0.0,
     ) -> None:
         if embedding_dim < 1:
             raise ValueError("embedding_dim must be at least 1")
@@ -237,6 +254,9 @@ class OpenAICompatServer(EndpointsMixin):
         self.log_requests = log_requests
         self.seeded = seeded
         self._in_flight = self._max_in_flight = 0  # requests being served (slots taken)
+        self.limits = RateLimits(rpm, tpm, window=limit_window, retry_after=limit_retry_after)
+        self.batch_delay = batch_delay
+        self._init_batches()
 
         self._lock = threading.Lock()
         self._plan: FaultPlan | None = None
@@ -327,6 +347,10 @@ class OpenAICompatServer(EndpointsMixin):
         with self._lock:
             self._script.extend(queued)
 
+    def set_limits(self, *, rpm: int | None = None, tpm: int | None = None) -> None:
+        """Change the rate limits (None turns one off); requests in the window still count."""
+        self.limits.set(rpm=rpm, tpm=tpm)
+
     def clear(self) -> None:
         """Forget the request log and any scripted faults not yet used."""
         with self._lock:
@@ -348,11 +372,14 @@ class OpenAICompatServer(EndpointsMixin):
 
     def stats(self) -> dict[str, Any]:
         """Counts: ``total``, ``by_path``, ``by_fault`` (applied faults only), ``by_status``,
-        ``max_in_flight`` (the most requests served at once so far)."""
+        ``max_in_flight`` (the most requests served at once so far), ``limits`` (the rate
+        limits, requests admitted and 429s by type) and ``batches`` (batches created)."""
         with self._lock:
             log = list(self._log)
             most = self._max_in_flight
         return {
+            "limits": self.limits.describe(),
+            "batches": self._batch_count(),
             "max_in_flight": most,
             "total": len(log),
             "by_path": dict(Counter(entry["path"] for entry in log)),
@@ -389,7 +416,14 @@ class OpenAICompatServer(EndpointsMixin):
             return None, kind
         return kind, None
 
-    def _handle(self, method: str, target: str, auth: str | None, raw: bytes | None) -> Reply:
+    def _handle(
+        self,
+        method: str,
+        target: str,
+        auth: str | None,
+        raw: bytes | None,
+        content_type: str | None = None,
+    ) -> Reply:
         path = target.split("?", 1)[0]
         body: Any = None
         if raw:
@@ -422,9 +456,14 @@ class OpenAICompatServer(EndpointsMixin):
             started = time.perf_counter()
             if self.latency and self._stopping.wait(self.latency):
                 return Reply(drop=True)
-            reply = self._route(
-                method=method, path=path, authorised=authorised, raw=raw, body=body, entry=entry
-            )
+            if authorised and self._is_extra(path):  # admin, files and batches
+                reply = self._extra_route(method, path, raw, body, content_type)
+            else:
+                reply = self._route(
+                    method=method, path=path, authorised=authorised, raw=raw, body=body,
+                    entry=entry,
+                )  # fmt: skip
+            reply.headers = {**entry.pop("limit_headers", {}), **reply.headers}
             decode = self.token_latency * entry.get("decode_tokens", 0)
             if decode and self._stopping.wait(decode):
                 return Reply(drop=True)
@@ -442,7 +481,10 @@ class OpenAICompatServer(EndpointsMixin):
         return reply
 
     def _write_usage(self, entry: dict[str, Any]) -> None:
-        line = {k: entry.get(k) for k in ("path", "status", "choices", "queued_s", "served_s")}
+        keys = ("path", "status", "choices", "queued_s", "served_s", "counted_tokens")
+        line = {k: entry.get(k) for k in keys}
+        if isinstance(entry.get("body"), dict):
+            line["model"] = entry["body"].get("model")
         line.update(entry.get("usage") or {})
         with self._lock, open(self.usage_log, "a", encoding="utf-8") as fh:  # type: ignore[arg-type]
             fh.write(json.dumps(line) + "\n")
@@ -481,6 +523,11 @@ class OpenAICompatServer(EndpointsMixin):
                 code="method_not_allowed",
             )
 
+        limit_headers, refused = self._limit_check(endpoint, body, entry)
+        entry["limit_headers"] = limit_headers
+        if refused is not None:  # over a rate limit: no fault drawn, nothing served
+            entry["rate_limited"] = True
+            return refused
         fault, ignored = self._next_fault(endpoint)
         with self._lock:
             entry["fault"], entry["fault_ignored"] = fault, ignored
@@ -524,68 +571,9 @@ class OpenAICompatServer(EndpointsMixin):
 # ----------------------------------------------------------------------------- command line
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m relevancy.testing.openai_server",
-        description="Serve a toy OpenAI-compatible API that can inject faults.",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
-    parser.add_argument("--api-key", default=None, help="require this Bearer key")
-    parser.add_argument("--fault-rate", type=float, default=0.0)
-    parser.add_argument(
-        "--fault-kinds",
-        default=",".join(FAULT_KINDS),
-        help="comma-separated kinds for the random plan (default: all)",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--embedding-dim", type=int, default=64)
-    parser.add_argument("--no-n", action="store_true", help="ignore n; answer one choice")
-    parser.add_argument("--max-n", type=int, default=None)
-    parser.add_argument("--text-mode", choices=TEXT_MODES, default="json")
-    parser.add_argument("--no-json-schema", action="store_true")
-    parser.add_argument("--no-json-object", action="store_true")
-    parser.add_argument("--retry-after", type=float, default=1.0)
-    parser.add_argument("--slow-seconds", type=float, default=5.0)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
-    parser.add_argument(
-        "--token-latency", type=float, default=0.0, help="seconds per completion token"
-    )
-    parser.add_argument("--slots", type=int, default=None, help="requests served at once")
-    parser.add_argument("--tokenizer", choices=tuple(_TOKENIZERS), default="words")
-    parser.add_argument("--usage-log", default=None, help="append a JSON line per request")
-    parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
-    return parser.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server in the foreground until Ctrl-C."""
-    args = _parse_args(argv)
-    plan = None
-    if args.fault_rate > 0:
-        kinds = tuple(k.strip() for k in args.fault_kinds.split(",") if k.strip())
-        plan = FaultPlan(rate=args.fault_rate, kinds=kinds, seed=args.seed)
-    server = OpenAICompatServer(
-        host=args.host,
-        port=args.port,
-        api_key=args.api_key,
-        faults=plan,
-        embedding_dim=args.embedding_dim,
-        honour_n=not args.no_n,
-        max_n=args.max_n,
-        accept_json_schema=not args.no_json_schema,
-        accept_json_object=not args.no_json_object,
-        text_mode=args.text_mode,
-        retry_after=args.retry_after,
-        slow_seconds=args.slow_seconds,
-        seed=args.seed,
-        latency=args.latency,
-        token_latency=args.token_latency,
-        slots=args.slots,
-        tokenizer=args.tokenizer,
-        usage_log=args.usage_log,
-        log_requests=args.verbose,
-    )
+    server = OpenAICompatServer(**server_options(parse_args(argv)))
     with server:
         print(f"Serving an OpenAI-compatible API at {server.base_url}", flush=True)
         try:

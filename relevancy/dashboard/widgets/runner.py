@@ -67,10 +67,11 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
     def show(n: int) -> None:
         elapsed = time.perf_counter() - started
         left = elapsed / max(n, 1) * (len(pending) - n)
+        rate = metric.rate_status() if hasattr(metric, "rate_status") else None
         bar.progress(
             (already + n) / max(total, 1),
             text=f"Scored {already + n} of {total} rows · {duration(elapsed)} elapsed · "
-            f"about {duration(left)} left",
+            f"about {duration(left)} left" + (f" · {rate}" if rate else ""),
         )
 
     def on_result(row: int, result: Any) -> None:

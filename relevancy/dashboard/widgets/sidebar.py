@@ -149,9 +149,9 @@ def _backend_settings() -> Settings:
         1,
         32,
         help="The embedded generator runs one row at a time (default "
-        f"{EMBEDDED_CONCURRENCY}); API requests mostly wait, so more rows at once go faster "
-        f"(default {API_CONCURRENCY}; lower it if the API answers 429 too often, and use 1 for "
-        "llama-cpp-python's one-request-at-a-time server).",
+        f"{EMBEDDED_CONCURRENCY}); with an API this is the most requests at once per model "
+        f"(default {API_CONCURRENCY}): fewer are sent when the API's rate limit says so, and "
+        "429s are waited out. Use 1 for llama-cpp-python's one-request-at-a-time server.",
         **bind(
             "sb_concurrency" if embedded else "sb_concurrency_api",
             EMBEDDED_CONCURRENCY if embedded else API_CONCURRENCY,

@@ -1,0 +1,259 @@
+"""At the API's limit: ours adaptive and at fixed concurrencies, and Ragas, under a rate limit.
+
+The toy OpenAI-compatible server (its own process) enforces OpenAI-style limits per model
+(``--rpm``, ``--tpm``, a sliding window) with its remote-API latency model, on a faster clock:
+``--scale 10`` makes the one-minute window 6 s and the latencies a tenth, so 60 RPM / 40k TPM
+over 120 rows takes seconds, not minutes, with the same shape. Every side scores the same rows,
+no cache, the window emptied between sides; the server's usage log says what each was counted
+(OpenAI's admission count: the prompt plus ``max_tokens`` for each of the ``n`` choices), how
+many 429s it got, and how many requests and tokens a row took.
+
+A side's ceiling is the most rows per second the limits allow for its requests and tokens per
+row (per model: the chat model and the embedding model each have their limits); its speed is
+reported as a fraction of that ceiling. The Batch API side submits the same generations as one
+batch (the toy's ``--batch-delay``) and embeds live; its cost per row is set against live at
+gpt-4o-mini's list prices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.harness import against, load_average, log, main, r, table
+from bench.rows import make_rows
+from bench.setups import ToyServer, ragas, ragas_missing
+
+CHAT, EMBED = "toy-chat", "toy-embed"
+STRICTNESS = 3
+PRICED_AS = "gpt-4o-mini"
+
+
+def _metric(base_url: str, cache: Any, concurrency: int | None, adaptive: bool) -> Any:
+    from relevancy.backends import forget_controllers
+    from relevancy.scoring.config import build_metric
+
+    forget_controllers()  # each side starts afresh
+    return build_metric(llm=f"openai:{CHAT}", embeddings=f"openai:{EMBED}", base_url=base_url,
+                        strictness=STRICTNESS, cache=cache, concurrency=concurrency,
+                        adaptive=adaptive)  # fmt: skip
+
+
+def ours(rows: list[dict], base_url: str, concurrency: int | None, adaptive: bool) -> dict:
+    from relevancy.backends import controllers
+
+    metric = _metric(base_url, False, concurrency, adaptive)
+    start = time.perf_counter()
+    results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
+    wall = time.perf_counter() - start
+    snaps = [c.snapshot() for c in controllers()]
+    return {
+        "wall_s": wall,
+        "rows": [{"value": x.value if x.ok else None, "error": x.error} for x in results],
+        "retries": sum(s["retries"] for s in snaps),
+        "peak_at_once": max(s["peak"] for s in snaps),
+        "lowest_at_once": min(s["lowest"] for s in snaps),
+    }
+
+
+def batch(rows: list[dict], base_url: str) -> dict[str, Any]:
+    """The generations as one batch, then the scoring (generations from the cache, embeddings
+    live): wall time and tokens."""
+    import pandas as pd
+
+    from relevancy.scoring.batch_api import run_batch
+
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
+        src = Path(tmp) / "rows.csv"
+        pd.DataFrame(rows).to_csv(src, index=False)
+        metric = _metric(base_url, str(Path(tmp) / "cache"), None, True)
+        start = time.perf_counter()
+        done = run_batch(metric, src, Path(tmp) / "out.csv", poll=0.5)
+        results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
+        wall = time.perf_counter() - start
+    return {"wall_s": wall, "usage": done.usage, "batch_id": done.batch_id,
+            "rows": [{"value": x.value if x.ok else None, "error": x.error}
+                     for x in results]}  # fmt: skip
+
+
+def summarize(rows: list[dict], wall: float, usage: list[dict], limits: dict) -> dict[str, Any]:
+    """Speed against the ceiling the limits allow for this side's requests and tokens per row.
+
+    No span of one window may hold more than a window's worth of rows, so ``n`` rows take at
+    least ``window * (ceil(n / per_window) - 1)`` (per model; the slowest model decides): a
+    window's worth at once, then a window's worth as each window ends. The ceiling is ``n``
+    over that time."""
+    n = max(len(rows), 1)
+    window = limits["window_s"]
+    least = 0.0
+    for model in (CHAT, EMBED):
+        admitted = [u for u in usage if u.get("model") == model and u["status"] == 200]
+        if not admitted:
+            continue
+        per_window = [limits["rpm"] / (len(admitted) / n)]
+        tokens = sum(u.get("counted_tokens") or 0 for u in admitted) / n
+        if tokens:
+            per_window.append(limits["tpm"] / tokens)
+        rows_per_window = min(per_window)
+        least = max(least, window * (math.ceil(n / rows_per_window) - 1))
+    chat = [u for u in usage if u.get("model") == CHAT and u["status"] == 200]
+    return {
+        "rows": len(rows),
+        "wall_s": r(wall),
+        "rows_per_s": r(len(rows) / wall) if wall else None,
+        "least_wall_s": r(least),
+        "ceiling_rows_per_s": r(n / least) if least else None,
+        "of_ceiling": r(least / wall) if least and wall else None,
+        "http_429": sum(u["status"] == 429 for u in usage),
+        "failed_rows": sum(x["value"] is None for x in rows),
+        "chat_requests_per_row": r(len(chat) / n, 2),
+        "prompt_tokens_per_row": r(sum(u.get("prompt_tokens", 0) for u in chat) / n, 1),
+        "completion_tokens_per_row": r(sum(u.get("completion_tokens", 0) for u in chat) / n, 1),
+        "counted_tokens_per_row": r(sum(u.get("counted_tokens") or 0 for u in chat) / n, 1),
+        "errors": sorted({(x.get("error") or "")[:120] for x in rows if x.get("error")})[:3],
+    }
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    rows = [{"user_input": x["user_input"], "response": x["response"]}
+            for x in make_rows(args.rows, seed=5)]  # fmt: skip
+    window = 60.0 / args.scale
+    limits = {"rpm": args.rpm, "tpm": args.tpm, "window_s": window}
+    server_opts = dict(latency=args.latency / args.scale, token_latency=args.token_latency
+                       / args.scale)  # fmt: skip
+    extra = ["--rpm", str(args.rpm), "--tpm", str(args.tpm), "--limit-window", str(window),
+             "--batch-delay", str(args.batch_delay)]  # fmt: skip
+    out: dict[str, Any] = {"bench": "rate_limits", "rows": len(rows), "strictness": STRICTNESS,
+                           "limits": {**limits, "scale": args.scale},
+                           "server": {"latency_s": args.latency, "token_latency_s":
+                                      args.token_latency, "batch_delay_s": args.batch_delay},
+                           "load_average_start": load_average()}  # fmt: skip
+    sides: dict[str, tuple[str, Any]] = {"ours adaptive": ("ours", None)}
+    for c in (int(x) for x in args.fixed.split(",") if x.strip()):
+        sides[f"ours fixed {c}"] = ("fixed", c)
+    missing = ragas_missing(minilm=False) if not args.no_ragas else "--no-ragas"
+    if missing:
+        out["ragas_skipped"] = missing
+        log("rate_limits: Ragas' side skipped:", missing)
+    else:
+        sides["Ragas collections (defaults)"] = ("ragas", 0)
+    with ToyServer(**server_opts, extra=extra) as server:
+        log(f"rate_limits: server at {server.base_url}, window {window:g} s, load "
+            f"{load_average()}")  # fmt: skip
+        ours(rows[:2], server.base_url, None, True)  # warm-up: imports, connections
+        results: dict[str, Any] = {}
+        for name, (kind, conc) in sides.items():
+            time.sleep(window + 0.5)  # an empty window for every side
+            offset = server.offset()
+            if kind == "ragas":
+                got = ragas(rows, server.base_url, mode="collections", llm="stock", model=CHAT,
+                            embeddings=f"api:{EMBED}", concurrency=conc)  # fmt: skip
+            else:
+                got = ours(rows, server.base_url, conc, kind == "ours")
+            results[name] = summarize(got["rows"], got["wall_s"], server.usage_since(offset),
+                                      limits)  # fmt: skip
+            for key in ("retries", "peak_at_once", "lowest_at_once"):
+                if key in got:
+                    results[name][key] = got[key]
+            log(f"    {name:<30} {results[name]['rows_per_s']} rows/s "
+                f"({results[name]['of_ceiling']} of ceiling), "
+                f"{results[name]['http_429']} 429s, {results[name]['failed_rows']} failed")
+        time.sleep(window + 0.5)
+        offset = server.offset()
+        got = batch(rows, server.base_url)
+        used = server.usage_since(offset)
+        results["ours --batch-api"] = {**summarize(got["rows"], got["wall_s"], used, limits),
+                                       "batch_usage": got["usage"]}  # fmt: skip
+    out["sides"] = results
+    out["cost"] = _costs(results, len(rows))
+    return out
+
+
+def _costs(results: dict[str, Any], n: int) -> dict[str, Any]:
+    """Generation dollars per row at gpt-4o-mini's list price: live (the adaptive side's tokens)
+    against the Batch API (its own tokens at half price)."""
+    from relevancy.analysis.cost import price_for
+    from relevancy.scoring.batch_api import BATCH_DISCOUNT
+
+    price = price_for(f"openai:{PRICED_AS}")
+    assert price is not None
+    live = results["ours adaptive"]
+    batch_usage = results["ours --batch-api"]["batch_usage"]
+    completion = live.get("completion_tokens_per_row")
+    live_row = (live["prompt_tokens_per_row"] * price.input
+                + (completion or 0) * price.output) / 1e6  # fmt: skip
+    batch_row = BATCH_DISCOUNT * (batch_usage["prompt_tokens"] * price.input
+                                  + batch_usage["completion_tokens"] * price.output) / 1e6 / n
+    return {"priced_as": PRICED_AS, "live_per_row": live_row, "batch_per_row": batch_row,
+            "batch_over_live": r(batch_row / live_row) if live_row else None}  # fmt: skip
+
+
+def tables(fig: dict[str, Any]) -> dict[str, str]:
+    keys = ("rows_per_s", "ceiling_rows_per_s", "of_ceiling", "http_429", "retries",
+            "failed_rows", "prompt_tokens_per_row", "counted_tokens_per_row", "least_wall_s",
+            "wall_s")
+    rows = []
+    for name, s in fig["sides"].items():
+        at_once = (f"{s['lowest_at_once']}-{s['peak_at_once']}" if "peak_at_once" in s
+                   else "all rows" if name.startswith("Ragas") else "–")  # fmt: skip
+        rows.append([name, at_once, *(s.get(k) for k in keys)])
+    lim = fig["limits"]
+    srv = fig["server"]
+    head = (f"{fig['rows']} rows, strictness {fig['strictness']}, at {lim['rpm']} RPM / "
+            f"{lim['tpm']:,} TPM per model on a clock {lim['scale']:g}x faster (the minute "
+            f"window {lim['window_s']:g} s; {srv['latency_s']} s per request plus "
+            f"{1000 * srv['token_latency_s']:.0f} ms per completion token, also scaled); the "
+            f"batch's delay {srv['batch_delay_s']} s. The ceiling: the most rows/s the limits "
+            "allow for that side's requests and counted tokens per row (no window may hold "
+            "more than its limit: a window's worth at once, then one more as each window "
+            "ends); of ceiling = least wall / wall.")  # fmt: skip
+    header = ["side", "at once", "rows/s", "ceiling rows/s", "of ceiling", "429s", "retries",
+              "failed rows", "prompt tok/row", "counted tok/row", "least wall s",
+              "wall s"]  # fmt: skip
+    cost = fig["cost"]
+    s = fig["sides"]
+    adaptive = s["ours adaptive"]
+    fixed = [v for k, v in s.items() if k.startswith("ours fixed")]
+    faster = [v for v in fixed if (v["rows_per_s"] or 0) >= 0.95 * (adaptive["rows_per_s"] or 0)]
+    targets = [
+        ("ours adaptive: rows/s as a share of its ceiling", adaptive["of_ceiling"], "≥ 0.9",
+         (adaptive["of_ceiling"] or 0) >= 0.9),
+        ("ours adaptive: failed rows", adaptive["failed_rows"], "0",
+         adaptive["failed_rows"] == 0),
+        ("429s: ours adaptive against the fewest of fixed settings as fast",
+         adaptive["http_429"], f"< {min((v['http_429'] for v in faster), default='–')}",
+         all(adaptive["http_429"] < v["http_429"] for v in faster) if faster else None),
+        (f"Batch API generation cost per row / live ({cost['priced_as']} prices)",
+         cost["batch_over_live"], "0.5", None),
+    ]  # fmt: skip
+    ragas_side = s.get("Ragas collections (defaults)")
+    if ragas_side and ragas_side["rows_per_s"]:
+        ratio = r(adaptive["rows_per_s"] / ragas_side["rows_per_s"])
+        targets.append(("ours adaptive / Ragas at its defaults, rows/s", ratio, "≥ 3.0",
+                        ratio >= 3.0))  # fmt: skip
+    money = (f"Generation per row at {cost['priced_as']} prices: live ${cost['live_per_row']:.7f}, "
+             f"Batch API ${cost['batch_per_row']:.7f}.")  # fmt: skip
+    return {"": head + "\n\n" + table(header, rows) + "\n\n" + money,
+            "targets": against(targets)}
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rpm", type=int, default=60, help="requests per minute, per model")
+    p.add_argument("--tpm", type=int, default=40_000, help="tokens per minute, per model")
+    p.add_argument("--scale", type=float, default=10.0, help="how much faster the clock runs")
+    p.add_argument("--latency", type=float, default=0.3, help="seconds per request (unscaled)")
+    p.add_argument("--token-latency", type=float, default=0.01,
+                   help="seconds per completion token (unscaled)")  # fmt: skip
+    p.add_argument("--batch-delay", type=float, default=5.0, help="the toy batch's seconds")
+    p.add_argument("--fixed", default="4,16,60", help="fixed concurrencies of ours")
+    p.add_argument("--no-ragas", action="store_true", help="skip Ragas' side")
+
+
+QUICK = ["--rows", "20", "--fixed", "4", "--no-ragas", "--batch-delay", "1"]
+
+if __name__ == "__main__":
+    raise SystemExit(main("rate_limits", measure, arguments, rows=120, quick=QUICK))

@@ -1,0 +1,453 @@
+"""Adaptive concurrency for API backends: as many requests at once as the rate limit allows.
+
+One :class:`RateController` per (server, model), shared by every generator, embedder and judge
+that talks to it (:func:`controller_for`). Each request takes a slot (:meth:`RateController.call`);
+the number of slots, :attr:`RateController.concurrency`, starts moderate and
+
+* grows while answers come back fast and the ``x-ratelimit-remaining-*`` headers leave room
+  for more at once (one more slot per answer until the first back-off, then one per round);
+* halves on a 429 (once per episode, not once per refused request).
+
+Requests are also paced by what the headers say remains: the requests (and the tokens over a
+request's tokens) left in the window, less those sent since, are a budget; once it is spent,
+requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's
+headers say how many more may go. A 429 pauses every request until the reset it announces
+(``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
+
+A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
+have passed since it was first sent, then fails with :class:`RateLimitedError`, one line that
+says what to do. Other transient errors (5xx, timeouts, dropped connections) are retried
+``max_retries`` times with a doubling backoff that honours ``retry-after``, as the SDK would.
+This module knows nothing of the ``openai`` SDK: the caller says what an error was
+(:class:`Outcome`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from relevancy.errors import GenerationError
+
+__all__ = [
+    "DEFAULT_MAXIMUM",
+    "DEFAULT_START",
+    "Outcome",
+    "RateController",
+    "RateLimitedError",
+    "controller_for",
+    "controllers",
+    "forget_controllers",
+    "parse_reset",
+]
+
+#: slots at the start, and the most without ``--concurrency``
+DEFAULT_START, DEFAULT_MAXIMUM = 8, 64
+#: seconds a request may spend refused by the rate limit before its row fails
+DEFAULT_MAX_WAIT = 300.0
+#: after a reset, one request probes the window; the next waits this long or for its answer
+PROBE_GAP = 0.1
+
+
+class RateLimitedError(GenerationError):
+    """A request still refused by the server's rate limit after the longest wait allowed."""
+
+
+@dataclass
+class Outcome:
+    """What a failed request was, as the caller reads it.
+
+    ``kind``: ``"throttled"`` (a 429), ``"retry"`` (transient: retry after a backoff) or
+    ``"fatal"`` (raise it). ``headers``: the response's headers when there was one.
+    """
+
+    kind: str
+    headers: Mapping[str, str] | None = None
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_reset(text: str | None) -> float | None:
+    """Seconds from OpenAI's reset format (``"20ms"``, ``"1.5s"``, ``"6m0s"``, ``"1h2m"``)."""
+    if not text:
+        return None
+    text = text.strip()
+    try:
+        return max(float(text), 0.0)
+    except ValueError:
+        pass
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(a + b for a, b in parts) != text:
+        return None
+    return sum(float(value) * _UNITS[unit] for value, unit in parts)
+
+
+def _number(headers: Mapping[str, str], name: str) -> float | None:
+    value = headers.get(name)
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a ``retry-after-ms`` or ``retry-after`` header asks for (None when absent)."""
+    if not headers:
+        return None
+    ms = _number(headers, "retry-after-ms")
+    if ms is not None:
+        return max(ms / 1000, 0.0)
+    seconds = _number(headers, "retry-after")
+    return max(seconds, 0.0) if seconds is not None else None
+
+
+class RateController:
+    """Slots for one model's requests, sized by what its rate limit allows.
+
+    Parameters
+    ----------
+    name : str
+        What it controls, for messages (``"gpt-4o-mini at https://api.openai.com/v1"``).
+    maximum : int
+        The most requests at once (``--concurrency``).
+    start : int
+        Requests at once to begin with (at most ``maximum``).
+    adaptive : bool
+        False: always ``maximum`` slots (429s are still waited out and retried).
+    max_wait : float
+        Seconds a request may be refused by the rate limit before it fails.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        maximum: int = DEFAULT_MAXIMUM,
+        start: int = DEFAULT_START,
+        adaptive: bool = True,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.maximum = max(int(maximum), 1)
+        self.adaptive = adaptive
+        self.limit = float(min(start, self.maximum) if adaptive else self.maximum)
+        self.max_wait = max_wait
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.in_flight = 0
+        self.pause_until = 0.0
+        self._slow_start = True
+        self._fast: float | None = None  # the quickest answer seen (seconds)
+        self._backoff = 1.0
+        self._episode_end = 0.0
+        #: the server's limits as its headers say (None until seen)
+        self.limits: dict[str, float | None] = {"requests": None, "tokens": None}
+        self.remaining: dict[str, float | None] = {"requests": None, "tokens": None}
+        self.tokens_per_request: float | None = None
+        #: requests that may still be sent before the window frees something (None: unknown)
+        self.budget: float | None = None
+        self.reset_at = 0.0  # when the window frees something
+        self._counted_reset = -1.0
+        self.sent = 0
+        self.counts = {"requests": 0, "throttled": 0, "retries": 0, "decreases": 0,
+                       "increases": 0, "pauses": 0, "failed": 0}  # fmt: skip
+        self.peak = int(self.limit)
+        self.lowest = int(self.limit)
+
+    # -- what the progress line shows
+
+    @property
+    def concurrency(self) -> int:
+        """Requests allowed at once now."""
+        return max(int(self.limit), 1)
+
+    @property
+    def waiting(self) -> bool:
+        """True while requests wait for the rate limit to reset."""
+        return self._clock() < self.pause_until
+
+    def describe(self) -> str:
+        """``"12 at once"`` or ``"4 at once, waiting for the rate limit"``."""
+        text = f"{self.concurrency} at once"
+        return text + (", waiting for the rate limit" if self.waiting else "")
+
+    def set_maximum(self, maximum: int) -> None:
+        """A new most-at-once (``--concurrency``); the current size is capped by it."""
+        with self._lock:
+            self.maximum = max(int(maximum), 1)
+            self.limit = min(self.limit, self.maximum) if self.adaptive else float(self.maximum)
+
+    # -- slots
+
+    async def _acquire(self, first: float) -> int:
+        """Take a slot (its number, counting every request sent); RateLimitedError when the
+        wait would end past ``first + max_wait``."""
+        while True:
+            with self._lock:
+                now = self._clock()
+                wait_until = self.pause_until
+                if self.budget is not None and self.budget < 1 and now >= wait_until:
+                    if now >= self.reset_at:  # something left the window: probe with one
+                        self.budget = 1.0
+                        self.reset_at = now + PROBE_GAP
+                    else:
+                        wait_until = self.reset_at
+                        if self.reset_at != self._counted_reset:
+                            self._counted_reset = self.reset_at
+                            self.counts["pauses"] += 1
+                if now >= wait_until and self.in_flight < self.concurrency:
+                    self.in_flight += 1
+                    self.sent += 1
+                    if self.budget is not None:
+                        self.budget -= 1
+                    return self.sent
+                if wait_until - first > self.max_wait:
+                    self.counts["failed"] += 1
+                    raise self._too_long(now - first)
+                pause = wait_until - now if now < wait_until else 0.0
+                future: asyncio.Future[None] | None = None
+                if not pause:
+                    future = asyncio.get_running_loop().create_future()
+                    self._waiters.append(future)
+            if future is None:
+                await asyncio.sleep(min(pause, 5.0))
+            else:
+                try:
+                    await future
+                except asyncio.CancelledError:
+                    with self._lock:
+                        if future in self._waiters:
+                            self._waiters.remove(future)
+                    raise
+
+    def _release(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            free = self.concurrency - self.in_flight
+            while self._waiters and free > 0:
+                future = self._waiters.popleft()
+                if not future.done():
+                    future.get_loop().call_soon_threadsafe(_wake, future)
+                    free -= 1
+
+    # -- what answers say
+
+    def observe(
+        self,
+        headers: Mapping[str, str] | None,
+        seconds: float,
+        tokens: int = 0,
+        sent: int | None = None,
+    ) -> None:
+        """An answer came back after ``seconds`` with these headers; ``tokens``: what the
+        request was counted; ``sent``: its number (from the slot it took)."""
+        with self._lock:
+            self.counts["requests"] += 1
+            if tokens:
+                known = self.tokens_per_request
+                self.tokens_per_request = tokens if known is None else 0.8 * known + 0.2 * tokens
+            self._fast = seconds if self._fast is None else min(self._fast, seconds)
+            self._read(headers or {}, self.sent - (sent if sent is not None else self.sent))
+            if self.budget is not None and self.budget < self.concurrency + 1:
+                self._slow_start = False  # too little left for more at once
+                return
+            if not self.adaptive or self.limit >= self.maximum:
+                return
+            quick = seconds <= 2 * self._fast + 0.05
+            if quick:
+                # doubling per round while the headers show room for twice as many
+                roomy = self.budget is not None and self.budget >= 2 * self.concurrency
+                step = 1.0 if self._slow_start or roomy else 1.0 / self.limit
+                self.limit = min(self.limit + step, float(self.maximum))
+                self.counts["increases"] += 1
+                self.peak = max(self.peak, self.concurrency)
+
+    def _read(self, headers: Mapping[str, str], sent_since: int) -> None:
+        """Record the limits and what remains: the requests that may still be sent before the
+        window frees something (``budget``: the remaining requests, and tokens over a request's
+        tokens, less those sent after this one), and when it does (``reset_at``)."""
+        allowed: list[float] = []
+        exhausted: list[float] = []
+        for kind in ("requests", "tokens"):
+            limit = _number(headers, f"x-ratelimit-limit-{kind}")
+            remaining = _number(headers, f"x-ratelimit-remaining-{kind}")
+            if limit is not None:
+                self.limits[kind] = limit
+            self.remaining[kind] = remaining
+            if remaining is None:
+                continue
+            need = 1.0 if kind == "requests" else max(self.tokens_per_request or 1.0, 1.0)
+            room = math.floor(remaining / need) - sent_since
+            allowed.append(room)
+            if room < 1:
+                reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
+                exhausted.append(reset if reset is not None else 1.0)
+        if not allowed:
+            return
+        self.budget = float(min(allowed))
+        if exhausted:
+            self.reset_at = max(self.reset_at, self._clock() + max(exhausted))
+
+    def _shrink(self, to: float) -> None:
+        if not self.adaptive:
+            return
+        new = max(min(self.limit, float(to)), 1.0)
+        if new < self.limit:
+            self.limit = new
+            self.counts["decreases"] += 1
+            self.lowest = min(self.lowest, self.concurrency)
+        self._slow_start = False
+
+    def _pause(self, seconds: float) -> None:
+        until = self._clock() + seconds
+        if until > self.pause_until:
+            self.pause_until = until
+            self.counts["pauses"] += 1
+
+    def throttled(self, headers: Mapping[str, str] | None) -> None:
+        """A 429 came back: halve the slots (once per episode) and pause until the reset."""
+        with self._lock:
+            self.counts["throttled"] += 1
+            now = self._clock()
+            wait = retry_after(headers)
+            if wait is None and headers:
+                resets = [parse_reset(headers.get(f"x-ratelimit-reset-{k}"))
+                          for k in ("requests", "tokens")]  # fmt: skip
+                known = [r for r in resets if r is not None]
+                wait = max(known) if known else None
+            if wait is None:  # nothing said: a doubling backoff, with jitter
+                wait = self._backoff * (0.75 + 0.5 * random.random())
+                self._backoff = min(self._backoff * 2, 30.0)
+            else:
+                self._backoff = 1.0
+            if now >= self._episode_end:  # the first 429 of an episode
+                self._shrink(self.limit / 2)
+                self._episode_end = now + max(wait, 0.5)
+            self._slow_start = False
+            self._pause(wait)
+            self.budget = 0.0  # after the pause, one request probes the window first
+            self.reset_at = max(self.reset_at, self.pause_until)
+
+    # -- one request
+
+    async def call(
+        self,
+        send: Callable[[], Awaitable[Any]],
+        classify: Callable[[BaseException], Outcome],
+        *,
+        headers_of: Callable[[Any], Mapping[str, str] | None] = lambda r: None,
+        tokens_of: Callable[[Any], int] = lambda r: 0,
+        max_retries: int = 3,
+        cost: int = 0,
+    ) -> Any:
+        """Send one request through a slot; wait out 429s and retry transient errors.
+
+        ``send()`` makes the request; ``classify(exc)`` says what an exception was;
+        ``headers_of(answer)`` and ``tokens_of(answer)`` read a good answer; ``cost``: the
+        tokens the server counts the request at admission (OpenAI: the prompt's, plus
+        ``max_tokens`` for each choice), when the caller knows it (else ``tokens_of``).
+        """
+        first = self._clock()
+        attempt = throttled = 0
+        while True:
+            number = await self._acquire(first)
+            sent = self._clock()
+            try:
+                answer = await send()
+            except BaseException as exc:
+                self._release()
+                outcome = classify(exc) if isinstance(exc, Exception) else Outcome("fatal")
+                if outcome.kind == "throttled":
+                    throttled += 1
+                    self.throttled(outcome.headers)
+                    now = self._clock()
+                    if now - first + max(self.pause_until - now, 0.0) > self.max_wait:
+                        with self._lock:
+                            self.counts["failed"] += 1
+                        raise self._too_long(now - first) from None
+                    with self._lock:
+                        self.counts["retries"] += 1
+                    continue
+                if outcome.kind == "retry" and attempt < max_retries:
+                    attempt += 1
+                    with self._lock:
+                        self.counts["retries"] += 1
+                    wait = retry_after(outcome.headers)
+                    if wait is None or wait > 60:  # the SDK's backoff: failures so far count
+                        tries = attempt + throttled
+                        wait = min(0.5 * 2 ** (tries - 1), 8.0) * (1 - 0.25 * random.random())
+                    await asyncio.sleep(wait)
+                    continue
+                raise
+            self._release()
+            used = cost or tokens_of(answer)
+            self.observe(headers_of(answer), self._clock() - sent, used, number)
+            return answer
+
+    def _too_long(self, waited: float) -> RateLimitedError:
+        return RateLimitedError(
+            f"still rate-limited by {self.name} after {waited:.0f} s (the longest wait is "
+            f"{self.max_wait:.0f} s): lower --concurrency, raise the account's limits or use "
+            "--batch-api"
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counts and the current state, for benches and tests."""
+        with self._lock:
+            return {**self.counts, "concurrency": self.concurrency, "peak": self.peak,
+                    "lowest": self.lowest, "limits": dict(self.limits)}  # fmt: skip
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_REGISTRY: dict[tuple[str, str], RateController] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def controller_for(
+    base_url: str, model: str, *, maximum: int | None = None, adaptive: bool = True
+) -> RateController:
+    """The controller of ``model`` at ``base_url``, shared within the process.
+
+    ``maximum`` (``--concurrency``) sets its most-at-once when given; ``adaptive=False`` makes a
+    new one fixed at its maximum.
+    """
+    key = (base_url, model)
+    with _REGISTRY_LOCK:
+        found = _REGISTRY.get(key)
+        if found is None or found.adaptive != adaptive:
+            found = RateController(
+                f"{model} at {base_url}",
+                maximum=maximum or DEFAULT_MAXIMUM,
+                adaptive=adaptive,
+            )
+            _REGISTRY[key] = found
+        elif maximum is not None and maximum != found.maximum:
+            found.set_maximum(maximum)
+        return found
+
+
+def controllers() -> list[RateController]:
+    """Every controller made in this process."""
+    with _REGISTRY_LOCK:
+        return list(_REGISTRY.values())
+
+
+def forget_controllers() -> None:
+    """Start every model's controller afresh (benches comparing settings in one process)."""
+    with _REGISTRY_LOCK:
+        _REGISTRY.clear()
