@@ -169,9 +169,12 @@ class Explanation:
     @property
     def triage(self) -> Triage:
         """The row's main reason and flags (as stored, or worked out for an older result)."""
-        if self.result.reason:
-            return Triage(self.result.reason, tuple(self.result.flags))
-        return triage(self.result)
+        r = self.result
+        if not r.reason:
+            return triage(r)
+        if r.reason == "ok" and r.questions_used < r.strictness:  # scored before the flag was
+            return Triage("incomplete_generation", (*r.flags, "incomplete_generation"))
+        return Triage(r.reason, tuple(r.flags))
 
     @property
     def low(self) -> bool:
@@ -568,4 +571,15 @@ def explain(
                 "info",
             )
         )
+    if "incomplete_generation" in t.flags:
+        missing = sorted({q.error or "empty question" for q in result.questions
+                          if q.similarity is None})  # fmt: skip
+        reasons.insert(0 if t.reason == "incomplete_generation" else len(reasons), Reason(
+            "incomplete_generation",
+            f"Incomplete: {result.questions_used} of {result.strictness} questions",
+            f"The score rests on {result.questions_used} of the {result.strictness} generated "
+            f"questions asked; the others are unusable ({'; '.join(missing) or 'missing'}). "
+            "Fewer questions give a noisier score: score the row again.",
+            "warning",
+        ))  # fmt: skip
     return reasons

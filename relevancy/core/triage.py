@@ -34,6 +34,7 @@ __all__ = [
     "Triage",
     "triage",
     "question_hygiene",
+    "incomplete_text",
     "SentenceScore",
     "sentences_from_parts",
 ]
@@ -77,6 +78,7 @@ REASONS: dict[str, str] = {
     "padded": "padded: some sentences have nothing to do with the question",
     "language_mismatch": "the generated questions are in another language than the question",
     "generator_suspect": "the question generator may be at fault, not the answer",
+    "incomplete_generation": "incomplete: fewer generated questions were usable than asked",
     "ok": "on topic and complete, as far as the embeddings can tell",
 }
 
@@ -133,7 +135,12 @@ def sentence_similarities(result: RelevancyResult) -> list[float]:
     ]
 
 
-def triage(result: RelevancyResult) -> Triage:
+def incomplete_text(result: RelevancyResult) -> str:
+    """``"incomplete: 1 of 3 questions"`` (what a verdict says instead of ok)."""
+    return f"incomplete: {result.questions_used} of {result.strictness} questions"
+
+
+def triage(result: RelevancyResult, *, min_questions: int | None = None) -> Triage:
     """Why this row scores what it does: one main reason and all the flags, from the numbers
     the metric produced (generated questions, sentences, question parts, noncommittal).
 
@@ -142,7 +149,11 @@ def triage(result: RelevancyResult) -> Triage:
     the question), ``partial`` (a part of a multi-part question that no sentence covers),
     ``padded`` (sentences far from the question beside sentences close to it),
     ``generator_suspect`` (the answer is close to the question but the rebuilt questions are
-    not, or half of them are not questions: the score, not the answer, is off), else ``ok``.
+    not, or half of them are not questions: the score, not the answer, is off),
+    ``incomplete_generation`` (nothing else is wrong, but the score rests on fewer usable
+    questions than ``min_questions``, by default all ``strictness`` of them: a cut-off or failed
+    generation), else ``ok``. The flag ``incomplete_generation`` is set whenever fewer than
+    ``strictness`` questions were usable.
     """
     if not result.ok:
         return Triage("error", ("error",))
@@ -171,7 +182,13 @@ def triage(result: RelevancyResult) -> Triage:
     ):
         flags.append("language_mismatch")
     flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
-    reason = next((code for code in REASONS if code in flags), "ok")
+    used, asked = result.questions_used, result.strictness
+    if used < asked:
+        flags.append("incomplete_generation")
+    enough = used >= (asked if min_questions is None else min(min_questions, asked))
+    reason = next(
+        (c for c in REASONS if c in flags and (c != "incomplete_generation" or not enough)), "ok"
+    )
     return Triage(reason, tuple(flags))
 
 

@@ -38,11 +38,13 @@ def build_metric(
     cache: Cache | bool | str | None = True,
     concurrency: int | None = None,
     prompt_language: str = "answer",
+    min_questions: int | None = None,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
     ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator;
-    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``).
+    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``), and so
+    is ``min_questions`` (the fewest usable questions an ok verdict rests on; default all).
     Bad settings raise :class:`relevancy.ConfigError` or :class:`relevancy.InputError` with one
     line naming the fix.
     """
@@ -61,6 +63,7 @@ def build_metric(
         cache=cache,
         concurrency=concurrency,
         prompt_language=prompt_language,
+        min_questions=min_questions,
     )
 
 
