@@ -9,11 +9,12 @@ with room to spare (:data:`SLACK`), never below the generator's ``time_limit`` a
 (so the same question when it finishes) and twice the budget (:data:`RETRY_GROWTH`), up to the
 cap: a busy machine gives slower scores, not different ones.
 
-llama.cpp's threads should not outnumber the cores left free: two embedded scorers side by
-side (the dashboard and a CLI run) each asking for every core make both crawl (``bench/
-RESULTS.md``, "Speed-ups tried": one thread instead of two ran ~10x faster on a crowded
-machine). :func:`default_threads` counts the cores this process may use, less the load already
-on them.
+llama.cpp's threads are the cores this process may run on (:func:`default_threads`), or
+``RELEVANCY_LLAMA_THREADS``. Fewer threads when the machine is loaded was measured and not
+adopted: two embedded scorers side by side on a machine loaded by other work finished later with
+one thread each than with every core each (``bench/RESULTS.md``, "Two embedded scorers side by
+side"): the scheduler shares the cores per thread, so fewer threads get less of them. Two
+scorers do not starve each other because the worker waits passively (``OMP_WAIT_POLICY``).
 
 ``RELEVANCY_LLAMA_SLOW_S`` (seconds) makes every generated token that much slower: the tests of
 the budget use it to play a busy machine.
@@ -56,21 +57,15 @@ def worst_case_seconds(time_limit: float, n: int) -> float:
 
 
 def default_threads() -> int:
-    """llama.cpp threads that do not oversubscribe the cores: ``$RELEVANCY_LLAMA_THREADS``
-    when set, else the cores this process may run on less the 1-minute load average (at
-    least 1)."""
+    """llama.cpp's threads: ``$RELEVANCY_LLAMA_THREADS`` when set, else the cores this process
+    may run on (its CPU affinity: a container's or ``taskset``'s share, not the machine's)."""
     chosen = os.environ.get(THREADS_ENV, "").strip()
     if chosen.isdigit() and int(chosen) > 0:
         return int(chosen)
     try:
-        cores = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
-        cores = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
-    return max(1, min(cores, round(cores - busy)))
+        return os.cpu_count() or 1
 
 
 class _Speed:

@@ -262,8 +262,8 @@ class SmolLMGenerator(GeneratorBase):
         and a sample cut off is tried once more with twice the time; cut off again, it is
         recorded as an error (``cut off after ... s``).
     threads : int, optional
-        llama.cpp threads (default: ``$RELEVANCY_LLAMA_THREADS``, else the cores free of load,
-        at least 1: two scorers side by side do not oversubscribe the cores).
+        llama.cpp threads (default: ``$RELEVANCY_LLAMA_THREADS``, else the cores this process
+        may run on).
     max_response_chars : int
         Longer responses are truncated for the model (the result notes it).
     in_process : bool or None
