@@ -164,7 +164,12 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         )
     with top[1]:
         st.markdown(
-            score_badge(result.value if e.scored else None, e.threshold), unsafe_allow_html=True
+            score_badge(
+                result.value if e.scored else None,
+                e.threshold,
+                incomplete=e.triage.reason == "incomplete_generation",
+            ),
+            unsafe_allow_html=True,
         )
         if result.mode == "ragas":
             st.markdown("**Mode:** ragas · the Ragas Answer Relevancy, exactly")
