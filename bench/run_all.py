@@ -79,6 +79,7 @@ BENCHES: dict[str, Entry] = {
                        ("baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"),
                        tables=None),
     "stability": Entry("stability", extra=True),  # 5 seeds x 24 rows of HaluQuestQA
+    "side_by_side": Entry("side_by_side", extra=True),  # four CLI runs, two of them at once
 }  # fmt: skip
 PACKAGES = ("relevancy", "llama-cpp-python", "onnxruntime", "tokenizers", "numpy", "openai",
             "streamlit", "umap-learn", "numba", "ray")  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.analysis.compare import pair_runs, summarize_pairs
+from relevancy.analysis.compare import no_pairs_message, pair_rows, pairing_keys, summarize_pairs
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.dashboard.views import compare_charts
 from relevancy.dashboard.views.compare_table import pairs_table, verdict
@@ -73,13 +73,14 @@ on_ragas = value == "ragas_value"
 compared = "Ragas value" if on_ragas else f"{mode_a} score" if same_mode and mode_a else "score"
 modes_note = "" if same_mode else f" ({esc(label_a)}: {mode_a} mode, {esc(label_b)}: {mode_b})"
 st.caption(f"Comparing the **{compared}** of each pair{modes_note}.")
-paired = pair_runs(frame_a, frame_b, tie_margin=tie_margin, value=value)
+# one run's variants pair on the question (or a shared question id), two runs on id or question
+within = sides.column is not None
+keys = pairing_keys(frame_a, frame_b, within=within, column=sides.column or "variant")
+paired = pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value, keys=keys,
+                   text=not within or keys == ("user_input",))  # fmt: skip
 if paired.empty:
-    st.warning(
-        "No pairs: A and B share no question (pairs are matched on the question text, and on "
-        "the id column when both sides have one).",
-        icon="🔗",
-    )
+    why = no_pairs_message(frame_a, frame_b, keys, label_a=label_a, label_b=label_b)
+    st.warning("  \n".join(esc(line) for line in why.split("\n")), icon="🔗")
     st.stop()
 
 s = summarize_pairs(paired, tie_margin=tie_margin)

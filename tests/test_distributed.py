@@ -45,7 +45,7 @@ from relevancy.testing.processes import free_port
 #: of two rows sharing a text was first to embed it: the total is checked instead)
 UNSTABLE = {"seconds", "cached", "embedding_tokens"}
 NUMBERS = {"score", "ragas_value", "answer_similarity", "similarity_std", "strictness",
-           "prompt_tokens", "completion_tokens"}  # fmt: skip
+           "questions_used", "prompt_tokens", "completion_tokens"}  # fmt: skip
 # Ray's own modules warn about their internals; that is not ours to fail on
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -252,7 +252,7 @@ def test_cli_connects_with_address_and_the_node_cache_serves_a_rerun(
                 cluster.address, "--workers", "2", "--fail-under", "0.99",
                 *backend)  # fmt: skip
     assert toy_server.stats()["by_path"]["/v1/chat/completions"] == chat_calls
-    assert "rows            200  (scored 200, NaN 0, from cache 0)" in done.stdout
+    assert "rows            200  (scored 200, NaN 0, incomplete 0, from cache 0)" in done.stdout
     assert "mean " in done.stdout and "reasons " in done.stdout
     got = pd.read_parquet(out)
     assert list(got["id"]) == list(frame["id"])  # a file keeps its order

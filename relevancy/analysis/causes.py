@@ -296,4 +296,15 @@ def explain(
                 "info",
             )
         )
+    if "incomplete_generation" in t.flags:
+        missing = sorted({q.error or "empty question" for q in result.questions
+                          if q.similarity is None})  # fmt: skip
+        reasons.insert(0 if t.reason == "incomplete_generation" else len(reasons), Reason(
+            "incomplete_generation",
+            f"Incomplete: {result.questions_used} of {result.strictness} questions",
+            f"The score rests on {result.questions_used} of the {result.strictness} generated "
+            f"questions asked; the others are unusable ({'; '.join(missing) or 'missing'}). "
+            "Fewer questions give a noisier score: score the row again.",
+            "warning",
+        ))  # fmt: skip
     return reasons

@@ -1,11 +1,15 @@
 """Paired comparison of two answer variants (or two runs) on the same questions, and the
 regression gate built on it (``relevancy compare BASE NEW``).
 
-Rows are paired on ``user_input`` and ``id`` when both sides have one (two runs without ids are
-paired on ``user_input`` and ``variant`` when both have variants); when a key repeats within
-one side, its k-th occurrence pairs with the k-th occurrence on the other side. The difference
-is always ``B - A``: positive means B is more relevant. A pair is a tie when the difference is
-within ``tie_margin``.
+Two variants of one run (:func:`pair_variants`, :func:`pair_within`) are paired on the question
+text, or on an id column only when that id names a question shared across the variants (a
+``question_id`` column, or ``id`` values found on both sides): per-row ids never pair. Two runs
+(:func:`pair_runs`) are paired on ``user_input`` and ``id`` when both sides have ids in common,
+else on ``user_input`` alone (and on ``variant`` too when both have variants and none was
+picked). When a key repeats within one side, its k-th occurrence pairs with the k-th occurrence
+on the other side; :func:`no_pairs_message` says what was tried and what each side holds.
+The difference is always ``B - A``: positive means B is more relevant. A pair is a tie when the
+difference is within ``tie_margin``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ __all__ = [
     "pair_rows",
     "pair_variants",
     "pair_runs",
+    "pair_within",
+    "pairing_keys",
+    "no_pairs_message",
+    "QUESTION_ID_COLUMNS",
     "summarize_pairs",
     "outcome",
     "Regression",
@@ -44,6 +52,72 @@ _CARRY = (
 )
 
 
+#: columns that name a question (not a row), tried in this order when pairing variants of one run
+QUESTION_ID_COLUMNS = ("question_id", "qid", "id")
+
+
+def _shared(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
+    """Whether both sides have ``column`` and some of its values are on both sides."""
+    if column not in a.columns or column not in b.columns:
+        return False
+    values_a = set(a[column].dropna().astype(str)) - {""}
+    return bool(values_a & set(b[column].dropna().astype(str)))
+
+
+def pairing_keys(
+    a: pd.DataFrame, b: pd.DataFrame, *, within: bool, column: str = "variant"
+) -> tuple[str, ...]:
+    """The columns two sides are paired on (``"user_input"`` is the question text).
+
+    ``within``: two values of ``column`` in one run: the first of :data:`QUESTION_ID_COLUMNS`
+    whose values are shared by both sides, alone (it names a question), else the question
+    text. Between runs: the question text and ``id`` when both sides share ids, and
+    ``column`` when both sides share values of it (each variant against itself).
+    """
+    if within:
+        shared = next((c for c in QUESTION_ID_COLUMNS if c != column and _shared(a, b, c)), None)
+        return (shared,) if shared else ("user_input",)
+    keys: tuple[str, ...] = ("user_input",)
+    if _shared(a, b, "id"):
+        keys = ("id", *keys)
+    if _shared(a, b, column):
+        keys = (column, *keys)
+    return keys
+
+
+def no_pairs_message(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    keys: tuple[str, ...],
+    *,
+    label_a: str = "A",
+    label_b: str = "B",
+    examples: int = 2,
+) -> str:
+    """Why two sides gave no pair: what they were paired on, and what each side holds (rows,
+    distinct questions, ids, a few example questions), one line each."""
+    named = {"user_input": "the question text"}
+    tried = " and ".join(named.get(k, f"the {k!r} column") for k in keys)
+    lines = [
+        f"No pairs: rows were matched on {tried}, and no row of {label_a} matches one of {label_b}."
+    ]
+    for label, side in ((label_a, a), (label_b, b)):
+        questions = side["user_input"].dropna().astype(str).unique() if len(side) else []
+        shown = "; ".join(f"“{q[:60]}”" for q in questions[:examples])
+        held = ", ".join(
+            f"{side[k].nunique()} distinct {k!r} values (e.g. "
+            + ", ".join(side[k].astype(str).unique()[:examples])
+            + ")"
+            for k in keys
+            if k != "user_input" and k in side.columns
+        )
+        lines.append(
+            f"{label}: {len(side)} rows, {len(questions)} distinct questions"
+            + (f", {held}" if held else "") + (f" (e.g. {shown})" if shown else "") + "."
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
 def outcome(diff: float, tie_margin: float = 0.02) -> str:
     """``"win"`` (B better), ``"loss"`` (B worse), ``"tie"`` or ``"n/a"`` when a side is NaN."""
     if diff is None or (isinstance(diff, float) and math.isnan(diff)):
@@ -55,13 +129,15 @@ def outcome(diff: float, tie_margin: float = 0.02) -> str:
     return "tie"
 
 
-def _keyed(frame: pd.DataFrame, keys: tuple[str, ...], value: str) -> pd.DataFrame:
+def _keyed(
+    frame: pd.DataFrame, keys: tuple[str, ...], value: str, *, text: bool = True
+) -> pd.DataFrame:
     if "user_input" not in frame.columns or value not in frame.columns:
         raise InputError(f"comparison needs scored rows with user_input and {value} columns")
     out = frame.copy()
     if value != "score":  # compare on another column: it becomes the pair's score
         out["score"] = out[value]
-    out["_key"] = out["user_input"].astype(str)
+    out["_key"] = out["user_input"].astype(str) if text or not keys else ""
     for key in keys:
         out["_key"] = out[key].astype(str) + "\x1f" + out["_key"]
     out["_occ"] = out.groupby("_key").cumcount()
@@ -75,6 +151,7 @@ def pair_rows(
     tie_margin: float = 0.02,
     value: str = "score",
     keys: tuple[str, ...] | None = None,
+    text: bool = True,
 ) -> pd.DataFrame:
     """Pair the rows of two scored tables; one output row per pair.
 
@@ -85,11 +162,13 @@ def pair_rows(
     ``outcome``, and ``row``/``response``/``mode``/``ragas_value``/``noncommittal``/
     ``generated_questions``/``similarities``/``error`` with ``_a`` and ``_b`` suffixes (those
     the tables have). ``keys`` are the columns paired on besides ``user_input`` (default:
-    ``id`` when both sides have it).
+    ``id`` when both sides have it); ``text=False`` pairs on ``keys`` alone (an id that names
+    the question), the question shown being A's.
     """
     if keys is None:
         keys = ("id",) if "id" in a.columns and "id" in b.columns else ()
-    ka, kb = _keyed(a, keys, value), _keyed(b, keys, value)
+    keys = tuple(k for k in keys if k != "user_input")
+    ka, kb = _keyed(a, keys, value, text=text), _keyed(b, keys, value, text=text)
     keep = ["_key", "_occ", "user_input", *keys]
     left = ka[keep + [c for c in _CARRY if c in ka.columns]]
     right = kb[["_key", "_occ"] + [c for c in _CARRY if c in kb.columns]]
@@ -111,13 +190,30 @@ def pair_variants(
     tie_margin: float = 0.02,
     value: str = "score",
 ) -> pd.DataFrame:
-    """Pair the rows of ``variant_a`` with those of ``variant_b`` in one table."""
+    """Pair the rows of ``variant_a`` with those of ``variant_b`` in one table
+    (:func:`pair_within`)."""
     if column not in frame.columns:
         raise InputError(f"no {column!r} column to compare variants on")
     values = frame[column].astype(str)
     a = frame[values == str(variant_a)]
     b = frame[values == str(variant_b)]
-    return pair_rows(a, b, tie_margin=tie_margin, value=value)
+    return pair_within(a, b, column=column, tie_margin=tie_margin, value=value)
+
+
+def pair_within(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    column: str = "variant",
+    tie_margin: float = 0.02,
+    value: str = "score",
+) -> pd.DataFrame:
+    """Pair two sides of one run (two values of ``column``): on the question text, or on a
+    question id shared by both sides (:func:`pairing_keys` with ``within=True``)."""
+    keys = pairing_keys(a, b, within=True, column=column)
+    return pair_rows(
+        a, b, tie_margin=tie_margin, value=value, keys=keys, text=keys == ("user_input",)
+    )
 
 
 def pair_runs(
@@ -133,11 +229,7 @@ def pair_runs(
     if variant is not None and column in frame_a.columns and column in frame_b.columns:
         frame_a = frame_a[frame_a[column].astype(str) == str(variant)]
         frame_b = frame_b[frame_b[column].astype(str) == str(variant)]
-    keys: tuple[str, ...] = ()
-    if "id" in frame_a.columns and "id" in frame_b.columns:
-        keys = ("id",)
-    elif variant is None and column in frame_a.columns and column in frame_b.columns:
-        keys = (column,)  # two runs of several variants: each variant against itself
+    keys = pairing_keys(frame_a, frame_b, within=False, column=column)
     return pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value, keys=keys)
 
 

@@ -14,8 +14,9 @@ worker's stdout (the worker moves its own stdout, native code's included, to std
 worker's stderr is drained by a thread into a short ring buffer, quoted when it fails.
 
 When the worker dies (end of its stdout; a negative return code names the signal) or hangs
-(no answer ``n x time_limit + HANG_MARGIN_S`` seconds after the request: each sample is cut
-off after ``time_limit`` inside the worker, so a longer wait is a native hang), it is
+(no answer ``n x 2 x 4 x time_limit + HANG_MARGIN_S`` seconds after the request: each sample
+is cut off inside the worker after at most 4 x ``time_limit``, and retried once, see
+``_budget.py``; a longer wait is a native hang), it is
 stopped, started again once per process, and the request is sent again. A second failure
 marks the worker broken: that request and every later one raise :class:`GeneratorCrashed`,
 whose message names the component and what to run (``relevancy doctor``). The metric turns
@@ -40,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from relevancy.backends._budget import worst_case_seconds
 from relevancy.core.result import GenerationSet
 from relevancy.errors import ConfigError, GenerationError
 
@@ -311,7 +313,7 @@ def generate_in_worker(
     settings: dict[str, Any], response: str, n: int, language: str | None
 ) -> GenerationSet:
     """``SmolLMGenerator(**settings).generate(response, n, language)``, run by the worker."""
-    seconds = n * float(settings.get("time_limit", 20.0)) + HANG_MARGIN_S
+    seconds = worst_case_seconds(float(settings.get("time_limit", 20.0)), n) + HANG_MARGIN_S
     answer = _WORKER.call(
         {"op": "generate", "settings": settings, "response": response, "n": n,
          "language": language},

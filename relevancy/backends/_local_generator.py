@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from relevancy.backends._budget import Budget, Deadline, default_threads
 from relevancy.backends._llama_client import generate_in_worker
 from relevancy.backends._protocols import GeneratorBase
 from relevancy.core.prompt import LANGUAGE_NAMES
@@ -244,19 +245,6 @@ def _rewind_to_prefix(llm: Any, prefix_tokens: list[int], *, force: bool = False
     llm.n_tokens = size
 
 
-class _Deadline:
-    """A llama.cpp stopping criterion that ends a sample after ``seconds`` of wall time."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.perf_counter() + seconds
-        self.expired = False
-
-    def __call__(self, _ids: Any, _logits: Any) -> bool:
-        if time.perf_counter() > self.end:
-            self.expired = True
-        return self.expired
-
-
 class SmolLMGenerator(GeneratorBase):
     """The embedded default question generator.
 
@@ -269,7 +257,13 @@ class SmolLMGenerator(GeneratorBase):
     max_tokens : int
         Token cap per question.
     time_limit : float
-        Seconds after which one sample is cut off (and then recorded as an error).
+        The least time one sample is given before it is cut off. The cut-off follows the speed
+        measured on this machine (up to 4 times this; see ``relevancy/backends/_budget.py``),
+        and a sample cut off is tried once more with twice the time; cut off again, it is
+        recorded as an error (``cut off after ... s``).
+    threads : int, optional
+        llama.cpp threads (default: ``$RELEVANCY_LLAMA_THREADS``, else the cores this process
+        may run on).
     max_response_chars : int
         Longer responses are truncated for the model (the result notes it).
     in_process : bool or None
@@ -302,7 +296,7 @@ class SmolLMGenerator(GeneratorBase):
         self.time_limit = time_limit
         self.max_response_chars = max_response_chars
         self.n_ctx = n_ctx
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or default_threads()
         if in_process is None:
             in_process = os.environ.get(IN_PROCESS_ENV, "").strip().lower() in {"1", "true", "yes"}
         self.in_process = in_process
@@ -376,31 +370,41 @@ class SmolLMGenerator(GeneratorBase):
         generations: list[Generation] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         started = time.perf_counter()
+        budget = Budget(self.time_limit, self.max_tokens)
         with lock:  # the whole row: samples of other rows must not interleave
             # Every row starts from the same state, the fixed prefix's KV cache and nothing
             # after it, so its questions never depend on which rows came before.
             _rewind_to_prefix(llm, prefix_tokens)
             for i in range(n):
-                past_deadline = _Deadline(self.time_limit)
-                try:
-                    out = llm.create_completion(
-                        prefix_tokens + row_tokens,
-                        temperature=self.temperature,
-                        seed=self.seed + i,
-                        grammar=grammar,
-                        max_tokens=self.max_tokens,
-                        stopping_criteria=StoppingCriteriaList([past_deadline]),
-                        stop=["<|im_end|>"],
-                    )
-                except Exception as exc:  # llama.cpp errors are plain exceptions
-                    generations.append(Generation("", None, f"llama.cpp failed: {exc}"))
-                    _rewind_to_prefix(llm, prefix_tokens, force=True)
+                tries: list[Deadline] = []
+                while len(tries) < 2:  # a sample cut off is tried once more, with more time
+                    tries.append(Deadline(budget.seconds(len(tries))))
+                    try:
+                        out = llm.create_completion(
+                            prefix_tokens + row_tokens,
+                            temperature=self.temperature,
+                            seed=self.seed + i,
+                            grammar=grammar,
+                            max_tokens=self.max_tokens,
+                            stopping_criteria=StoppingCriteriaList([tries[-1]]),
+                            stop=["<|im_end|>"],
+                        )
+                    except Exception as exc:  # llama.cpp errors are plain exceptions
+                        out = exc
+                        _rewind_to_prefix(llm, prefix_tokens, force=True)
+                        break
+                    budget.observe(tries[-1])
+                    for key in usage:
+                        usage[key] += int(out.get("usage", {}).get(key, 0))
+                    if not tries[-1].expired:
+                        break
+                if isinstance(out, Exception):
+                    generations.append(Generation("", None, f"llama.cpp failed: {out}"))
                     continue
                 text = (out["choices"][0].get("text") or "").strip()
-                for key in usage:
-                    usage[key] += int(out.get("usage", {}).get(key, 0))
-                if past_deadline.expired:
-                    generations.append(Generation("", None, f"cut off after {self.time_limit:g} s"))
+                if tries[-1].expired:
+                    took = " and again after ".join(f"{t.seconds:.3g} s" for t in tries)
+                    generations.append(Generation("", None, f"cut off after {took}"))
                 elif not text.endswith("?"):
                     generations.append(
                         Generation(

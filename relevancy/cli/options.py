@@ -40,6 +40,14 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--strictness", type=int, default=3, help="questions per answer, 1-10")
     g.add_argument(
+        "--min-questions",
+        type=int,
+        default=None,
+        metavar="K",
+        help="the fewest usable generated questions a row may be called ok on (default: all "
+        "--strictness of them); a row scored from fewer is flagged incomplete_generation",
+    )
+    g.add_argument(
         "--noncommittal",
         default="auto",
         choices=DETECTORS,
@@ -88,6 +96,7 @@ def metric_from_args(
         mode=args.mode,
         seed=args.seed,
         prompt_language=args.prompt_language,
+        min_questions=getattr(args, "min_questions", None),
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,

@@ -321,8 +321,13 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
     stats = summarize(run.values.tolist(), threshold=args.threshold)
     print(
         f"rows            {stats['rows']:,}  (scored {stats['scored']:,}, NaN {stats['nan']:,}, "
-        f"from cache {run.cached:,})"
+        f"incomplete {run.incomplete:,}, from cache {run.cached:,})"
     )
+    if run.incomplete:
+        print(
+            f"incomplete      {run.incomplete:,} rows scored from fewer generated questions than "
+            "asked (flag incomplete_generation; column questions_used)"
+        )
     print(f"mode            {metric.mode} ({describe_mode(metric.mode)})")
     print(
         f"mean            {fmt(stats['mean'])}  95% CI [{fmt(stats['ci_low'])}, "
@@ -463,6 +468,7 @@ def _score_on_ray(args: argparse.Namespace) -> int:
         "mode": args.mode,
         "seed": args.seed,
         "prompt_language": args.prompt_language,
+        "min_questions": args.min_questions,
         "timeout": args.timeout,
         "cache": False if args.no_cache else (args.cache_dir or True),
         "concurrency": args.concurrency,
@@ -503,6 +509,7 @@ def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
         "noncommittal": args.noncommittal,
         "mode": args.mode,
         "prompt_language": args.prompt_language,
+        "min_questions": metric.min_questions,
         "llm_name": metric.llm.name,
         "embeddings_name": metric.embeddings.name,
         "mode_used": metric.mode,

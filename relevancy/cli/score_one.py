@@ -34,6 +34,7 @@ def cmd_score_one(args: argparse.Namespace) -> int:
         else:
             flag = "  (flagged noncommittal)" if q.noncommittal else ""
             print(f"  {q.similarity:6.3f}  {q.question}{flag}")
+    print(f"questions: {r.questions_used} of {r.strictness} used")
     verdict = "yes" if r.noncommittal else "no"
     print(f"noncommittal: {verdict} ({r.noncommittal_method}: {r.noncommittal_detail})")
     if r.error:
@@ -44,6 +45,11 @@ def cmd_score_one(args: argparse.Namespace) -> int:
     rule = "  x 0 (noncommittal)" if r.noncommittal else ""
     ragas = "score    " if r.mode == "ragas" else "ragas    "
     print(f"{ragas}: {r.ragas_value:.3f}   = ({worked}) / {len(sims)}{rule}")
+    if r.questions_used < r.strictness:
+        print(
+            f"incomplete: {r.questions_used} of {r.strictness} questions usable: the score "
+            f"rests on fewer questions than asked (reason {r.reason})"
+        )
     if r.mode != "ragas":
         print("sentences of the answer (cosine similarity to the question):")
         for part in r.parts:

@@ -131,6 +131,12 @@ class RelevancyResult:
         return not math.isnan(self.value)
 
     @property
+    def questions_used(self) -> int:
+        """How many of the ``strictness`` generated questions the score is made of (those with
+        a similarity); fewer than ``strictness`` when a generation failed or was cut off."""
+        return len(self.similarities)
+
+    @property
     def similarities(self) -> list[float]:
         return [q.similarity for q in self.questions if q.similarity is not None]
 

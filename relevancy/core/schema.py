@@ -115,6 +115,8 @@ class Column:
     sep: str = ", "  #: ``texts``: the separator in exports
     json_store: bool = False  #: ``texts``: stored as a JSON list, not joined
     redacted: bool = False  #: text that may quote a backend's error: keys are redacted
+    #: a derived ``int`` that may be missing (then float64 in typed frames); False: always there
+    nullable: bool = True
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -137,7 +139,7 @@ class Column:
     @property
     def dtype(self) -> str:
         """The pandas dtype of this column in the Ray engine's output (all batches agree)."""
-        if self.kind == "float" or (self.kind == "int" and self.attr is None):
+        if self.kind == "float" or (self.kind == "int" and self.attr is None and self.nullable):
             return "float64"
         return {"int": "int64", "bool": "boolean"}.get(self.kind, "object")
 
@@ -275,7 +277,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("notes", "texts", attr="notes", sep="; ", json_store=True, listed=True),
     Column("llm", "text", attr="llm"),
     Column("embeddings", "text", attr="embeddings"),
-    Column("strictness", "int", attr="strictness"),
+    Column("strictness", "int", attr="strictness", doc="N, the questions asked"),
+    Column(
+        "questions_used",
+        "int",
+        get=lambda r: r.questions_used,
+        nullable=False,
+        doc="how many of the N generated questions were usable (the score's mean is over them)",
+    ),
     Column("seconds", "float", get=lambda r: _number((r.timings or {}).get("total_s"))),
     Column("cached", "bool", attr="cached"),
     Column("prompt_tokens", "int", get=_usage("prompt_tokens")),

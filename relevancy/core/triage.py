@@ -37,6 +37,7 @@ __all__ = [
     "Triage",
     "triage",
     "question_hygiene",
+    "incomplete_text",
     "SentenceScore",
     "sentences_from_parts",
     "sentence_marks",
@@ -92,6 +93,7 @@ REASONS: dict[str, str] = {
     "padded": "padded: some sentences have nothing to do with the question",
     "language_mismatch": "the generated questions are in another language than the question",
     "generator_suspect": "the question generator may be at fault, not the answer",
+    "incomplete_generation": "incomplete: fewer generated questions were usable than asked",
     "drifting": "drifting: below the threshold, the questions rebuilt from the answer stray from "
     "the question",
     "ok": "on topic and complete, as far as the embeddings can tell",
@@ -213,7 +215,17 @@ def uncovered_parts(result: RelevancyResult) -> list[tuple[str, float, float]]:
     ]
 
 
-def triage(result: RelevancyResult, threshold: float = DEFAULT_THRESHOLD) -> Triage:
+def incomplete_text(result: RelevancyResult) -> str:
+    """``"incomplete: 1 of 3 questions"`` (what a verdict says instead of ok)."""
+    return f"incomplete: {result.questions_used} of {result.strictness} questions"
+
+
+def triage(
+    result: RelevancyResult,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    min_questions: int | None = None,
+) -> Triage:
     """Why this row scores what it does: one main reason and all the flags, from the evidence
     the drill-down shows (the generated questions' similarities, the sentence table, the
     coverage of each part of the question, the noncommittal verdict, the languages).
@@ -226,7 +238,11 @@ def triage(result: RelevancyResult, threshold: float = DEFAULT_THRESHOLD) -> Tri
     or padding, beside one that answers); ``language_mismatch``; ``generator_suspect`` (the
     answer is close to the question but the rebuilt questions are not, or half of them are not
     questions: the score, not the answer, is off); then ``ok`` at or above ``threshold`` and
-    ``drifting`` below it: a score below the threshold is never "ok".
+    ``drifting`` below it: a score below the threshold is never "ok". A score that rests on fewer
+    usable questions than ``min_questions`` (by default all ``strictness`` of them: a cut-off or
+    failed generation) is ``incomplete_generation`` where it would have been ``ok`` or
+    ``drifting``; the flag ``incomplete_generation`` is set whenever fewer than ``strictness``
+    questions were usable.
     """
     if not result.ok:
         return Triage("error", ("error",))
@@ -255,11 +271,17 @@ def triage(result: RelevancyResult, threshold: float = DEFAULT_THRESHOLD) -> Tri
         not result.languages and "language_mismatch" in result.flags  # stored, not recomputable
     ):
         flags.append("language_mismatch")
-    reason = next((code for code in REASONS if code in flags), "ok")
+    flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
+    used, asked = result.questions_used, result.strictness
+    if used < asked:
+        flags.append("incomplete_generation")
+    enough = used >= (asked if min_questions is None else min(min_questions, asked))
+    reason = next(
+        (c for c in REASONS if c in flags and (c != "incomplete_generation" or not enough)), "ok"
+    )
     if reason == "ok" and low:
         reason = "drifting"
         flags.append("drifting")
-    flags += ["duplicate_questions"] * bool(duplicates) + ["non_questions"] * bool(non_questions)
     return Triage(reason, tuple(flags))
 
 

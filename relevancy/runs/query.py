@@ -8,11 +8,15 @@ from typing import Any
 
 __all__ = [
     "SORTS",
+    "STATUSES",
     "RowQuery",
     "extra_value",
 ]
 
 SORTS = ("score ↑ (lowest first)", "score ↓", "row")
+
+#: the Status filter's choices
+STATUSES = ("all", "scored", "NaN / errors", "incomplete")
 
 
 def extra_value(name: str, table: str = "i") -> tuple[str, list[Any]]:
@@ -38,7 +42,9 @@ class RowQuery:
 
     score_range: tuple[float, float] = (-1.0, 1.0)
     noncommittal: str = "all"  #: "all", "yes" or "no"
-    status: str = "all"  #: "all", "scored" or "NaN / errors"
+    #: one of :data:`STATUSES`: "incomplete" keeps the scored rows whose score rests on fewer
+    #: generated questions than asked
+    status: str = "all"
     search: str = ""
     variants: tuple[str, ...] = ()  #: none chosen: all variants
     reasons: tuple[str, ...] = ()  #: rows whose main reason is one of these (none: all)
@@ -56,6 +62,8 @@ class RowQuery:
             sql.append("r.score IS NOT NULL")
         elif self.status == "NaN / errors":
             sql.append("(r.score IS NULL OR r.error != '')")
+        elif self.status == "incomplete":
+            sql.append("r.score IS NOT NULL AND r.questions_used < r.strictness")
         if self.noncommittal in ("yes", "no"):
             sql.append("r.noncommittal = ?")
             params.append(1 if self.noncommittal == "yes" else 0)

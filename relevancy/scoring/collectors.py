@@ -51,7 +51,8 @@ __all__ = [
 
 class Tally:
     """Per row: the score, the Ragas value and the noncommittal verdict; errors, reasons, cached
-    rows and rows with a generated question at a negative cosine, counted."""
+    rows, rows scored from fewer questions than asked (``incomplete``) and rows with a
+    generated question at a negative cosine, counted."""
 
     def __init__(self) -> None:
         self.values: list[float] = []
@@ -61,6 +62,7 @@ class Tally:
         self.reasons: collections.Counter[str] = collections.Counter()
         self.cached = 0
         self.negative = 0
+        self.incomplete = 0
 
     def add(self, chunk: ScoredChunk) -> None:
         frame = chunk.frame
@@ -72,6 +74,11 @@ class Tally:
             str(r) if isinstance(r, str) and r else "error" for r in frame["reason"]
         )
         self.cached += int(frame["cached"].fillna(False).astype(bool).sum())
+        if "questions_used" in frame.columns:
+            used = pd.to_numeric(frame["questions_used"], errors="coerce")
+            asked = pd.to_numeric(frame["strictness"], errors="coerce")
+            scored = pd.to_numeric(frame["score"], errors="coerce").notna()
+            self.incomplete += int((scored & (used < asked)).sum())
         for text in frame["similarities"]:
             sims = json.loads(text) if isinstance(text, str) and text else []
             self.negative += any(s is not None and s < 0 for s in sims)

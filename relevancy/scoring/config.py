@@ -41,11 +41,13 @@ def build_metric(
     prompt_language: str = "answer",
     max_response_chars: int | None = None,
     adaptive: bool = True,
+    min_questions: int | None = None,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
     ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator;
-    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``);
+    ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``), and so
+    is ``min_questions`` (the fewest usable questions an ok verdict rests on; default all);
     ``max_response_chars`` the characters of each answer the generator is sent (None: its
     default, 2,000 for the embedded model and 20,000 for API models).
     With API backends ``concurrency`` is the most requests at once per model: the number sent
@@ -75,6 +77,7 @@ def build_metric(
         cache=cache,
         concurrency=concurrency,
         prompt_language=prompt_language,
+        min_questions=min_questions,
     )
 
 

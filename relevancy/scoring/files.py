@@ -92,6 +92,8 @@ class FileRun:
     groups: np.ndarray | None = None  #: each row's question (a hash), when there are labels
     chance: ChanceLevel | None = None  #: what unrelated pairs of this file's rows score
     negative: int = 0  #: rows with a generated question at a negative cosine to the question
+    #: scored rows whose score rests on fewer generated questions than asked
+    incomplete: int = 0
     #: tokens and seconds per (llm, embeddings, cached), for
     #: :func:`relevancy.analysis.cost.usage_totals`
     usage: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -266,6 +268,7 @@ def summary(
         labels=label_values, groups=groups,
         chance=chance.level() if chance is not None else None,
         negative=tally.negative,
+        incomplete=tally.incomplete,
         usage=usage.totals() if usage is not None else pd.DataFrame(),
     )  # fmt: skip
     if languages is not None:

@@ -137,6 +137,13 @@ class AnswerRelevancy:
         language detected in the user's question (``relevancy.core.language``), so a French
         question gets French questions whatever the answer's language. Every result records
         the languages it saw in ``result.languages``.
+    min_questions : int, optional
+        The fewest usable generated questions a row's verdict may rest on (1 to
+        ``strictness``; default: all ``strictness`` of them). A row scored from fewer (a
+        generation failed or was cut off) keeps its number, but its main reason is
+        ``incomplete_generation``, not ``ok``; ``result.questions_used`` says how many were
+        used, and the flag ``incomplete_generation`` is set whenever it is below
+        ``strictness``.
 
     Examples
     --------
@@ -161,6 +168,7 @@ class AnswerRelevancy:
         cache: Cache | bool | str | None = True,
         concurrency: int | None = None,
         prompt_language: str = "answer",
+        min_questions: int | None = None,
     ) -> None:
         if (
             isinstance(strictness, bool)
@@ -176,6 +184,15 @@ class AnswerRelevancy:
             check_mode(mode)
         except ValueError as exc:
             raise InputError(str(exc)) from None
+        if min_questions is not None and (
+            isinstance(min_questions, bool)
+            or not isinstance(min_questions, int)
+            or not (1 <= min_questions <= strictness)
+        ):
+            raise InputError(
+                f"min_questions must be an integer from 1 to strictness ({strictness}), got "
+                f"{min_questions!r}"
+            )
         if concurrency is not None and (
             isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
         ):
@@ -211,6 +228,7 @@ class AnswerRelevancy:
         self.llm = llm
         self.embeddings = embeddings
         self.strictness = strictness
+        self.min_questions = strictness if min_questions is None else min_questions
         self.noncommittal = noncommittal
         self.noncommittal_threshold = float(noncommittal_threshold)
         self.concurrency = concurrency or default_concurrency(llm)
@@ -335,7 +353,7 @@ class AnswerRelevancy:
         # inline (0.5 ms a row): a thread hop here would stagger the rows and split the
         # embedder's batches across rows
         result.languages = row_languages(user_input, response, texts, prompted=asked)
-        triaged = triage(result)
+        triaged = triage(result, min_questions=self.min_questions)
         result.reason, result.flags = triaged.reason, list(triaged.flags)
         result.timings = {
             "generation_s": t_gen,

@@ -58,6 +58,7 @@ def with_seed(metric: AnswerRelevancy, seed: int) -> AnswerRelevancy:
         cache=metric.cache if metric.cache is not None else False,
         concurrency=metric.concurrency,
         prompt_language=metric.prompt_language,
+        min_questions=metric.min_questions,
     )
     scorer._embedder = metric._embedder  # one embedding memo for every seed
     return scorer

@@ -26,6 +26,7 @@ __all__ = [
     "read_upload",
     "validate",
     "results_table",
+    "questions_used_text",
 ]
 
 UPLOAD_TYPES = tuple(f.lstrip(".") for f in FORMATS)
@@ -148,6 +149,15 @@ def _rows(rows: list[int], limit: int = 5) -> str:
 
 
 # --- the results table -------------------------------------------------------------------
+def questions_used_text(used: object, asked: object) -> str:
+    """``"2 of 3"``: the generated questions a row's score rests on, of those asked (``""``
+    for a row scored before it was recorded)."""
+    try:
+        return f"{int(used)} of {int(asked)}"  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ""
+
+
 def results_table(page: pd.DataFrame, *, inputs: list[str], with_ragas: bool) -> pd.DataFrame:
     """The grid the page shows, from a page of :meth:`relevancy.runs.RunStore.query`: row,
     the user's own columns (id, variant, ...), score (and Ragas value), mode, the texts..."""
@@ -164,6 +174,10 @@ def results_table(page: pd.DataFrame, *, inputs: list[str], with_ragas: bool) ->
     columns["answer"] = page["response"].astype(str)
     columns["noncommittal"] = page["noncommittal"].astype(bool)
     columns["answer ~ question"] = pd.to_numeric(page["answer_similarity"], errors="coerce")
+    if "questions_used" in page:
+        columns["questions"] = [
+            questions_used_text(u, n) for u, n in zip(page["questions_used"], page["strictness"])
+        ]
     columns["generated questions"] = page["generated_questions"].astype(str)
     columns["flags"] = page["flags"].astype(str) if "flags" in page else ""
     columns["error"] = page["error"].astype(str)

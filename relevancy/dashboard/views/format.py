@@ -56,11 +56,12 @@ def pct(x: Any) -> str:
     return "–" if math.isnan(v) else f"{100 * v:.0f}%"
 
 
-def score_badge(value: float | None, threshold: float) -> str:
-    """A coloured pill (HTML, no user text) for a score."""
+def score_badge(value: float | None, threshold: float, *, incomplete: bool = False) -> str:
+    """A coloured pill (HTML, no user text) for a score; ``incomplete``: a score that rests on
+    fewer generated questions than asked, never called relevant."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return '<span class="rel-badge" style="background:#9ca3af">not scored</span>'
-    label = "low" if value < threshold else "relevant"
+    label = "low" if value < threshold else "incomplete" if incomplete else "relevant"
     return (
         f'<span class="rel-badge" style="background:{score_color(value)}">'
         f"{value:.3f} · {label}</span>"

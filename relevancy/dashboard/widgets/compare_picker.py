@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from relevancy.analysis.compare import QUESTION_ID_COLUMNS
 from relevancy.dashboard.widgets.state import run_columns, run_distinct, set_active_run
 from relevancy.runs import RunInfo
 
@@ -30,7 +31,7 @@ class Sides:
 
 def pair_frame(run: RunInfo, extra: list[str] | None = None) -> pd.DataFrame:
     """What pairing needs of a run's scored rows (and no more)."""
-    roles = [c for c in ("id", "variant") if c in run.columns]
+    roles = [c for c in ("id", "variant", *QUESTION_ID_COLUMNS) if c in run.columns]
     names = ["user_input", *roles, *(extra or []), "score", "mode", "ragas_value",
              "noncommittal", "error"]  # fmt: skip
     return run_columns(run.id, list(dict.fromkeys(names)))

@@ -19,7 +19,7 @@ from relevancy.analysis.chance import ChanceLevel
 from relevancy.analysis.explain import Analysis, Explanation, aanalyze, explain_result
 from relevancy.core.redact import redact
 from relevancy.core.result import QuestionScore, RelevancyResult
-from relevancy.core.triage import REASONS
+from relevancy.core.triage import REASONS, incomplete_text
 from relevancy.dashboard.views import charts, reference
 from relevancy.dashboard.views import sentence_table as sentence_html
 from relevancy.dashboard.views.format import MODE_SHORT, esc, fmt, score_badge
@@ -164,7 +164,12 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         )
     with top[1]:
         st.markdown(
-            score_badge(result.value if e.scored else None, e.threshold), unsafe_allow_html=True
+            score_badge(
+                result.value if e.scored else None,
+                e.threshold,
+                incomplete=e.triage.reason == "incomplete_generation",
+            ),
+            unsafe_allow_html=True,
         )
         if result.mode == "ragas":
             st.markdown("**Mode:** ragas · the Ragas Answer Relevancy, exactly")
@@ -218,7 +223,13 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         "focus": "the answer's sentences stay on the user's question",
         "blend": "the answer and the questions rebuilt from it stay close to the user's question",
     }.get(result.mode, "the rebuilt questions stay close to the user's question")
-    if e.triage.reason == "ok":
+    if e.triage.reason == "incomplete_generation":
+        st.warning(
+            f"Not a verdict: {incomplete_text(result)} (score {fmt(result.value)}, threshold "
+            f"{e.threshold:.2f}): the score rests on fewer questions than asked.",
+            icon="⚠️",
+        )
+    elif e.triage.reason == "ok":
         st.success(
             f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}).",
             icon="✅",

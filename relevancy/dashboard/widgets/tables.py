@@ -28,7 +28,7 @@ from relevancy.dashboard.widgets.state import (
     run_distinct,
     run_page,
 )
-from relevancy.runs import SORTS, RowQuery, RunInfo
+from relevancy.runs import SORTS, STATUSES, RowQuery, RunInfo
 
 __all__ = [
     "PAGE_ROWS",
@@ -55,17 +55,24 @@ def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> Non
     )
     if info.settings.get("backend") == "embedded":
         st.caption(embedded_caveat())
-    values = run_columns(info.id, ["score", "ragas_value"])
+    values = run_columns(info.id, ["score", "ragas_value", "questions_used", "strictness"])
     scores = values["score"]
-    m = st.columns(6 if with_ragas else 5)
+    m = st.columns(7 if with_ragas else 6)
     m[0].metric("Rows scored", f"{int(scores.notna().sum()):,}", border=True)
     m[1].metric("Mean score", fmt(scores.mean()), border=True, help=f"In {info.mode} mode.")
     m[2].metric("Median", fmt(scores.median()), border=True)
     below = (scores < threshold).sum() / max(scores.notna().sum(), 1)
     m[3].metric(f"Below {threshold:.2f}", pct(below), border=True)
     m[4].metric("NaN / errors", f"{int(scores.isna().sum()):,}", border=True)
+    m[5].metric(
+        "Incomplete",
+        f"{incomplete_rows(values):,}",
+        border=True,
+        help="Scored rows whose score rests on fewer generated questions than asked (a "
+        "generation failed or was cut off): Status → incomplete lists them.",
+    )
     if with_ragas:
-        m[5].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
+        m[6].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
     st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
     usage_caption(info)
 
@@ -84,7 +91,12 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
             help="Cosine similarities, so scores can dip slightly below 0.",
         )
         noncommittal = f2.selectbox("Noncommittal", ["all", "yes", "no"], key="ds_nc")
-        status = f3.selectbox("Status", ["all", "scored", "NaN / errors"], key="ds_status")
+        status = f3.selectbox(
+            "Status",
+            list(STATUSES),
+            key="ds_status",
+            help="incomplete: scored from fewer generated questions than asked",
+        )
         search = f4.text_input(
             "Search text", placeholder="words in the question or answer", key="ds_search"
         )
@@ -189,6 +201,12 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
                 "reason", help="The row's main reason (see the Reason filter)", width="small"
             ),
             "flags": st.column_config.TextColumn("flags", help="Every reason that applies"),
+            "questions": st.column_config.TextColumn(
+                "questions",
+                help="Generated questions the score rests on, of those asked (fewer: a "
+                "generation failed or was cut off; flag incomplete_generation)",
+                width="small",
+            ),
             "question": st.column_config.TextColumn("question", width="medium"),
             "answer": st.column_config.TextColumn("answer", width="large"),
             "answer ~ question": st.column_config.NumberColumn(
@@ -200,6 +218,14 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
         },
     )
     return page
+
+
+def incomplete_rows(values: pd.DataFrame) -> int:
+    """Scored rows with fewer usable generated questions than asked (``questions_used`` <
+    ``strictness``; rows scored before it was recorded are not counted)."""
+    used = pd.to_numeric(values["questions_used"], errors="coerce")
+    asked = pd.to_numeric(values["strictness"], errors="coerce")
+    return int((values["score"].notna() & (used < asked)).sum())
 
 
 def run_models(settings: dict[str, Any]) -> str:
