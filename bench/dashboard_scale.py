@@ -17,6 +17,11 @@ The CLI: ``relevancy score`` as a subprocess on 10,000 and 100,000 generated row
 toy server (instant answers, its hashed embeddings), with its peak RSS from ``wait4`` and its
 rows per second. The "before" figures are those of the Dec 2 run, kept in
 ``bench/results/dashboard_scale_before.json``.
+
+The CLI with the embedded embedder (``--local-rows``, default 500 and 3,000): questions from the
+toy server, MiniLM in the process (``--llm openai:toy-chat --embeddings local``), answers of 1 to
+8 sentences (:func:`sentence_rows`), peak RSS from ``wait4``; the target is 3,000 rows within
+100 MiB of 500 (issue 25: 759 MiB for 500 rows and 1,180 MiB for 3,000 before the fix).
 """
 
 from __future__ import annotations
@@ -150,6 +155,56 @@ def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
     }
 
 
+def sentence_rows(n: int, seed: int = 0) -> Any:
+    """``n`` rows whose answers hold 1 to 8 sentences (drawn from the benches' rows), each
+    answer distinct."""
+    import random
+
+    import pandas as pd
+
+    from bench.rows import make_rows
+
+    base = make_rows(max(n, 50), seed=seed)
+    sentences = sorted({s.strip().rstrip(".") for row in base
+                        for s in row["response"].split(". ") if s.strip()})  # fmt: skip
+    rng = random.Random(seed)
+    return pd.DataFrame(
+        {
+            "user_input": [base[i % len(base)]["user_input"] for i in range(n)],
+            "response": [
+                ". ".join(rng.sample(sentences, rng.randint(1, 8))) + f". Note {i}."
+                for i in range(n)
+            ],  # fmt: skip
+        }
+    )
+
+
+def local_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
+    """``relevancy score`` with the toy server's questions and the embedded MiniLM embedder
+    (``--llm openai:toy-chat --embeddings local``) on ``n`` rows of 1-8 sentences: peak RSS."""
+    src = folder / f"sentences_{n}.csv"
+    sentence_rows(n).to_csv(src, index=False)
+    env = {**os.environ, "RELEVANCY_CACHE_DIR": str(folder / f"local_cache_{n}"),
+           "OMP_WAIT_POLICY": "PASSIVE"}  # fmt: skip
+    cmd = [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
+           str(folder / f"local_out_{n}.jsonl"), "-q", "--llm", "openai:toy-chat",
+           "--embeddings", "local", "--base-url", base_url]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    log(
+        f"  CLI, embedded embedder, {n:,} rows: {wall:.0f} s, peak {usage.ru_maxrss / 1024:.0f} MiB"
+    )
+    return {
+        "rows": n,
+        "exit": os.waitstatus_to_exitcode(status),
+        "wall_s": r(wall),
+        "rows_per_s": r(n / wall, 2),
+        "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
+    }
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.one is not None:  # one size, in this process (the parent runs it as a subprocess)
         return one_size(args.one, args.timeout)
@@ -166,6 +221,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.cli_rows:
         with tempfile.TemporaryDirectory() as folder, ToyServer() as server:
             out["cli"] = [cli_run(n, server.base_url, Path(folder)) for n in args.cli_rows]
+    if args.local_rows:
+        with tempfile.TemporaryDirectory() as folder, ToyServer() as server:
+            out["local"] = [local_run(n, server.base_url, Path(folder)) for n in args.local_rows]
     return out
 
 
@@ -259,7 +317,38 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
                 [[f"{c['rows']:,}", c.get("exit"), fmt(c.get("wall_s"), 0),
                   fmt(c.get("rows_per_s"), 1), fmt(c.get("peak_rss_mb"), 0)]
                  for c in fig.get("cli") or []])  # fmt: skip
-    return {"": table(head, rows) + "\n\n" + against(targets), "cli": cli}
+    local = fig.get("local") or []
+    blocks = {"": table(head, rows) + "\n\n" + against(targets), "cli": cli}
+    if local:
+        small, large = local[0], local[-1]
+        grows = (large.get("peak_rss_mb") or 0) - (small.get("peak_rss_mb") or 0)
+        blocks["local"] = (
+            table(
+                ["rows", "exit", "wall s", "rows/s", "peak RSS MiB"],
+                [
+                    [
+                        f"{c['rows']:,}",
+                        c.get("exit"),
+                        fmt(c.get("wall_s"), 0),
+                        fmt(c.get("rows_per_s"), 2),
+                        fmt(c.get("peak_rss_mb"), 0),
+                    ]
+                    for c in local
+                ],
+            )  # fmt: skip
+            + "\n\n"
+            + against(
+                [
+                    (
+                        f"peak RSS, {large['rows']:,} rows less {small['rows']:,} rows, MiB",
+                        grows,
+                        "≤ 100",
+                        grows <= 100,
+                    )
+                ]
+            )  # fmt: skip
+        )
+    return blocks
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -267,10 +356,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="dashboard run sizes")  # fmt: skip
     p.add_argument("--cli-rows", type=int, nargs="*", default=[10_000, 100_000],
                    help="CLI run sizes (none: skip)")  # fmt: skip
+    p.add_argument("--local-rows", type=int, nargs="*", default=[500, 3_000],
+                   help="CLI run sizes with the embedded embedder, answers of 1-8 sentences "
+                   "(none: skip)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
     p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
 
 
 if __name__ == "__main__":
-    quick = ["--sizes", "300", "--cli-rows", "300"]
+    quick = ["--sizes", "300", "--cli-rows", "300", "--local-rows", "40", "120"]
     raise SystemExit(main("dashboard_scale", measure, arguments, quick=quick))

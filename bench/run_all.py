@@ -71,6 +71,7 @@ BENCHES: dict[str, Entry] = {
     "cache": Entry("cache"),
     "dashboard_scale": Entry("dashboard_scale"),
     "ray_scaling": Entry("ray_scaling"),
+    "faults": Entry("faults"),
     "reasons": Entry("reasons"),
     "chance": Entry("chance"),
     # the agreement harness's cheap step (its figures are in the hand-written section)

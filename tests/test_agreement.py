@@ -245,6 +245,26 @@ def test_disagreements_are_the_wrong_side_of_the_threshold_furthest_first():
     assert found["gap"].tolist() == pytest.approx([0.4, 0.2, 0.3])
 
 
+def test_a_score_at_the_threshold_counts_as_high():
+    # the rule of every figure at a threshold: a score at or above it calls the answer good
+    s = np.array([0.5, 0.5, 0.49, 0.51, 0.5, 0.2, 0.8])
+    y = np.array([0, 1, 1, 0, 0, 1, 1])
+    found = disagreements(s, y, threshold=0.5, limit=None)
+    wrong = [i for i in range(len(s)) if (s[i] >= 0.5) != bool(y[i])]  # by hand
+    assert sorted(found["position"]) == wrong == [0, 2, 3, 4, 5]
+    kinds = dict(zip(found["position"], found["kind"]))
+    assert kinds[0] == kinds[4] == "high score, bad label" and kinds[2] == "low score, good label"
+    assert 1 not in kinds  # a good answer at the threshold agrees
+    # at the best threshold the agreement reports, the rows it gets wrong are the disagreements
+    a = agreement(s, y, n_boot=0)
+    t = a.threshold.value
+    called = s >= t
+    wrong = int((called != y.astype(bool)).sum())
+    assert len(disagreements(s, y, threshold=t, limit=None)) == wrong
+    hits = int((called & (y == 1)).sum())
+    assert a.precision.value == pytest.approx(hits / called.sum())
+
+
 # --- the store ------------------------------------------------------------------------------
 def _result(question: str, answer: str, value: float) -> RelevancyResult:
     return RelevancyResult(

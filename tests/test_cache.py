@@ -190,3 +190,18 @@ def test_openai_generator_prompt_is_in_the_key(tmp_path, monkeypatch, name, toy_
         assert sent[0]["content"].endswith("Be brief.")
     else:
         assert len(sent) == 1 + 2 * len(edited) + 1
+
+
+def test_the_embedding_memo_is_bounded():
+    import asyncio
+
+    from relevancy.backends import EmbeddingService
+
+    service = EmbeddingService(FakeEmbedder(dim=8), None, memo_size=50)
+    texts = [f"text number {i}" for i in range(400)]
+    first = asyncio.run(service.embed(texts))
+    assert len(service._memo) == 50 and service.backend_texts == 400
+    assert list(service._memo) == texts[-50:]  # the ones used last
+    again = asyncio.run(service.embed(texts[-50:]))  # from the memo: no backend call
+    assert service.backend_texts == 400 and np.allclose(again, first[-50:])
+    assert EmbeddingService(FakeEmbedder(dim=8), None).memo_size == 10_000

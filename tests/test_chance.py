@@ -53,6 +53,26 @@ def test_every_pair_of_rows_with_different_questions_is_scored_as_the_metric_wou
     assert level.describe().startswith(f"unrelated pairs score {level.median:.2f} (p95 ")
 
 
+def test_single_question_figures_leave_out_rows_of_the_same_question():
+    # rows of one question share its vector, and their generated questions point near it: the
+    # pairs of one question score high, so counting them would move both figures
+    rng = np.random.default_rng(1)
+    n, d = 30, 8
+    keys = [f"q{i // 3}" for i in range(n)]
+    base = {k: rng.normal(size=d) for k in dict.fromkeys(keys)}
+    user = np.stack([base[k] + 0.05 * rng.normal(size=d) for k in keys])
+    questions = [base[k] + 0.3 * rng.normal(size=(int(rng.integers(1, 4)), d)) for k in keys]
+    level = chance_level(user, questions, keys)
+    unrelated = [_cos(q, user[i]) for i in range(n) for j in range(n) if keys[i] != keys[j]
+                 for q in questions[j]]  # fmt: skip
+    everything = [_cos(q, user[i]) for i in range(n) for j in range(n) for q in questions[j]]
+    assert level.cosine_p95 == pytest.approx(np.quantile(unrelated, 0.95))
+    assert level.negative_share == pytest.approx(np.mean(np.array(unrelated) < 0))
+    # the test can tell the two apart
+    assert np.quantile(everything, 0.95) > np.quantile(unrelated, 0.95) + 0.05
+    assert np.mean(np.array(everything) < 0) < np.mean(np.array(unrelated) < 0) - 0.01
+
+
 def test_a_large_run_is_sampled_and_a_run_of_one_question_has_no_chance_level():
     user, questions, keys = _random_run(n=60)
     assert chance_level(user, questions, keys, max_rows=20).rows == 20

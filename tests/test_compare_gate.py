@@ -11,12 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from relevancy.analysis.compare import regression_check
 from relevancy.cli import main
+from relevancy.core.result import QuestionScore, RelevancyResult
 from relevancy.errors import InputError
+from relevancy.runs import RunStore
 from relevancy.testing.openai_server import OpenAICompatServer
 
 from helpers import ROOT, cli_backends, region_rows, write_rows
@@ -131,6 +134,61 @@ def test_regression_check_logic():
     assert check.worst["variant"].tolist() == ["y"]
     with pytest.raises(InputError, match="share no question"):
         regression_check(base, pd.DataFrame({"user_input": ["zz"], "score": [1.0]}))
+
+
+def test_the_largest_regressions_come_worst_first(capsys, tmp_path):
+    rng = np.random.default_rng(3)
+    base_scores = rng.uniform(0.5, 1.0, size=12)
+    drops = rng.uniform(0.05, 0.45, size=12)
+    base = pd.DataFrame(
+        {
+            "user_input": [f"question {i}" for i in range(12)],
+            "response": [f"answer {i}" for i in range(12)],
+            "score": base_scores,
+        }
+    )
+    new = base.assign(score=base_scores - drops)
+    check = regression_check(base, new, worst=4)
+    by_hand = sorted(zip(-drops, base["user_input"]))[:4]  # the four largest drops
+    assert check.worst["user_input"].tolist() == [q for _, q in by_hand]
+    assert check.worst["diff"].tolist() == pytest.approx([d for d, _ in by_hand])
+    table = check.markdown("base", "new").split("Largest regressions:")[1]
+    assert re.findall(r"\| (question \d+) \|", table) == [q for _, q in by_hand]
+    # and the CLI prints them in that order
+    write_rows(tmp_path / "base.csv", base)
+    write_rows(tmp_path / "new.csv", new)
+    assert main(["compare", str(tmp_path / "base.csv"), str(tmp_path / "new.csv")]) == 0
+    printed = re.findall(r"regression +\S+ +(question \d+)", capsys.readouterr().out)
+    assert printed == [q for _, q in sorted(zip(-drops, base["user_input"]))[:5]]
+
+
+def _stored_run(store: RunStore, name: str, rows: list[tuple[str, str, float]]) -> int:
+    """A run of ``(id, question, score)`` rows, scored, saved without the models."""
+    inputs = pd.DataFrame([{"id": i, "user_input": q, "response": f"answer {i}"}
+                           for i, q, _ in rows])  # fmt: skip
+    run_id = store.create_run(name, {}, inputs)
+    results = [
+        RelevancyResult(user_input=q, response=f"answer {i}", value=v, ragas_value=v,
+                        questions=[QuestionScore("What is it?", v, None)])
+        for i, q, v in rows
+    ]  # fmt: skip
+    store.append_results(run_id, list(enumerate(results)))
+    return run_id
+
+
+def test_runs_with_a_repeated_question_pair_on_their_ids(tmp_path, capsys):
+    store_path = tmp_path / "runs.sqlite3"
+    store = RunStore(store_path)
+    # the same question twice; the new run lists its rows in another order, with equal scores
+    base = _stored_run(store, "base", [("a", "Same?", 0.9), ("b", "Same?", 0.1),
+                                       ("c", "Other?", 0.5)])  # fmt: skip
+    new = _stored_run(store, "new", [("b", "Same?", 0.1), ("a", "Same?", 0.9),
+                                     ("c", "Other?", 0.5)])  # fmt: skip
+    code = main(["compare", f"run:{base}", f"run:{new}", "--fail-on-regression", "0",
+                 "--store", str(store_path)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "pairs           3  (better 0, ties 3, worse 0; NaN 0)" in out
 
 
 def test_the_documented_github_actions_recipe_runs_as_written(tmp_path, toy_server):

@@ -26,7 +26,14 @@ from relevancy.cli import main
 from relevancy.errors import InputError
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
-from relevancy.scoring.estimate import InputStats, estimate, measure_sample, measured_rates
+from relevancy.scoring.estimate import (
+    Estimate,
+    InputStats,
+    estimate,
+    measure_sample,
+    measured_rates,
+    record_speed,
+)
 from relevancy.testing._toy_model import word_count
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL
 
@@ -206,6 +213,34 @@ def test_estimate_tokens_rough_then_measured_on_a_sample(tmp_path, toy_server):
         assert plan.tokens[key] == pytest.approx(real, rel=0.15), key
     prices = {CHAT_MODEL: Price(1, 2), EMBEDDING_MODEL: Price(0.5)}
     assert plan.cost(prices) > 0 and plan.describe_cost(prices).startswith("about $")
+
+
+def test_the_estimate_prices_each_kind_of_token_at_its_own_rate():
+    tokens = {"prompt_tokens": 1_200_000.0, "completion_tokens": 300_000.0,
+              "embedding_tokens": 2_000_000.0}  # fmt: skip
+    plan = Estimate(10, 0, 1.0, 0.1, "test", tokens, "test",
+                    llm="openai:gen-x", embeddings="openai:emb-x")  # fmt: skip
+    prices = {"gen-x": Price(0.5, 4.0), "emb-x": Price(0.25)}
+    # the same tokens as one billed row, priced by row_costs (the Runs page's sum)
+    row = pd.DataFrame([{**tokens, "llm": "openai:gen-x", "embeddings": "openai:emb-x",
+                         "cached": False}])  # fmt: skip
+    assert plan.cost(prices) == pytest.approx(row_costs(row, prices).iloc[0])
+    assert plan.cost(prices) == pytest.approx(1.2 * 0.5 + 0.3 * 4.0 + 2.0 * 0.25)
+    assert plan.describe_cost(prices) == "about $2.30"
+
+
+def test_the_estimated_time_counts_only_the_rows_to_score(tmp_path, toy_server):
+    metric = toy_metric(toy_server, api_key="sk-test", cache=str(tmp_path / "cache"))
+    data = rows(12)
+    metric.score_many(data.head(5))  # 5 rows in the cache
+    record_speed(metric, rows=10, seconds=5.0)  # 0.5 s a row
+    plan = estimate(metric, 100, cached=40)
+    assert (plan.seconds_per_row, plan.seconds) == (0.5, 60 * 0.5)
+    assert plan.describe().startswith("about 30 s for 60 rows (0.50 s/row, measured on 10 rows")
+    # from the rows' text: the rows already in the cache take no time
+    stats = InputStats.of(metric, data["user_input"], data["response"])
+    assert (stats.rows, stats.cached) == (12, 5)
+    assert estimate(metric, stats).seconds == pytest.approx(7 * 0.5)
 
 
 def test_cli_prints_tokens_cost_and_the_cache_savings(tmp_path, capsys, toy_server):

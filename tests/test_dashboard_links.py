@@ -94,6 +94,22 @@ def test_a_link_opens_its_run_as_the_active_run_on_any_page():
     assert at.query_params == {"run": str(newer)}
 
 
+@pytest.mark.parametrize("page", ["2_Distributions.py", "5_Runs.py"])
+def test_a_page_without_a_drill_down_opens_no_row(page):
+    default = app("1_Dataset.py").selectbox(key=f"ds_inspect_{DEMO}").value
+    # a row out of range, or not a number, is ignored without a word here
+    for row in ("49", "x"):
+        at = app(page, query={"run": str(DEMO), "row": row})
+        assert not _link_warnings(at) and at.query_params == {"run": str(DEMO)}
+    # a good row is not held for the Dataset page either: it opens on its own first row
+    row = 40 if default != 39 else 41
+    at = app(page, query={"run": str(DEMO), "row": str(row)})
+    assert "link_row" not in at.session_state
+    visit(at, "1_Dataset.py")
+    assert at.selectbox(key=f"ds_inspect_{DEMO}").value == default
+    assert at.query_params == {"run": str(DEMO), "row": str(default + 1)}
+
+
 def test_a_link_to_a_deleted_run_says_so_and_the_page_still_works():
     app()
     store = RunStore(default_store_path())

@@ -409,6 +409,44 @@ def test_triage_flags_generated_questions_that_are_not_questions_or_repeat():
     assert "duplicate_questions" in codes_of(same)
 
 
+def test_triage_puts_a_partial_answer_before_a_padded_one():
+    from relevancy.core.triage import REASONS, triage
+
+    both = _result(sims=(0.8, 0.75, 0.7))
+    both.parts = [{"text": "On topic.", "similarity": 0.8}, {"text": "Filler.", "similarity": 0.05}]
+    both.question_parts = [{"part": "Where is France", "coverage": 0.8},
+                           {"part": "its capital", "coverage": 0.1}]  # fmt: skip
+    t = triage(both)
+    assert {"partial", "padded"} <= set(t.flags)
+    assert t.reason == "partial"  # a missing part says more than filler
+    assert list(REASONS).index("partial") < list(REASONS).index("padded")
+    padded_only = _result(sims=(0.8, 0.75, 0.7))
+    padded_only.parts = both.parts
+    assert triage(padded_only).reason == "padded"
+
+
+@pytest.mark.parametrize(
+    ("usable", "non_questions", "suspect"),
+    [(4, 1, False), (4, 2, True), (4, 3, True), (3, 1, False), (3, 2, True), (2, 1, True),
+     (1, 0, False), (1, 1, True), (6, 2, False), (6, 3, True)],
+)  # fmt: skip
+def test_generator_suspect_from_half_the_questions_not_being_questions(
+    usable, non_questions, suspect
+):
+    from relevancy.core.text import looks_like_question
+    from relevancy.core.triage import triage
+
+    r = _result(sims=(0.8,) * usable, answer_similarity=0.1)  # nothing else makes it suspect
+    for q in r.questions[:non_questions]:
+        q.question = "Don't worry, I'm here to help?"
+    counted = sum(not looks_like_question(q.question) for q in r.questions)
+    assert counted == non_questions
+    t = triage(r)
+    assert ("generator_suspect" in t.flags) is suspect
+    assert ("non_questions" in t.flags) is (non_questions > 0)
+    assert t.reason == ("generator_suspect" if suspect else "ok")
+
+
 def codes_of(r):
     return [x.code for x in explain(r)]
 

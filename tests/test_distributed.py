@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - depends on the install
 from relevancy.errors import InputError
 from relevancy.io import RESULT_COLUMNS, results_to_frame
 from relevancy.scoring.config import build_metric
-from relevancy.scoring.distributed import fit_workers, score_batch, score_dataset
+from relevancy.scoring.distributed import default_workers, fit_workers, score_batch, score_dataset
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 from relevancy.testing.processes import free_port
 
@@ -201,6 +201,18 @@ def cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 # ------------------------------------------------------------------------------ no cluster
+
+
+@pytest.mark.parametrize("per_worker", [0.25, 0.5, 1.0, 1.5, 2.0, 3.0])
+def test_default_workers_keep_a_cpu_free_for_the_reads(per_worker):
+    for cpus in [1, 2, 3, 4, 5, 8, 16, 100, 200]:
+        # by hand: the most workers (at most one per CPU, at most 64) that leave one CPU free
+        fits = [w for w in range(1, 65) if w <= cpus and w * per_worker <= cpus - 1]
+        expected = max(fits, default=1)
+        got = default_workers(float(cpus), per_worker)
+        assert got == expected, (cpus, per_worker)
+        if cpus > 1 and got * per_worker > cpus - 1:  # only the floor of one may take them all
+            assert got == 1
 
 
 def test_score_batch_keeps_every_row_when_a_batch_cannot_be_scored(

@@ -164,6 +164,42 @@ def test_embedder_batches_equal_single_calls():
     assert np.allclose(together, alone, atol=1e-5)
 
 
+def test_long_texts_go_in_smaller_batches_and_the_session_keeps_no_arena():
+    from relevancy.backends import _local_embedder as le
+
+    rng = np.random.default_rng(0)
+    lengths = sorted(int(x) for x in rng.integers(1, 257, size=500))
+    got = le.batches(lengths, 64)
+    assert [j for b in got for j in b] == list(range(len(lengths)))  # every text, in order
+    for b in got:
+        assert len(b) <= 64 and len(b) * max(lengths[j] for j in b) ** 2 <= le.MAX_ATTENTION_CELLS
+        # and as full as allowed: the next text would not have fitted
+        if b[-1] + 1 < len(lengths) and len(b) < 64:
+            assert (len(b) + 1) * lengths[b[-1] + 1] ** 2 > le.MAX_ATTENTION_CELLS
+    emb = make_embedder("local")
+    words = [
+        "the",
+        "river",
+        "runs",
+        "past",
+        "the",
+        "old",
+        "town",
+        "and",
+        "its",
+        "bridges",
+        "to",
+        "the",
+        "sea",
+    ]
+    texts = [" ".join(words[: 1 + i % len(words)] * (1 + i % 20)) for i in range(40)]
+    together = emb.embed(texts)  # 256-token texts among them: several ONNX calls
+    alone = np.vstack([emb.embed([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+    options = le._session(emb._path, emb.threads).get_session_options()
+    assert not options.enable_mem_pattern
+
+
 def test_batch_of_rows_with_the_real_models(tmp_path):
     m = AnswerRelevancy(cache=str(tmp_path))
     rows = [

@@ -165,6 +165,51 @@ def test_what_each_pair_holds():
     tool = chats[chats["metadata.case"] == "tool-result"].iloc[0]  # the reply after the tool
     assert tool["user_input"] == "How do I update the firmware by hand?"
 
+def test_a_chat_answer_is_the_last_assistant_reply_after_the_last_user_turn(tmp_path):
+    conversations = [
+        {"messages": [{"role": "user", "content": "Old question?"},
+                      {"role": "assistant", "content": "Old answer."},
+                      {"role": "user", "content": "How do I reset it?"},
+                      {"role": "assistant", "content": "Let me look that up."},
+                      {"role": "assistant", "content": "Hold the button for ten seconds."}]},
+        {"messages": [{"role": "user", "content": "Which port?"},
+                      {"role": "assistant", "content": ""},
+                      {"role": "tool", "content": "{\"port\": 8080}"},
+                      {"role": "assistant", "content": "Port 8080."}]},
+    ]  # fmt: skip
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in conversations))
+    report = ImportReport()
+    frame = read_table(path, normalize=False, report=report)
+    assert report.format == "openai-chat"
+    assert frame["user_input"].tolist() == ["How do I reset it?", "Which port?"]
+    # independently: the last non-empty assistant message of each conversation
+    last = [[m["content"] for m in c["messages"] if m["role"] == "assistant" and m["content"]][-1]
+            for c in conversations]  # fmt: skip
+    assert frame["response"].tolist() == last == ["Hold the button for ten seconds.", "Port 8080."]
+
+
+def test_a_langsmith_runs_model_is_its_ls_model_name_first(tmp_path):
+    def run(i: int, extra: dict) -> dict:
+        return {"id": f"r{i}", "trace_id": f"t{i}", "name": "chain", "run_type": "chain",
+                "parent_run_id": None, "inputs": {"question": f"Question {i}?"},
+                "outputs": {"output": f"Answer {i}."}, "extra": extra,
+                "start_time": "2026-01-01T00:00:00"}  # fmt: skip
+
+    runs = [
+        run(0, {"metadata": {"ls_model_name": "gpt-4o-mini", "ls_provider": "openai"},
+                "invocation_params": {"model": "gpt-4o", "model_name": "gpt-4o"}}),
+        run(1, {"invocation_params": {"model_name": "claude-x"}}),
+        run(2, {"metadata": {"ls_model_name": "llama-3"}}),
+    ]  # fmt: skip
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    report = ImportReport()
+    frame = read_table(path, normalize=False, report=report, source_format="langsmith")
+    assert report.format == "langsmith"
+    assert frame["model"].tolist() == ["gpt-4o-mini", "claude-x", "llama-3"]
+    assert "metadata.ls_model_name" not in frame.columns
+
 
 def test_extra_columns_are_usable_as_variant_and_kept_with_the_results():
     # Langfuse generations: the model is the variant by name (model -> variant)

@@ -69,6 +69,22 @@ def test_row_languages_and_the_majority_rule():
     assert line.endswith("the generator was asked to write in French")
 
 
+def test_the_question_and_the_answer_keep_their_own_languages():
+    from relevancy.io import results_to_frame
+
+    en_answer = "The Eiffel Tower is about 330 metres tall, antennas included."
+    langs = row_languages(FR_Q, en_answer, ["Combien mesure la tour Eiffel ?"])
+    assert (langs["question"], langs["answer"]) == (detect(FR_Q)[0], detect(en_answer)[0])
+    assert (langs["question"], langs["answer"]) == ("fr", "en")
+    assert langs["generated_differs"] == [False]  # compared with the question, not the answer
+    assert describe_languages(langs).startswith("question in French, answer in English")
+    r = RelevancyResult(user_input=FR_Q, response=en_answer, value=0.5, languages=langs)
+    row = results_to_frame([r]).iloc[0]
+    assert (row["question_language"], row["answer_language"]) == ("fr", "en")
+    back = row_languages(en_answer, FR_Q, [])  # the other way round
+    assert (back["question"], back["answer"]) == ("en", "fr")
+
+
 def _english_for_french(response: str, n: int):
     return [("What is the height of the Eiffel Tower?", False)] * n
 

@@ -153,3 +153,75 @@ def test_old_import_paths_work_for_one_release_with_a_warning(old, new, name):
     with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
         module = importlib.import_module(old)
     assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+
+#: the ``results`` table of a schema-3 store (Dec 2026, before tokens and languages were stored)
+_SCHEMA_3_RESULTS = """
+CREATE TABLE results (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    score REAL, mode TEXT NOT NULL, ragas_value REAL, noncommittal INTEGER NOT NULL,
+    noncommittal_method TEXT NOT NULL, noncommittal_detail TEXT NOT NULL,
+    answer_similarity REAL, similarity_std REAL, error TEXT NOT NULL, notes TEXT NOT NULL,
+    llm TEXT NOT NULL, embeddings TEXT NOT NULL, strictness INTEGER NOT NULL, seconds REAL,
+    cached INTEGER NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,
+    parts TEXT NOT NULL, timings TEXT NOT NULL, usage TEXT NOT NULL, ui_vec BLOB,
+    reason TEXT NOT NULL DEFAULT '', flags TEXT NOT NULL DEFAULT '',
+    question_parts TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (run_id, idx)
+);
+"""
+
+
+def _schema_3_store(path) -> None:
+    """A store as schema 3 wrote it, built by SQL: one run of two rows, row 0 scored."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,
+            created TEXT NOT NULL, updated TEXT NOT NULL, settings TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '', n_rows INTEGER NOT NULL,
+            columns TEXT NOT NULL DEFAULT '[]');
+        CREATE TABLE inputs (run_id INTEGER NOT NULL, idx INTEGER NOT NULL,
+            user_input TEXT NOT NULL, response TEXT NOT NULL, variant TEXT, item_id TEXT,
+            extra TEXT, PRIMARY KEY (run_id, idx));
+        CREATE TABLE questions (run_id INTEGER NOT NULL, idx INTEGER NOT NULL, k INTEGER NOT NULL,
+            question TEXT NOT NULL, similarity REAL, noncommittal INTEGER, error TEXT, vec BLOB,
+            PRIMARY KEY (run_id, idx, k));
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema', '3');
+        INSERT INTO runs VALUES (1, 'old', '2026-12-01T00:00:00+00:00',
+            '2026-12-01T00:00:00+00:00', '{}', '', 2, '["user_input", "response"]');
+        INSERT INTO inputs VALUES (1, 0, 'Where is Paris?', 'Paris is in France.', NULL, NULL,
+            '{}');
+        INSERT INTO inputs VALUES (1, 1, 'Where is Paris?', 'Paris is in France. It is big.',
+            NULL, NULL, '{}');
+        """
+        + _SCHEMA_3_RESULTS
+        + """
+        INSERT INTO results VALUES (1, 0, 0.5, 'ragas', 0.5, 0, 'exemplars', '', 0.6, 0.1, '',
+            '[]', 'local:x', 'local:y', 3, 1.0, 0, 10, 5, '[]', '{}', '{}', NULL, 'ok', 'ok', '');
+        """
+    )
+    db.commit()
+    db.close()
+
+
+def test_a_schema_3_store_opens_and_takes_new_results(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    _schema_3_store(path)
+    store = RunStore(path)
+    db = sqlite3.connect(path)
+    have = [row[1] for row in db.execute("PRAGMA table_info(results)")]
+    missing = [c.name for c in schema.COLUMNS if c.stored and c.name not in have]
+    assert missing == []
+    assert "embedding_tokens" in have
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] != "3"
+    db.close()
+    # a result scored today saves (it has embedding_tokens and languages), the old row stays
+    store.append_results(1, [(1, _result())])
+    got = store.columns(1, ["score", "embedding_tokens", "prompt_tokens"])
+    assert got["score"].tolist() == [0.5, 0.62]
+    assert pd.isna(got["embedding_tokens"].iloc[0]) and got["embedding_tokens"].iloc[1] == 30
+    assert got["prompt_tokens"].tolist() == [10, 12]
+    assert store.result(1, 1).languages["prompted"] == "fr"

@@ -147,6 +147,44 @@ def test_row_stability_population_sd_min_max_flips_and_near_duplicates():
     assert NEAR_DUPLICATE == 0.95
 
 
+def test_ragas_sd_is_the_population_sd_like_the_score_sd():
+    import statistics
+
+    scores, ragas = [0.62, 0.2, 0.9], [0.5, 0.1, 0.85]
+    results = [_result(v) for v in scores]
+    for r, v in zip(results, ragas):
+        r.ragas_value = v
+    results.append(_result(float("nan")))  # a failed repeat: left out of both
+    results[-1].ragas_value = float("nan")
+    row = row_stability([0, 3, 6, 9], results)
+    assert row.sd == pytest.approx(statistics.pstdev(scores))
+    assert row.ragas_sd == pytest.approx(statistics.pstdev(ragas))
+    assert row.ragas_sd != pytest.approx(statistics.stdev(ragas))  # not the sample sd
+    assert stability_frame([row])["ragas_sd"].iloc[0] == pytest.approx(statistics.pstdev(ragas))
+
+
+def _failed(seed_note: str = "timeout") -> RelevancyResult:
+    r = _result(float("nan"))
+    r.error = f"all 1 generations failed: {seed_note}"
+    return r
+
+
+def test_a_failed_repeat_is_no_noncommittal_flip(tmp_path):
+    evasive = [_result(0.0, noncommittal=True), _failed(), _result(0.0, noncommittal=True)]
+    row = row_stability([0, 3, 6], evasive)
+    assert not row.flips and row.noncommittal == [True, True]
+    assert stability_frame([row])["noncommittal_flips"].tolist() == [False]
+    # a real flip still counts beside a failed repeat
+    assert row_stability([0, 3, 6], [*evasive[:2], _result(0.7)]).flips
+    # the same from the store's repeats
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run_id = store.create_run("x", {}, pd.DataFrame({"user_input": ["Q?"], "response": ["A"]}))
+    store.append_repeats(run_id, [(0, s, r) for s, r in zip([0, 3, 6], evasive)])
+    table = stability_from_repeats(store.repeats(run_id))
+    assert table["noncommittal_flips"].tolist() == [False]
+    assert table["repeats"].tolist() == [3]
+
+
 def test_the_summary_reproduces_recorded_figures():
     """Per-seed values of 24 HaluQuestQA rows under seeds 0-4 and the figures first reported
     for them (tests/data/stability_dev_focus.json): summarize_stability gives those figures."""

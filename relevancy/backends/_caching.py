@@ -88,6 +88,11 @@ class EmbeddingService:
     Concurrent calls (one per row being scored) are coalesced: texts that arrive while a backend
     call is running go together into the next call, so embedding is batched across rows, and a
     text requested by several rows (the same user_input) is embedded once.
+
+    The memo keeps the ``memo_size`` texts used last (10,000: about 20 MiB of 384-d vectors
+    with their texts): enough for the texts every row shares and for rows of one question
+    scored close together, and a bound on memory however many rows a run has (the disk cache
+    keeps the rest).
     """
 
     def __init__(
@@ -96,7 +101,7 @@ class EmbeddingService:
         cache: Cache | None,
         *,
         max_batch: int = 256,
-        memo_size: int = 50_000,
+        memo_size: int = 10_000,
     ) -> None:
         self.embedder = embedder
         self.cache = cache
