@@ -313,3 +313,22 @@ def test_api_generator_cap_defaults_to_20000_characters(toy_server):
     assert len(chat["body"]["messages"][-1]["content"]) == 20_000 + len("Response: ")
     with pytest.raises(InputError, match="--max-response-chars must be 1 or more"):
         build_metric(llm="openai:toy-chat", max_response_chars=0)
+
+
+def test_a_corrupt_parquet_file_is_one_line(tmp_path):
+    """pyarrow's messages hold line breaks of their own; ours stay one line."""
+    good = tmp_path / "good.parquet"
+    pd.DataFrame(_GOOD * 10).to_parquet(good)
+    data = good.read_bytes()
+    rng = random.Random(5)
+    messages = []
+    for i in range(40):
+        cut = rng.randrange(len(data) // 4, len(data) - 8)
+        other = rng.randrange(0, len(data) - 8)
+        path = tmp_path / f"splice_{i}.parquet"
+        path.write_bytes(data[:cut] + data[other:])  # a splice, as a broken copy makes
+        try:
+            read_table(path)
+        except InputError as exc:
+            messages.append(str(exc))
+    assert messages and all("\n" not in m for m in messages), [m for m in messages if "\n" in m]

@@ -31,6 +31,11 @@ __all__ = [
 FORMATS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet", ".arrow")
 
 
+def _one_line(exc: BaseException) -> str:
+    """A library's message on one line (pyarrow's hold line breaks of their own)."""
+    return " ".join(str(exc).split())
+
+
 def read_table(
     path: str | Path,
     *,
@@ -272,7 +277,9 @@ def _open_file(
         try:
             meta = pq.ParquetFile(path).schema_arrow.metadata or {}
         except Exception as exc:
-            raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+            raise InputError(
+                f"{name!r} is not a readable Parquet file ({_one_line(exc)})"
+            ) from None
         return _parquet_chunks(path, name, chunk_rows), _HF if b"huggingface" in meta else ""
     if suffix == ".arrow":
         source = _HF if _arrow_is_hf(path, name) else ""
@@ -290,7 +297,7 @@ def _parquet_chunks(path: Path, name: str, chunk_rows: int | None) -> Iterator[p
         for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
             yield _with_index(batch.to_pandas())
     except Exception as exc:
-        raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+        raise InputError(f"{name!r} is not a readable Parquet file ({_one_line(exc)})") from None
 
 
 def _text_chunks(
@@ -349,7 +356,7 @@ def _parquet(source: Any, name: str) -> tuple[pd.DataFrame, str]:
         table = pq.read_table(source)
         frame = _with_index(table.to_pandas())
     except Exception as exc:
-        raise InputError(f"{name!r} is not a readable Parquet file ({exc})") from None
+        raise InputError(f"{name!r} is not a readable Parquet file ({_one_line(exc)})") from None
     return frame, _HF if b"huggingface" in (table.schema.metadata or {}) else ""
 
 
