@@ -88,7 +88,7 @@ def test_home_shows_demo_overview_and_precomputed_example():
     pairs = len(load_check_set())
     assert f"models on {pairs} labelled pairs" in shown and f"score {pairs} questions" in shown
     assert f"Run the judge check ({2 * pairs} answers)" in shown
-    assert f"(default {EMBEDDED_CONCURRENCY})" in shown and f"(default {API_CONCURRENCY};" in shown
+    assert f"(default {EMBEDDED_CONCURRENCY})" in shown and f"(default {API_CONCURRENCY}):" in shown
     charts = _charts(at)
     assert len(charts) == 2  # one similarity-bar chart per answer variant
     assert all(

@@ -324,7 +324,8 @@ def test_the_options_are_checked_before_anything_is_scored(tmp_path, capsys, toy
         (["--from", "phoenix://localhost:6006/p", "--since", "yesterday"],
          "error: 'yesterday' is not a time: give an ISO 8601 time"),
         (["--engine", "ray", data, "--to-phoenix"], "error: --estimate, --save-run, --store, "
-         "--repeats, --label-column, --from and the write-back options work with --engine local"),
+         "--repeats, --label-column, --from, --batch-api and the write-back options work with "
+         "--engine local only"),
     ]  # fmt: skip
     for extra, line in cases:
         assert main(["score", *extra, "-o", str(tmp_path / "x.csv"),
