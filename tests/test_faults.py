@@ -36,17 +36,17 @@ def metric_for(srv, *, timeout=1.0, max_retries=3):
 
 
 @pytest.mark.slow
-def test_500_rows_at_30_percent_mixed_faults_finish_with_specific_errors():
+def test_300_rows_at_30_percent_mixed_faults_finish_with_specific_errors():
     plan = FaultPlan(rate=0.3, seed=7)
     with OpenAICompatServer(faults=plan, retry_after=0.05, slow_seconds=1.5) as srv:
-        results = metric_for(srv).score_many(rows(500))
+        results = metric_for(srv).score_many(rows(300))
         stats = srv.stats()
-    assert len(results) == 500
+    assert len(results) == 300
     failed = [r for r in results if not r.ok]
     for r in failed:
         assert r.error and SPECIFIC.search(r.error), r.error
-    assert len(failed) < 100  # retries and top-ups recover most rows
-    assert sum(stats["by_fault"].values()) > 100  # the faults really happened
+    assert len(failed) < 60  # retries and top-ups recover most rows
+    assert sum(stats["by_fault"].values()) > 60  # the faults really happened
     assert set(stats["by_fault"]) >= {"429", "500", "503", "slow", "drop", "invalid_json"}
     scored = [r for r in results if r.ok]
     assert all(len(r.questions) == 3 and not math.isnan(r.value) for r in scored)

@@ -65,7 +65,9 @@ RECORD_KIND = "judge_check"
 _FILE = "judge_check.jsonl"
 
 #: The embedded default's own check (SmolLM2-135M + MiniLM int8, ragas mode, strictness 3,
-#: seed 0), measured with ``relevancy check-judge`` and held by a test that runs it again.
+#: seed 0), measured with ``relevancy check-judge`` (again on 2026-12-04: the same figures),
+#: recorded pair by pair in ``tests/data/judge_embedded_default.json``; the tests hold this to
+#: the record and score a sample of its pairs again.
 EMBEDDED_DEFAULT: dict[str, Any] = {
     "agreement": 0.675,
     "ci_low": 0.525,

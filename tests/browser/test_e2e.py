@@ -159,24 +159,42 @@ def _scored_per_run(store: Path) -> dict[str, int]:
     return {r.name: r.n_scored for r in RunStore(store).list_runs()}
 
 
+#: 16 rows no other test scores (nothing cached): enough that a cancel after the first rows
+#: lands while some are still waiting, with the embedded generator's 4 rows at once
+CANCEL_ROWS = "question,answer\n" + "".join(
+    f"How many legs does a {animal} have?,A {animal} has {legs} legs.\n"
+    for animal, legs in (
+        ("spider", 8), ("cat", 4), ("chicken", 2), ("beetle", 6), ("crab", 10), ("horse", 4),
+        ("ostrich", 2), ("ant", 6), ("lobster", 10), ("dog", 4), ("penguin", 2), ("moth", 6),
+        ("scorpion", 8), ("goat", 4), ("duck", 2), ("tick", 8),
+    )
+)  # fmt: skip
+CANCEL_N = 16
+
+
 def test_cancel_keeps_what_was_scored_then_resume_is_offered(
-    page: Page, app_url: str, app_home: Path
+    page: Page, app_url: str, app_home: Path, tmp_path: Path
 ):
     """Cancel keeps the rows scored so far, then Resume scores the rest."""
-    new_dataset(page, app_url)
-    page.locator('[data-testid="stButtonGroup"] button').filter(has_text="Bundled demo").click()
-    settle(page)
-    start_scoring(page, "Cancelled demo", 48)
+    csv = tmp_path / "legs.csv"
+    csv.write_text(CANCEL_ROWS, encoding="utf-8")
+    new_dataset(page, app_url, upload=csv)
+    start_scoring(page, "Cancelled demo", CANCEL_N)
     # wait for the first rows to be saved, then cancel
-    expect(page.get_by_text(re.compile(r"Scored \d+ of 48 rows"))).to_be_visible(timeout=120_000)
+    expect(page.get_by_text(re.compile(rf"Scored \d+ of {CANCEL_N} rows"))).to_be_visible(
+        timeout=120_000
+    )
     page.get_by_role("button", name=re.compile("Cancel")).click()
     settle(page)
     expect(page.get_by_text("Scoring stopped.")).to_be_visible()
-    partial = page.get_by_text(re.compile(r"Run Cancelled demo is partial: \d+ of 48 rows scored"))
+    partial = page.get_by_text(
+        re.compile(rf"Run Cancelled demo is partial: \d+ of {CANCEL_N} rows scored")
+    )
     expect(partial).to_be_visible()
-    scored = int(re.search(r"(\d+) of 48", partial.inner_text()).group(1))
-    assert 0 < scored < 48
-    expect(page.get_by_role("button", name=f"Resume ({48 - scored} rows left)")).to_be_visible()
+    scored = int(re.search(rf"(\d+) of {CANCEL_N}", partial.inner_text()).group(1))
+    assert 0 < scored < CANCEL_N
+    resume = page.get_by_role("button", name=f"Resume ({CANCEL_N - scored} rows left)")
+    expect(resume).to_be_visible()
     expect(page.get_by_text(f"{scored} of {scored} rows", exact=True)).to_be_visible()
     shot(page, "08-dataset-cancelled")
     # the rows in flight finish in the background, then nothing else is scored: no new run
@@ -190,7 +208,7 @@ def test_cancel_keeps_what_was_scored_then_resume_is_offered(
         time.sleep(0.5)
     assert last is not None
     assert sum(1 for name in last if name == "Cancelled demo") == 1
-    assert scored <= last["Cancelled demo"] < 48
+    assert scored <= last["Cancelled demo"] < CANCEL_N
     # Resume scores the rest, and only the rest
     open_page(page, app_url, "Dataset")
     page.get_by_role("button", name=re.compile(r"Resume \(\d+ rows left\)")).click()
@@ -199,8 +217,8 @@ def test_cancel_keeps_what_was_scored_then_resume_is_offered(
     )
     settle(page)
     done = _scored_per_run(store)
-    assert done["Cancelled demo"] == 48 and sum(1 for n in done if n == "Cancelled demo") == 1
-    expect(page.get_by_text("48 of 48 rows", exact=True)).to_be_visible()
+    assert done["Cancelled demo"] == CANCEL_N and sum(1 for n in done if n == "Cancelled demo") == 1
+    expect(page.get_by_text(f"{CANCEL_N} of {CANCEL_N} rows", exact=True)).to_be_visible()
 
 
 def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_home: Path):

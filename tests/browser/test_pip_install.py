@@ -43,7 +43,9 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-@pytest.fixture(scope="module")
+# session-scoped: pytest-playwright groups the ``[chromium]`` tests apart from the others, which
+# would tear a module-scoped install down and build it again between them
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     _run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)])
@@ -51,7 +53,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dashboard_url(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("pip-user")
     venv = home / "venv"
