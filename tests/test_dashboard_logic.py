@@ -70,6 +70,14 @@ def _result(
     )
 
 
+def _four_row_run(store, name: str, inputs: pd.DataFrame) -> int:
+    """A run of the four ``inputs`` rows, scored 0.2, 0.6, 0.8 and 0.5 (one question each)."""
+    run_id = store.create_run(name, {}, inputs)
+    scores = zip(inputs["user_input"], inputs["response"], [0.2, 0.6, 0.8, 0.5])
+    store.append_results(run_id, [(i, _result(u, r, (s,))) for i, (u, r, s) in enumerate(scores)])
+    return run_id
+
+
 # --- charts -----------------------------------------------------------------------------
 @pytest.fixture
 def scored_frame() -> pd.DataFrame:
@@ -584,16 +592,7 @@ def test_report_is_self_contained_and_escaped(store):
             "variant": ["A", "A", "B", "B"],
         }
     )
-    run_id = store.create_run(f"run {evil}", {}, inputs)
-    store.append_results(
-        run_id,
-        [
-            (i, _result(u, r, (s,)))
-            for i, (u, r, s) in enumerate(
-                zip(inputs["user_input"], inputs["response"], [0.2, 0.6, 0.8, 0.5])
-            )
-        ],
-    )
+    run_id = _four_row_run(store, f"run {evil}", inputs)
     from relevancy.dashboard.views.report import build_report
 
     html = build_report(store, run_id, threshold=0.5)
@@ -1044,16 +1043,7 @@ def test_report_has_no_link_from_data(store):
             "id": ["1", "2", "1", "2"],
         }
     )
-    run_id = store.create_run(f"run {LINK}", {}, inputs)
-    store.append_results(
-        run_id,
-        [
-            (i, _result(u, r, (s,)))
-            for i, (u, r, s) in enumerate(
-                zip(inputs["user_input"], inputs["response"], [0.2, 0.6, 0.8, 0.5])
-            )
-        ],
-    )
+    run_id = _four_row_run(store, f"run {LINK}", inputs)
     page = build_report(store, run_id, threshold=0.5)
     decoded = page.replace("\\u003c", "<").replace("\\u003e", ">")
     assert "evil.example" in decoded  # the names are there, as text

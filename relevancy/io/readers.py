@@ -277,14 +277,16 @@ def _open_file(
         try:
             meta = pq.ParquetFile(path).schema_arrow.metadata or {}
         except Exception as exc:
-            raise InputError(
-                f"{name!r} is not a readable Parquet file ({_one_line(exc)})"
-            ) from None
+            raise _not_parquet(name, exc) from None
         return _parquet_chunks(path, name, chunk_rows), _HF if b"huggingface" in meta else ""
     if suffix == ".arrow":
         source = _HF if _arrow_is_hf(path, name) else ""
         return _arrow_frames([_arrow_batches(path, name)], name, chunk_rows), source
     return _text_chunks(path, name, suffix, head, chunk_rows, report), ""
+
+
+def _not_parquet(name: str, exc: Exception) -> InputError:
+    return InputError(f"{name!r} is not a readable Parquet file ({_one_line(exc)})")
 
 
 def _parquet_chunks(path: Path, name: str, chunk_rows: int | None) -> Iterator[pd.DataFrame]:
@@ -297,7 +299,7 @@ def _parquet_chunks(path: Path, name: str, chunk_rows: int | None) -> Iterator[p
         for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
             yield _with_index(batch.to_pandas())
     except Exception as exc:
-        raise InputError(f"{name!r} is not a readable Parquet file ({_one_line(exc)})") from None
+        raise _not_parquet(name, exc) from None
 
 
 def _text_chunks(
@@ -356,7 +358,7 @@ def _parquet(source: Any, name: str) -> tuple[pd.DataFrame, str]:
         table = pq.read_table(source)
         frame = _with_index(table.to_pandas())
     except Exception as exc:
-        raise InputError(f"{name!r} is not a readable Parquet file ({_one_line(exc)})") from None
+        raise _not_parquet(name, exc) from None
     return frame, _HF if b"huggingface" in (table.schema.metadata or {}) else ""
 
 
