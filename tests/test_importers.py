@@ -165,6 +165,7 @@ def test_what_each_pair_holds():
     tool = chats[chats["metadata.case"] == "tool-result"].iloc[0]  # the reply after the tool
     assert tool["user_input"] == "How do I update the firmware by hand?"
 
+
 def test_a_chat_answer_is_the_last_assistant_reply_after_the_last_user_turn(tmp_path):
     conversations = [
         {"messages": [{"role": "user", "content": "Old question?"},

@@ -59,8 +59,6 @@ API_RESPONSE_CHARS = 20_000
 _MODES = ("json_schema", "json_object", "text")
 
 
-
-
 class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
     """Question generator for any OpenAI-compatible chat completions endpoint.
 

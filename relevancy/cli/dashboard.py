@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
 def cmd_dashboard(args: Any) -> int:
     return run_dashboard(args.port, args.streamlit_options)
 
+
 #: the dashboard's files, relative to the folder that holds app.py
 APP_FILES = ("app.py", "pages/*.py", ".streamlit/config.toml")
 _HERE = Path(__file__).resolve().parents[1]  # the relevancy package
