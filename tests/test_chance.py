@@ -161,3 +161,17 @@ def test_drill_down_notes_say_where_a_row_sits_and_warn_at_chance_and_on_negativ
     # another embedder's level says nothing about this row
     assert row_notes(_row([0.1, 0.1, 0.1]), chance_level(user, questions, keys, embedder="x")) == []
     assert math.isfinite(level.negative_share)
+
+
+def test_the_pairs_are_every_unrelated_cell_of_the_full_matrix_in_order():
+    # computed a block of rows at a time (memory): the same cells, in the same order, as the
+    # whole matrix masked at once, for a row count that is not a multiple of the block
+    rng = np.random.default_rng(3)
+    n = 2 * relevancy.analysis.chance._BLOCK_ROWS + 37
+    u = rng.normal(size=(n, 8)).astype(np.float32)
+    means = rng.normal(size=(n, 8)).astype(np.float32)
+    key = rng.integers(0, n // 3, size=n)
+    whole = (u @ means.T)[key[:, None] != key[None, :]]
+    got = relevancy.analysis.chance._unrelated_scores(u, means, key)
+    assert got.shape == whole.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, whole, rtol=1e-5, atol=1e-6)

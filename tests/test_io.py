@@ -191,6 +191,30 @@ def test_csv_written_in_chunks_is_neutralised_in_every_chunk(tmp_path):
     assert [r["n"] for r in rows] == ["0", "-1", "-2", "-3", "-4", "-5"]
 
 
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_json_is_written_a_slice_at_a_time_with_the_same_rows(tmp_path, monkeypatch, suffix):
+    # a chunk's JSON text is made a few rows at a time (memory); the file holds every row
+    # once, in order, across slices and chunks, as one valid document or one line a row
+    import relevancy.io.writer
+    from relevancy.io import TableWriter
+
+    monkeypatch.setattr(relevancy.io.writer, "JSON_SLICE_ROWS", 2)
+    chunks = [pd.DataFrame({"text": [f"row {i}\nline", "é"], "n": [i, -i]}) for i in range(3)]
+    chunks.append(pd.DataFrame({"text": ["last"], "n": [9]}))
+    path = tmp_path / f"out{suffix}"
+    with TableWriter(path) as writer:
+        for frame in chunks:
+            writer.write(frame)
+    text = path.read_text(encoding="utf-8")
+    if suffix == ".json":
+        got = json.loads(text)
+    else:
+        assert text.endswith("\n") and "\n\n" not in text
+        got = [json.loads(line) for line in text.splitlines()]
+    assert got == pd.concat(chunks, ignore_index=True).to_dict(orient="records")
+    assert writer.rows == 7
+
+
 # --- formulas hidden after whitespace, in full-width forms, and in header cells (issue 25) ---
 HIDDEN_FORMULAS = [" =1+2", "\n=1+2", "\r\n+1+2", "  \n @SUM(A1)", "\u3000-1+2",
                    "\uff1d1+2", "\uff0b1+2", "\uff0d1+2", "\uff20SUM(A1)", " \uff1d1+2",

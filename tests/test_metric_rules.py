@@ -36,7 +36,9 @@ def test_value_is_mean_cosine_and_records_each_question():
     assert [q.similarity for q in r.questions] == pytest.approx([0.8, 0.6])
     assert r.similarity_std == pytest.approx(0.1)
     assert r.noncommittal is False and r.noncommittal_method == "llm"
-    assert len(r.question_embeddings) == 2 and len(r.user_input_embedding) == 3
+    # the vectors are kept as float32 arrays (a float list takes 8 times the memory)
+    assert r.question_embeddings.shape == (2, 3) and r.user_input_embedding.shape == (3,)
+    assert r.question_embeddings.dtype == r.user_input_embedding.dtype == np.float32
     assert r.answer_similarity == pytest.approx(0.7 / np.linalg.norm([0.7, 0.7, 0.1]))
     assert r.error is None and r.ok
     assert set(r.timings) >= {"generation_s", "embedding_s", "total_s"}
@@ -204,6 +206,8 @@ def test_result_round_trips_through_plain_json():
     data = json.loads(json.dumps(r.to_dict()))
     back = RelevancyResult.from_dict(data)
     assert back.value == r.value and back.questions == r.questions
+    assert isinstance(data["question_embeddings"][0][0], float)  # JSON: plain lists
+    assert np.array_equal(back.question_embeddings, r.question_embeddings)
     nan = metric(lambda r, n: [Generation("", None, "bad")], strictness=1).score(
         user_input=Q, response="x"
     )

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -57,6 +60,28 @@ def test_the_cli_scores_through_the_loop(tmp_path, calls):
     run = score_file(_metric(), src, tmp_path / "out.csv", chunk_rows=2)
     assert calls == [[0, 1], [2]]  # two chunks, rows numbered across them
     assert len(run.values) == 3 and run.labels is not None and len(run.labels) == 3
+
+
+def test_a_chunk_is_let_go_before_the_next_is_scored(tmp_path, monkeypatch):
+    # one chunk's results in memory at a time: neither the loop nor score_file holds the last
+    # scored chunk while the next is scored (the collectors keep only what they need)
+    results: list[weakref.ref] = []
+    still_held: list[int] = []
+    real = pipeline.score_chunk
+
+    def spy(metric, inputs, rows=None, **kwargs):
+        gc.collect()
+        still_held.append(sum(ref() is not None for ref in results))
+        chunk = real(metric, inputs, rows, **kwargs)
+        results.extend(weakref.ref(r) for r in chunk.results)
+        return chunk
+
+    monkeypatch.setattr(pipeline, "score_chunk", spy)
+    src = tmp_path / "rows.csv"
+    ROWS.to_csv(src, index=False)
+    run = score_file(_metric(), src, tmp_path / "out.jsonl", chunk_rows=1)
+    assert still_held == [0, 0, 0] and len(results) == 3
+    assert run.chance is not None  # the chance sample kept the vectors it needs
 
 
 def test_the_ray_engine_scores_each_batch_through_the_loop(calls):

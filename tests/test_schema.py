@@ -9,6 +9,7 @@ import math
 import sqlite3
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -75,8 +76,11 @@ def test_the_store_keeps_every_stored_column_and_reads_the_result_back(tmp_path)
     for name in ("value", "reason", "flags", "notes", "parts", "question_parts", "timings",
                  "usage", "languages", "strictness", "answer_similarity", "noncommittal_method"):
         assert getattr(back, name) == getattr(r, name), name  # fmt: skip
-    assert back.user_input_embedding == pytest.approx(r.user_input_embedding)
-    assert back.question_embeddings == [pytest.approx(r.question_embeddings[0])]
+    # vectors come back as float32 arrays of the same shape and values
+    assert back.user_input_embedding.dtype == np.float32
+    np.testing.assert_allclose(back.user_input_embedding, [1.0, 0.0, 0.0])
+    assert back.question_embeddings.shape == (1, 3)
+    np.testing.assert_allclose(back.question_embeddings, [[0.9, 0.1, 0.0]], rtol=1e-6)
     # the detected languages are stored: nothing is detected again
     assert back.languages["prompted"] == "fr"
 

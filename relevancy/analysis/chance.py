@@ -30,6 +30,8 @@ __all__ = ["ChanceLevel", "chance_level", "MAX_ROWS"]
 MAX_ROWS = 2000
 #: pair scores kept for drawing
 KEEP_VALUES = 5000
+#: rows of the pair matrix computed at once
+_BLOCK_ROWS = 128
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -92,6 +94,26 @@ class ChanceLevel:
         }
 
 
+def _unrelated_scores(u: np.ndarray, means: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``u[i] . means[j]`` for every pair of rows with different keys, row by row (float32).
+
+    Filled a block of rows at a time into one array: at 2,000 rows (4 million pairs) the full
+    matrix, its mask and the copy of its unrelated cells would take about 40 MB beside it.
+    """
+    counts = np.unique(key, return_counts=True)
+    same = dict(zip(counts[0].tolist(), counts[1].tolist()))
+    per_row = len(key) - np.array([same[k] for k in key.tolist()], dtype=np.int64)
+    values = np.empty(int(per_row.sum()), dtype=np.float32)
+    at = 0
+    for start in range(0, len(key), _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, len(key))
+        block = u[start:stop] @ means.T
+        taken = block[key[start:stop, None] != key[None, :]]
+        values[at : at + taken.size] = taken
+        at += taken.size
+    return values
+
+
 def chance_level(
     user_inputs: np.ndarray,
     questions: Sequence[np.ndarray],
@@ -139,23 +161,20 @@ def chance_level(
     u = _unit(np.asarray(user_inputs, dtype=np.float64)[keep])
     means = np.stack([_unit(np.asarray(questions[i], dtype=np.float64)).mean(axis=0)
                       for i in keep])  # fmt: skip
-    # scores[i, j]: row i's question against row j's generated questions; float32, and freed
-    # once the unrelated pairs are taken out (2,000 rows: 4 million pairs)
-    scores = u.astype(np.float32) @ means.astype(np.float32).T
     codes = {k: c for c, k in enumerate(dict.fromkeys(keys[i] for i in keep))}
     key = np.array([codes[keys[i]] for i in keep])
-    values = scores[key[:, None] != key[None, :]]
-    del scores
+    values = _unrelated_scores(u.astype(np.float32), means.astype(np.float32), key)
     # single questions (a few hundred rows are plenty for a 95th percentile)
     few = keep[:300]
     q_all = np.concatenate([_unit(np.asarray(questions[i], dtype=np.float64)) for i in few])
     owner = np.concatenate([[codes[keys[i]]] * len(questions[i]) for i in few])
     cos = u[: len(few)] @ q_all.T
     single = cos[key[: len(few)][:, None] != owner[None, :]]
-    kept = values.astype(np.float64)
     if values.size > KEEP_VALUES:
         pick = np.random.default_rng(seed).choice(values.size, size=KEEP_VALUES, replace=False)
         kept = values[np.sort(pick)].astype(np.float64)
+    else:  # (a float64 copy of every pair only when there are few)
+        kept = values.astype(np.float64)
     pairs, mean = int(values.size), float(values.mean(dtype=np.float64))
     # in place: no copy of the pairs (values is not used after this)
     p5, median, p95 = np.quantile(values, [0.05, 0.5, 0.95], overwrite_input=True)

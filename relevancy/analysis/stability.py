@@ -52,7 +52,8 @@ NEAR_DUPLICATE = 0.95
 
 def near_duplicate_pairs(result: RelevancyResult, threshold: float = NEAR_DUPLICATE) -> int:
     """How many pairs of the row's usable generated questions have cosine >= ``threshold``."""
-    vectors = np.asarray(result.question_embeddings or [], dtype=np.float64)
+    found = result.question_embeddings
+    vectors = np.asarray(found if found is not None else [], dtype=np.float64)
     if vectors.ndim != 2 or len(vectors) < 2:
         return 0
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

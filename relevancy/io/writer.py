@@ -27,6 +27,8 @@ __all__ = [
 
 #: what results can be written as
 OUTPUT_FORMATS = (".csv", ".json", ".jsonl", ".parquet")
+#: rows turned into JSON text at a time (a bound on the text held in memory)
+JSON_SLICE_ROWS = 256
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -145,14 +147,20 @@ class TableWriter:
             _defuse_formulas(frame).to_csv(
                 self._fh, index=False, header=self.rows == 0, lineterminator="\r\n"
             )
-        elif self.suffix == ".jsonl":
-            if len(frame):
-                frame.to_json(self._fh, orient="records", lines=True, force_ascii=False)
-        elif self.suffix == ".json":
-            for line in frame.to_json(orient="records", lines=True, force_ascii=False).splitlines():
-                self._fh.write(("," if self.rows else "") + "\n" + line)
-                self.rows += 1
-            return
+        elif self.suffix in (".jsonl", ".json"):
+            # a slice at a time: pandas builds a chunk's whole text (and copies of it) first,
+            # tens of MB for a 2,000-row chunk
+            for start in range(0, len(frame), JSON_SLICE_ROWS):
+                part = frame.iloc[start : start + JSON_SLICE_ROWS]
+                text = part.to_json(orient="records", lines=True, force_ascii=False)
+                if self.suffix == ".jsonl":
+                    self._fh.write(text if text.endswith("\n") else text + "\n")
+                    continue
+                for line in text.splitlines():
+                    self._fh.write(("," if self.rows else "") + "\n" + line)
+                    self.rows += 1
+            if self.suffix == ".json":
+                return
         else:
             import pyarrow as pa  # lazy: only Parquet needs it
             import pyarrow.parquet as pq

@@ -138,7 +138,7 @@ def result_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[Any, ...]:
 
 
 def question_rows(run_id: int, idx: int, r: RelevancyResult) -> list[tuple[Any, ...]]:
-    vectors = iter(r.question_embeddings or [])
+    vectors = iter(r.question_embeddings if r.question_embeddings is not None else [])
     rows = []
     for k, q in enumerate(r.questions):
         vec = next(vectors, None) if q.similarity is not None else None
@@ -174,10 +174,11 @@ def result_from_row(
     kwargs["error"] = kwargs.get("error") or None
     ui = kwargs.pop("user_input_embedding", None)
     if ui is not None:
-        kwargs["user_input_embedding"] = ui.astype(float).tolist()
-        kwargs["question_embeddings"] = [
-            v.astype(float).tolist() for _, v in questions if v is not None
-        ]
+        kwargs["user_input_embedding"] = ui
+        found = [v for _, v in questions if v is not None]
+        kwargs["question_embeddings"] = (
+            np.stack(found) if found else np.zeros((0, len(ui)), dtype=np.float32)
+        )
     return RelevancyResult(**kwargs)
 
 

@@ -120,7 +120,9 @@ class ChanceSample:
     def add(self, chunk: ScoredChunk) -> None:
         for r in chunk.results or []:
             self.seen += 1
-            if r.user_input_embedding is None or not r.question_embeddings:
+            if r.user_input_embedding is None or r.question_embeddings is None:
+                continue
+            if not len(r.question_embeddings):
                 continue
             item = (np.asarray(r.user_input_embedding, dtype=np.float32),
                     np.asarray(r.question_embeddings, dtype=np.float32),

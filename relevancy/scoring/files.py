@@ -206,7 +206,9 @@ def score_file(
             path, chunk_rows=chunk_rows, source_format=source_format, label_column=label_column
         )
         run_id = store.create_run(
-            run_name or source_name or path.name, dict(settings or {}), inputs,
+            run_name or source_name or path.name,
+            dict(settings or {}),
+            inputs,
             source=source_name or path.name,
         )
     tally, labels, chance, usage = Tally(), Labels(), ChanceSample(), Usage()
@@ -228,7 +230,7 @@ def score_file(
         chunks = iter_table(
             path, chunk_rows=chunk_rows, source_format=source_format, label_column=label_column
         )
-        for _ in score_chunks(
+        for scored in score_chunks(
             metric,
             chunks_of(chunks),
             [*collectors, FileSink(writer)],
@@ -236,7 +238,7 @@ def score_file(
             on_result=on_result,
             on_repeat=(lambda: progress(1)) if progress is not None else None,
         ):
-            pass
+            del scored  # the collectors kept what they need; free it before the next chunk
     partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - started
     fresh = len(tally.values) - tally.cached + stability.fresh_repeats  # cached rows cost ~0

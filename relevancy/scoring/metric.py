@@ -345,8 +345,9 @@ class AnswerRelevancy:
             result.error = redact(
                 f"all {len(generated.generations)} generations failed: " + "; ".join(reasons)
             )
-        result.user_input_embedding = v.user_input.astype(float).tolist()
-        result.question_embeddings = v.questions.astype(float).tolist()
+        # float32 copies (not views that would keep the row's other vectors alive)
+        result.user_input_embedding = v.user_input.astype(np.float32)
+        result.question_embeddings = v.questions.astype(np.float32)
         texts = [g.question if g.usable else None for g in generated.generations]
         if not languages_ready():  # its model loads once, off the event loop
             await asyncio.to_thread(load_languages)

@@ -133,6 +133,8 @@ def score_chunks(
             metric, inputs, rows, seeds=seeds, on_result=on_result, on_repeat=on_repeat
         )
         yield collect(chunk, collectors)
+        # not held while the next chunk is scored: one chunk's results in memory at a time
+        del chunk
 
 
 def chunks_of(frames: Iterable[pd.DataFrame]) -> Iterator[tuple[list[int], pd.DataFrame]]:

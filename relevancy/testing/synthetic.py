@@ -90,8 +90,8 @@ def synthetic_results(
                 llm="local:SmolLM2-135M-Instruct-Q4_1",
                 embeddings="local:all-MiniLM-L6-v2-int8",
                 strictness=3,
-                user_input_embedding=ui.tolist(),
-                question_embeddings=qv.tolist(),
+                user_input_embedding=ui,
+                question_embeddings=qv,
                 timings={"total_s": 1.0},
                 usage={"prompt_tokens": 90, "completion_tokens": 40},
             )

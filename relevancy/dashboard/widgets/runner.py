@@ -91,6 +91,7 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
     try:
         for scored in score_chunks(metric, chunks, [tally, sink, points], on_result=on_result):
             done += len(scored.rows)
+            del scored  # not held while the next chunk is scored
             if stops:
                 raise stops[0]
             show(done)
