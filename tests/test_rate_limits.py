@@ -219,6 +219,29 @@ def test_fixed_concurrency_stays_at_its_maximum() -> None:
     assert adaptive.concurrency == 4 and "at once" in adaptive.describe()
 
 
+def test_the_token_budget_holds_one_request_back_and_requests_are_exact() -> None:
+    # tokens are estimated (prompts differ in length), so one request's worth stays unspent;
+    # requests are counted exactly, so none is held back for them
+    rate = RateController("m", maximum=64)
+    for cost in (800, 1000, 900):  # the estimate is their mean at first: 900
+        rate.observe({}, 0.01, tokens=cost)
+    assert rate.tokens_per_request == pytest.approx(900)
+    rate.observe({"x-ratelimit-remaining-tokens": "9000",
+                  "x-ratelimit-remaining-requests": "50"}, 0.01, tokens=900)  # fmt: skip
+    assert rate.budget == 9  # 10 requests' worth, one held back
+    rate.observe({"x-ratelimit-remaining-tokens": "900000",
+                  "x-ratelimit-remaining-requests": "7"}, 0.01, tokens=900)  # fmt: skip
+    assert rate.budget == 7  # the requests left, all of them
+    rate.observe({}, 0.01, tokens=1900)
+    assert rate.tokens_per_request == pytest.approx((800 + 1000 + 900 * 3 + 1900) / 6)
+    # after the first 20, a slow moving average: one long prompt does not swing it
+    for _ in range(30):
+        rate.observe({}, 0.01, tokens=900)
+    before = rate.tokens_per_request
+    rate.observe({}, 0.01, tokens=1900)
+    assert rate.tokens_per_request - before == pytest.approx(0.05 * (1900 - before))
+
+
 # --- what the user sees ------------------------------------------------------------------------
 def test_the_estimate_accounts_for_the_limit(toy_server: OpenAICompatServer) -> None:
     m = metric(toy_server)

@@ -9,7 +9,8 @@ the number of slots, :attr:`RateController.concurrency`, starts moderate and
 * halves on a 429 (once per episode, not once per refused request).
 
 Requests are also paced by what the headers say remains: the requests (and the tokens over a
-request's tokens) left in the window, less those sent since, are a budget; once it is spent,
+request's estimated tokens, one request's worth held back for the estimate's error) left in the
+window, less those sent since, are a budget; once it is spent,
 requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's
 headers say how many more may go. A 429 pauses every request until the reset it announces
 (``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
@@ -55,6 +56,11 @@ DEFAULT_START, DEFAULT_MAXIMUM = 8, 64
 DEFAULT_MAX_WAIT = 300.0
 #: after a reset, one request probes the window; the next waits this long or for its answer
 PROBE_GAP = 0.1
+#: requests' worth of tokens left unspent in the window: what the tokens of the requests in
+#: flight may exceed their estimate by (prompts differ in length)
+TOKEN_MARGIN = 1.0
+#: the estimate of a request's tokens: the mean of the first ones, then a slow moving average
+_COST_WEIGHT = 0.05
 
 
 class RateLimitedError(GenerationError):
@@ -155,6 +161,7 @@ class RateController:
         self.limits: dict[str, float | None] = {"requests": None, "tokens": None}
         self.remaining: dict[str, float | None] = {"requests": None, "tokens": None}
         self.tokens_per_request: float | None = None
+        self._costs = 0  # requests whose tokens were counted
         #: requests that may still be sent before the window frees something (None: unknown)
         self.budget: float | None = None
         self.reset_at = 0.0  # when the window frees something
@@ -255,8 +262,12 @@ class RateController:
         with self._lock:
             self.counts["requests"] += 1
             if tokens:
+                self._costs += 1
                 known = self.tokens_per_request
-                self.tokens_per_request = tokens if known is None else 0.8 * known + 0.2 * tokens
+                weight = max(1.0 / self._costs, _COST_WEIGHT)
+                self.tokens_per_request = tokens if known is None else known + weight * (
+                    tokens - known
+                )
             self._fast = seconds if self._fast is None else min(self._fast, seconds)
             self._read(headers or {}, self.sent - (sent if sent is not None else self.sent))
             if self.budget is not None and self.budget < self.concurrency + 1:
@@ -288,7 +299,9 @@ class RateController:
             if remaining is None:
                 continue
             need = 1.0 if kind == "requests" else max(self.tokens_per_request or 1.0, 1.0)
-            room = math.floor(remaining / need) - sent_since
+            # requests are counted exactly; tokens are estimated, so a margin stays unspent
+            margin = 0.0 if kind == "requests" else TOKEN_MARGIN
+            room = math.floor(remaining / need - margin) - sent_since
             allowed.append(room)
             if room < 1:
                 reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
