@@ -39,7 +39,7 @@ from relevancy.io import RESULT_COLUMNS, results_to_frame
 from relevancy.scoring.config import build_metric
 from relevancy.scoring.distributed import default_workers, fit_workers, score_batch, score_dataset
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
-from relevancy.testing.processes import free_port
+from relevancy.testing.processes import free_ports
 
 #: columns that may differ between two runs of the same rows (time, cache state, and which
 #: of two rows sharing a text was first to embed it: the total is checked instead)
@@ -63,7 +63,6 @@ def cluster() -> Iterator[Cluster]:
     """A real one-node Ray cluster in its own process group, stopped by its pid."""
     temp = Path(tempfile.mkdtemp(prefix="rr-", dir="/tmp"))  # Ray's socket paths must be short
     marker = uuid.uuid4().hex
-    port = free_port()
     env = dict(
         os.environ,
         RAY_AUTH_MODE="disabled",  # drivers connect with Ray's default
@@ -71,17 +70,12 @@ def cluster() -> Iterator[Cluster]:
         RELEVANCY_TEST_CLUSTER=marker,  # finds this cluster's worker processes
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
-    ports = [
-        f"--{name}={free_port()}"
-        for name in (
-            "dashboard-agent-listen-port",
-            "dashboard-agent-grpc-port",
-            "runtime-env-agent-port",
-            "metrics-export-port",
-            "node-manager-port",
-            "object-manager-port",
-        )
-    ]
+    names = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
+             "metrics-export-port", "node-manager-port", "object-manager-port")  # fmt: skip
+    # all different, and different from the cluster's own port: ray refuses a port used twice
+    chosen = free_ports(len(names) + 1)
+    port = chosen.pop()
+    ports = [f"--{name}={p}" for name, p in zip(names, chosen)]
     ray_cli = Path(sys.executable).with_name("ray")
     cmd = [str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=4",
            "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}",
