@@ -175,9 +175,11 @@ def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: boo
             for key in ("retries", "peak_at_once", "lowest_at_once"):
                 if key in got:
                     results[name][key] = got[key]
-            log(f"    {name:<36} {results[name]['rows_per_s']} rows/s "
+            log(
+                f"    {name:<36} {results[name]['rows_per_s']} rows/s "
                 f"({results[name]['of_ceiling']} of ceiling), "
-                f"{results[name]['http_429']} 429s, {results[name]['failed_rows']} failed")
+                f"{results[name]['http_429']} 429s, {results[name]['failed_rows']} failed"
+            )
         time.sleep(window + 0.5)
         offset = server.offset()
         got = batch(rows, server.base_url)
@@ -201,8 +203,11 @@ def repeated_size(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> dict[
     sides: dict[str, int | None] = {"ours adaptive": None}
     sides.update({f"ours fixed {c}": c for c in (int(x) for x in args.fixed.split(",") if x)})
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
-    with ToyServer(latency=args.latency / args.scale,
-                   token_latency=args.token_latency / args.scale, extra=extra) as server:
+    with ToyServer(
+        latency=args.latency / args.scale,
+        token_latency=args.token_latency / args.scale,
+        extra=extra,
+    ) as server:
         ours(rows[:2], server.base_url, None, True)  # warm-up: imports, connections
         for k in range(args.repeats):
             for name, conc in sides.items():
@@ -256,8 +261,15 @@ def _costs(results: dict[str, Any], n: int) -> dict[str, Any]:
     completion = live.get("completion_tokens_per_row")
     live_row = (live["prompt_tokens_per_row"] * price.input
                 + (completion or 0) * price.output) / 1e6  # fmt: skip
-    batch_row = BATCH_DISCOUNT * (batch_usage["prompt_tokens"] * price.input
-                                  + batch_usage["completion_tokens"] * price.output) / 1e6 / n
+    batch_row = (
+        BATCH_DISCOUNT
+        * (
+            batch_usage["prompt_tokens"] * price.input
+            + batch_usage["completion_tokens"] * price.output
+        )
+        / 1e6
+        / n
+    )
     return {"priced_as": PRICED_AS, "live_per_row": live_row, "batch_per_row": batch_row,
             "batch_over_live": r(batch_row / live_row) if live_row else None}  # fmt: skip
 
@@ -273,9 +285,18 @@ def _best_tuned(sides: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _size_table(fig: dict[str, Any], size: dict[str, Any]) -> str:
-    keys = ("rows_per_s", "ceiling_rows_per_s", "of_ceiling", "http_429", "retries",
-            "failed_rows", "prompt_tokens_per_row", "counted_tokens_per_row", "least_wall_s",
-            "wall_s")
+    keys = (
+        "rows_per_s",
+        "ceiling_rows_per_s",
+        "of_ceiling",
+        "http_429",
+        "retries",
+        "failed_rows",
+        "prompt_tokens_per_row",
+        "counted_tokens_per_row",
+        "least_wall_s",
+        "wall_s",
+    )
     rows = []
     for name, s in size["sides"].items():
         at_once = (f"{s['lowest_at_once']}-{s['peak_at_once']}" if "peak_at_once" in s
@@ -323,8 +344,12 @@ def _fewer_429s(label: str, sides: dict[str, Any], runs: int = 1) -> tuple[Any, 
     fewest = min((mean(v, "http_429") for v in faster), default=None)
     per = f", a run (mean of {runs})" if runs > 1 else ""
     met = (mine == 0 or mine < fewest) if fewest is not None else None
-    return (label + f"429s{per}, ours adaptive against the fewest of the fixed settings as fast",
-            r(mine, 2), f"< {fmt(fewest, 2) if fewest is not None else '–'} (or 0)", met)
+    return (
+        label + f"429s{per}, ours adaptive against the fewest of the fixed settings as fast",
+        r(mine, 2),
+        f"< {fmt(fewest, 2) if fewest is not None else '–'} (or 0)",
+        met,
+    )
 
 
 def _targets(
@@ -374,8 +399,18 @@ def _repeats_table(repeats: list[dict[str, Any]]) -> str:
         parts.append(
             f"**{size['rows']:,} rows at {lim['rpm']:,} RPM / {lim['tpm']:,} TPM**, "
             f"{size['runs']} runs a side, in turn:\n\n"
-            + table(["side", "429s a run", "mean", "rows/s a run", "mean rows/s",
-                     "of ceiling (mean)", "failed rows"], rows)  # fmt: skip
+            + table(
+                [
+                    "side",
+                    "429s a run",
+                    "mean",
+                    "rows/s a run",
+                    "mean rows/s",
+                    "of ceiling (mean)",
+                    "failed rows",
+                ],
+                rows,
+            )  # fmt: skip
         )
     return "\n\n".join(parts)
 

@@ -73,8 +73,20 @@ def test_the_store_keeps_every_stored_column_and_reads_the_result_back(tmp_path)
     have = [row[1] for row in db.execute("PRAGMA table_info(results)")]
     assert have == ["run_id", "idx", *(c.name for c in schema.COLUMNS if c.stored)]
     back = store.result(run, 0)
-    for name in ("value", "reason", "flags", "notes", "parts", "question_parts", "timings",
-                 "usage", "languages", "strictness", "answer_similarity", "noncommittal_method"):
+    for name in (
+        "value",
+        "reason",
+        "flags",
+        "notes",
+        "parts",
+        "question_parts",
+        "timings",
+        "usage",
+        "languages",
+        "strictness",
+        "answer_similarity",
+        "noncommittal_method",
+    ):
         assert getattr(back, name) == getattr(r, name), name  # fmt: skip
     # vectors come back as float32 arrays of the same shape and values
     assert back.user_input_embedding.dtype == np.float32
