@@ -67,6 +67,12 @@ def main(
     p.add_argument(
         "--save", action="store_true", help=f"write the record to bench/results/{name}.json"
     )
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --save: keep the record's other figures; those this run measured replace "
+        "theirs (a part measured again, e.g. --sizes --cli-rows --local-rows 500 3000)",
+    )
     if arguments is not None:
         arguments(p)
     given = list(sys.argv[1:] if argv is None else argv)
@@ -75,6 +81,8 @@ def main(
         args = p.parse_args([*quick, *given])
     if args.save and args.quick:
         p.error("--save keeps the figures RESULTS.md is made from: not with --quick")
+    if args.merge and not args.save:
+        p.error("--merge changes the saved record: give --save too")
     # run_all stops a bench that runs too long with SIGTERM: leave through the finally blocks,
     # so servers and clusters started in sessions of their own stop too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -91,6 +99,8 @@ def main(
         record = make_record(
             "ok", command, time.perf_counter() - started, load_before, figures, log=None
         )
+        if args.merge:
+            record = merge_record(read_record(name), record)
         save_record(name, record)
         log(f"wrote bench/results/{name}.json")
     return 0
@@ -123,6 +133,33 @@ def make_record(
         **extra,
         "log": log,
         "figures": figures,
+    }
+
+
+#: what every record's figures carry (``finish``): not a part of its own when merging
+_COMMON = ("peak_rss_mb", "load_average_end", "python")
+
+
+def merge_record(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new``'s figures over ``old``'s: each part ``new`` measured (a top-level key of its
+    figures, not empty) replaces ``old``'s, the others are kept, and the command says both.
+
+    >>> old = {"command": "python -m bench.x", "figures": {"a": [1], "b": [2]}}
+    >>> new = {"command": "python -m bench.x --b 3", "figures": {"a": [], "b": [3]}}
+    >>> merged = merge_record(old, new)
+    >>> merged["figures"], merged["command"]
+    ({'a': [1], 'b': [3]}, 'python -m bench.x; then python -m bench.x --b 3 (measured again: b)')
+    """
+    if not old or not isinstance(old.get("figures"), dict):
+        return new
+    measured = {k: v for k, v in (new.get("figures") or {}).items()
+                if k not in _COMMON and v not in (None, [], {})}  # fmt: skip
+    common = {k: v for k, v in (new.get("figures") or {}).items() if k in _COMMON}
+    return {
+        **new,
+        "command": f"{old['command']}; then {new['command']} "
+        f"(measured again: {', '.join(measured) or 'nothing'})",
+        "figures": {**old["figures"], **measured, **common},
     }
 
 
