@@ -5,6 +5,7 @@ never times (a short ``limit_window`` is a minute on a faster clock)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.request
 
@@ -217,6 +218,32 @@ def test_fixed_concurrency_stays_at_its_maximum() -> None:
     adaptive = RateController("m", maximum=64, start=8)
     adaptive.throttled({"retry-after-ms": "0"})
     assert adaptive.concurrency == 4 and "at once" in adaptive.describe()
+
+
+def test_requests_sent_just_before_an_answered_one_may_not_be_in_its_headers() -> None:
+    # the server admits requests sent close together in any order, so an answer's headers
+    # may miss those sent just before it (and any still unanswered): they count as sent after
+    now = [0.0]
+    rate = RateController("m", maximum=64, start=64, clock=lambda: now[0])
+
+    def send(at: float) -> int:
+        now[0] = at
+        return asyncio.run(rate._acquire(at))
+
+    def answer(number: int, remaining: int) -> None:
+        rate._release(number)
+        rate.observe({"x-ratelimit-remaining-requests": str(remaining)}, 0.1, sent=number)
+
+    answer(send(0.0), 500)  # the quickest answer: 0.1 s, so "just before" is within 0.05 s
+    far, a, b, x, later = send(1.0), send(1.5), send(1.52), send(1.53), send(1.7)
+    answer(a, 30)
+    answer(b, 30)
+    answer(x, 20)  # a and b were sent 30 and 10 ms before x; `later` after it; `far` waits
+    assert rate.budget == 20 - 1 - 3
+    answer(far, 10)  # sent long before the others, unanswered until now: those after count
+    assert rate.budget == 10 - 4
+    answer(later, 15)  # nothing sent close before it or after it: the headers say it all
+    assert rate.budget == 15
 
 
 def test_the_token_budget_holds_one_request_back_and_requests_are_exact() -> None:

@@ -10,7 +10,9 @@ the number of slots, :attr:`RateController.concurrency`, starts moderate and
 
 Requests are also paced by what the headers say remains: the requests (and the tokens over a
 request's estimated tokens, one request's worth held back for the estimate's error) left in the
-window, less those sent since, are a budget; once it is spent,
+window, less those the headers may not count yet, are a budget. Those are the requests sent
+after the answered one, and those sent before it that are still unanswered or went just before
+it: a server admits requests that arrive close together in any order. Once the budget is spent,
 requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's
 headers say how many more may go. A 429 pauses every request until the reset it announces
 (``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
@@ -59,6 +61,9 @@ PROBE_GAP = 0.1
 #: requests' worth of tokens left unspent in the window: what the tokens of the requests in
 #: flight may exceed their estimate by (prompts differ in length)
 TOKEN_MARGIN = 1.0
+#: requests sent this share of the quickest answer's time before another may reach the server
+#: after it: its headers may not count them yet
+ADMISSION_SPREAD = 0.5
 #: the estimate of a request's tokens: the mean of the first ones, then a slow moving average
 _COST_WEIGHT = 0.05
 
@@ -167,6 +172,8 @@ class RateController:
         self.reset_at = 0.0  # when the window frees something
         self._counted_reset = -1.0
         self.sent = 0
+        self._unanswered: set[int] = set()  # numbers of the requests sent and not yet answered
+        self._sent_at: deque[tuple[int, float]] = deque(maxlen=1024)  # (number, when), recent
         self.counts = {"requests": 0, "throttled": 0, "retries": 0, "decreases": 0,
                        "increases": 0, "pauses": 0, "failed": 0}  # fmt: skip
         self.peak = int(self.limit)
@@ -216,6 +223,8 @@ class RateController:
                 if now >= wait_until and self.in_flight < self.concurrency:
                     self.in_flight += 1
                     self.sent += 1
+                    self._unanswered.add(self.sent)
+                    self._sent_at.append((self.sent, now))
                     if self.budget is not None:
                         self.budget -= 1
                     return self.sent
@@ -238,9 +247,10 @@ class RateController:
                             self._waiters.remove(future)
                     raise
 
-    def _release(self) -> None:
+    def _release(self, number: int | None = None) -> None:
         with self._lock:
             self.in_flight -= 1
+            self._unanswered.discard(number)  # type: ignore[arg-type]
             free = self.concurrency - self.in_flight
             while self._waiters and free > 0:
                 future = self._waiters.popleft()
@@ -265,11 +275,12 @@ class RateController:
                 self._costs += 1
                 known = self.tokens_per_request
                 weight = max(1.0 / self._costs, _COST_WEIGHT)
-                self.tokens_per_request = tokens if known is None else known + weight * (
-                    tokens - known
+                self.tokens_per_request = (
+                    tokens if known is None else known + weight * (tokens - known)
                 )
             self._fast = seconds if self._fast is None else min(self._fast, seconds)
-            self._read(headers or {}, self.sent - (sent if sent is not None else self.sent))
+            number = sent if sent is not None else self.sent
+            self._read(headers or {}, self.sent - number + self._maybe_after(number))
             if self.budget is not None and self.budget < self.concurrency + 1:
                 self._slow_start = False  # too little left for more at once
                 return
@@ -284,10 +295,27 @@ class RateController:
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
 
+    def _maybe_after(self, number: int) -> int:
+        """Requests sent before request ``number`` that its headers may not count: those
+        still unanswered, and those sent just before it (within ``ADMISSION_SPREAD`` of the
+        quickest answer), which the server may have admitted after it (a new connection, a
+        slower thread)."""
+        when = next((t for k, t in reversed(self._sent_at) if k == number), None)
+        spread = ADMISSION_SPREAD * (self._fast or 0.0)
+        close = set()
+        if when is not None:
+            for k, t in reversed(self._sent_at):
+                if t < when - spread:
+                    break
+                if k < number:
+                    close.add(k)
+        return len(close | {k for k in self._unanswered if k < number})
+
     def _read(self, headers: Mapping[str, str], sent_since: int) -> None:
         """Record the limits and what remains: the requests that may still be sent before the
         window frees something (``budget``: the remaining requests, and tokens over a request's
-        tokens, less those sent after this one), and when it does (``reset_at``)."""
+        tokens, less ``sent_since``, those the headers may not count), and when it does
+        (``reset_at``)."""
         allowed: list[float] = []
         exhausted: list[float] = []
         for kind in ("requests", "tokens"):
@@ -379,7 +407,7 @@ class RateController:
             try:
                 answer = await send()
             except BaseException as exc:
-                self._release()
+                self._release(number)
                 outcome = classify(exc) if isinstance(exc, Exception) else Outcome("fatal")
                 if outcome.kind == "throttled":
                     throttled += 1
@@ -403,7 +431,7 @@ class RateController:
                     await asyncio.sleep(wait)
                     continue
                 raise
-            self._release()
+            self._release(number)
             used = cost or tokens_of(answer)
             self.observe(headers_of(answer), self._clock() - sent, used, number)
             return answer
