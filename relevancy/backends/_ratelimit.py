@@ -247,10 +247,10 @@ class RateController:
                             self._waiters.remove(future)
                     raise
 
-    def _release(self, number: int | None = None) -> None:
+    def _release(self, number: int = 0) -> None:
         with self._lock:
             self.in_flight -= 1
-            self._unanswered.discard(number)  # type: ignore[arg-type]
+            self._unanswered.discard(number)
             free = self.concurrency - self.in_flight
             while self._waiters and free > 0:
                 future = self._waiters.popleft()
@@ -300,16 +300,16 @@ class RateController:
         still unanswered, and those sent just before it (within ``ADMISSION_SPREAD`` of the
         quickest answer), which the server may have admitted after it (a new connection, a
         slower thread)."""
-        when = next((t for k, t in reversed(self._sent_at) if k == number), None)
-        spread = ADMISSION_SPREAD * (self._fast or 0.0)
-        close = set()
-        if when is not None:
-            for k, t in reversed(self._sent_at):
-                if t < when - spread:
+        maybe = {k for k in self._unanswered if k < number}
+        i = number - self._sent_at[0][0] if self._sent_at else -1  # numbers are consecutive
+        if 0 <= i < len(self._sent_at):
+            since = self._sent_at[i][1] - ADMISSION_SPREAD * (self._fast or 0.0)
+            for j in range(i - 1, -1, -1):
+                k, t = self._sent_at[j]
+                if t < since:
                     break
-                if k < number:
-                    close.add(k)
-        return len(close | {k for k in self._unanswered if k < number})
+                maybe.add(k)
+        return len(maybe)
 
     def _read(self, headers: Mapping[str, str], sent_since: int) -> None:
         """Record the limits and what remains: the requests that may still be sent before the
