@@ -220,20 +220,29 @@ def test_fixed_concurrency_stays_at_its_maximum() -> None:
     assert adaptive.concurrency == 4 and "at once" in adaptive.describe()
 
 
+class Clocked:
+    """A controller on a clock the test sets: ``send(at)`` takes a slot at time ``at``;
+    ``answer(number, remaining)`` answers that request, its headers saying ``remaining``."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.rate = RateController("m", maximum=64, start=64, clock=lambda: self.now)
+
+    def send(self, at: float) -> int:
+        self.now = at
+        return asyncio.run(self.rate._acquire(at))
+
+    def answer(self, number: int, remaining: int | None) -> None:
+        self.rate._release(number)
+        headers = {} if remaining is None else {"x-ratelimit-remaining-requests": str(remaining)}
+        self.rate.observe(headers, 0.1, sent=number)
+
+
 def test_requests_sent_just_before_an_answered_one_may_not_be_in_its_headers() -> None:
     # the server admits requests sent close together in any order, so an answer's headers
     # may miss those sent just before it (and any still unanswered): they count as sent after
-    now = [0.0]
-    rate = RateController("m", maximum=64, start=64, clock=lambda: now[0])
-
-    def send(at: float) -> int:
-        now[0] = at
-        return asyncio.run(rate._acquire(at))
-
-    def answer(number: int, remaining: int) -> None:
-        rate._release(number)
-        rate.observe({"x-ratelimit-remaining-requests": str(remaining)}, 0.1, sent=number)
-
+    clocked = Clocked()
+    rate, send, answer = clocked.rate, clocked.send, clocked.answer
     answer(send(0.0), 500)  # the quickest answer: 0.1 s, so "just before" is within 0.05 s
     far, a, b, x, later = send(1.0), send(1.5), send(1.52), send(1.53), send(1.7)
     answer(a, 30)
@@ -244,6 +253,41 @@ def test_requests_sent_just_before_an_answered_one_may_not_be_in_its_headers() -
     assert rate.budget == 10 - 4
     answer(later, 15)  # nothing sent close before it or after it: the headers say it all
     assert rate.budget == 15
+
+
+def test_once_none_is_in_flight_the_fewest_remaining_is_the_budget() -> None:
+    # the server admitted a, b, c in that order (3, 2, 1 remaining); b's answer comes last.
+    # Read alone, its headers less c (sent after) and a (sent just before) leave nothing, but
+    # with none in flight the request admitted last (c) counted every other: 1 may still go
+    clocked = Clocked()
+    rate, send, answer = clocked.rate, clocked.send, clocked.answer
+    answer(send(0.0), 500)  # the quickest answer: 0.1 s
+    a, b, c = send(1.0), send(1.01), send(1.02)
+    answer(c, 1)
+    assert rate.budget == 1 - 2  # a and b unanswered
+    answer(a, 3)
+    assert rate.budget == 3 - 2  # b and c sent after it
+    answer(b, 2)
+    assert rate.budget == 1  # not 2 - 1 - 1
+
+    # not when one of them came back without headers (it may have been admitted last)
+    clocked = Clocked()
+    rate, send, answer = clocked.rate, clocked.send, clocked.answer
+    answer(send(0.0), 500)
+    g, h = send(1.0), send(1.01)
+    answer(g, None)
+    answer(h, 5)
+    assert rate.budget == 5 - 1
+
+    # nor across a 429: the headers missed something
+    clocked = Clocked()
+    rate, send, answer = clocked.rate, clocked.send, clocked.answer
+    answer(send(0.0), 500)
+    i, j = send(1.0), send(1.01)
+    rate.throttled({"retry-after-ms": "0"})
+    answer(i, 6)
+    answer(j, 5)
+    assert rate.budget == 5 - 1
 
 
 def test_the_token_budget_holds_one_request_back_and_requests_are_exact() -> None:

@@ -12,9 +12,12 @@ Requests are also paced by what the headers say remains: the requests (and the t
 request's estimated tokens, one request's worth held back for the estimate's error) left in the
 window, less those the headers may not count yet, are a budget. Those are the requests sent
 after the answered one, and those sent before it that are still unanswered or went just before
-it: a server admits requests that arrive close together in any order. Once the budget is spent,
-requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's
-headers say how many more may go. A 429 pauses every request until the reset it announces
+it: a server admits requests that arrive close together in any order. When the last request in
+flight is answered, every request sent has been admitted and the one admitted last counted all
+the others, so the fewest remaining in the headers of those that may have been last is the
+budget: a burst's end does not look like a spent window. Once the budget is spent, requests
+wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's headers
+say how many more may go. A 429 pauses every request until the reset it announces
 (``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
 
 A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
@@ -64,6 +67,8 @@ TOKEN_MARGIN = 1.0
 #: requests sent this share of the quickest answer's time before another may reach the server
 #: after it: its headers may not count them yet
 ADMISSION_SPREAD = 0.5
+#: requests whose send times and answers are remembered
+_RECENT = 1024
 #: the estimate of a request's tokens: the mean of the first ones, then a slow moving average
 _COST_WEIGHT = 0.05
 
@@ -173,7 +178,10 @@ class RateController:
         self._counted_reset = -1.0
         self.sent = 0
         self._unanswered: set[int] = set()  # numbers of the requests sent and not yet answered
-        self._sent_at: deque[tuple[int, float]] = deque(maxlen=1024)  # (number, when), recent
+        self._sent_at: deque[tuple[int, float]] = deque(maxlen=_RECENT)  # (number, when)
+        #: what each recent answer's headers said may still be sent, by the request's number
+        self._rooms: dict[int, float] = {}
+        self._throttled_upto = 0  # requests sent up to the last 429
         self.counts = {"requests": 0, "throttled": 0, "retries": 0, "decreases": 0,
                        "increases": 0, "pauses": 0, "failed": 0}  # fmt: skip
         self.peak = int(self.limit)
@@ -280,7 +288,13 @@ class RateController:
                 )
             self._fast = seconds if self._fast is None else min(self._fast, seconds)
             number = sent if sent is not None else self.sent
-            self._read(headers or {}, self.sent - number + self._maybe_after(number))
+            maybe = self._maybe_after(number)
+            room = self._read(headers or {}, self.sent - number + len(maybe))
+            if room is not None:
+                self._remember(number, room)
+                settled = self._settled(min(maybe, default=number))
+                if settled is not None and (self.budget is None or settled > self.budget):
+                    self.budget = settled
             if self.budget is not None and self.budget < self.concurrency + 1:
                 self._slow_start = False  # too little left for more at once
                 return
@@ -295,7 +309,29 @@ class RateController:
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
 
-    def _maybe_after(self, number: int) -> int:
+    def _remember(self, number: int, room: float) -> None:
+        self._rooms[number] = room
+        if len(self._rooms) > 2 * _RECENT:
+            oldest = self.sent - _RECENT
+            self._rooms = {k: v for k, v in self._rooms.items() if k > oldest}
+
+    def _settled(self, first: int) -> float | None:
+        """The budget once every request sent is answered, ``first`` being the earliest that
+        may have been admitted after the latest answered one: the fewest remaining in the
+        headers of requests ``first`` onwards (the one admitted last counted all the others,
+        and a window only frees more). None while any is unanswered, or one of them has no
+        headers or went before a 429."""
+        if self._unanswered or first <= self._throttled_upto:
+            return None
+        fewest: float | None = None
+        for k in range(first, self.sent + 1):
+            room = self._rooms.get(k)
+            if room is None:
+                return None
+            fewest = room if fewest is None else min(fewest, room)
+        return fewest
+
+    def _maybe_after(self, number: int) -> set[int]:
         """Requests sent before request ``number`` that its headers may not count: those
         still unanswered, and those sent just before it (within ``ADMISSION_SPREAD`` of the
         quickest answer), which the server may have admitted after it (a new connection, a
@@ -309,13 +345,14 @@ class RateController:
                 if t < since:
                     break
                 maybe.add(k)
-        return len(maybe)
+        return maybe
 
-    def _read(self, headers: Mapping[str, str], sent_since: int) -> None:
+    def _read(self, headers: Mapping[str, str], sent_since: int) -> float | None:
         """Record the limits and what remains: the requests that may still be sent before the
         window frees something (``budget``: the remaining requests, and tokens over a request's
         tokens, less ``sent_since``, those the headers may not count), and when it does
-        (``reset_at``)."""
+        (``reset_at``). Returns that budget before ``sent_since`` is taken off (None when the
+        headers say nothing of what remains)."""
         allowed: list[float] = []
         exhausted: list[float] = []
         for kind in ("requests", "tokens"):
@@ -335,10 +372,11 @@ class RateController:
                 reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
                 exhausted.append(reset if reset is not None else 1.0)
         if not allowed:
-            return
+            return None
         self.budget = float(min(allowed))
         if exhausted:
             self.reset_at = max(self.reset_at, self._clock() + max(exhausted))
+        return self.budget + sent_since
 
     def _shrink(self, to: float) -> None:
         if not self.adaptive:
@@ -360,6 +398,7 @@ class RateController:
         """A 429 came back: halve the slots (once per episode) and pause until the reset."""
         with self._lock:
             self.counts["throttled"] += 1
+            self._throttled_upto = self.sent
             now = self._clock()
             wait = retry_after(headers)
             if wait is None and headers:
