@@ -142,25 +142,53 @@ _COMMON = ("peak_rss_mb", "load_average_end", "python")
 
 def merge_record(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     """``new``'s figures over ``old``'s: each part ``new`` measured (a top-level key of its
-    figures, not empty) replaces ``old``'s, the others are kept, and the command says both.
+    figures, not empty) replaces ``old``'s, the others are kept, and the command names the
+    runs whose figures are left, each with the parts it measured after the first.
 
     >>> old = {"command": "python -m bench.x", "figures": {"a": [1], "b": [2]}}
     >>> new = {"command": "python -m bench.x --b 3", "figures": {"a": [], "b": [3]}}
     >>> merged = merge_record(old, new)
     >>> merged["figures"], merged["command"]
     ({'a': [1], 'b': [3]}, 'python -m bench.x; then python -m bench.x --b 3 (measured again: b)')
+    >>> again = {"command": "python -m bench.x --a 4", "figures": {"a": [4], "b": []}}
+    >>> merge_record(merged, again)["command"]  # the first run's figures are all replaced
+    'python -m bench.x --b 3; then python -m bench.x --a 4 (measured again: a)'
     """
     if not old or not isinstance(old.get("figures"), dict):
         return new
     measured = {k: v for k, v in (new.get("figures") or {}).items()
                 if k not in _COMMON and v not in (None, [], {})}  # fmt: skip
     common = {k: v for k, v in (new.get("figures") or {}).items() if k in _COMMON}
-    return {
-        **new,
-        "command": f"{old['command']}; then {new['command']} "
-        f"(measured again: {', '.join(measured) or 'nothing'})",
-        "figures": {**old["figures"], **measured, **common},
-    }
+    figures = {**old["figures"], **measured, **common}
+    runs = [*_runs(old["command"]), (new["command"], list(measured))]
+    owner = {part: 0 for part in figures if part not in _COMMON}  # the first run: the rest
+    for index, (_, parts) in enumerate(runs):
+        for part in parts or ():
+            owner[part] = index
+    kept = [(command, [part for part, index in owner.items() if index == at])
+            for at, (command, _) in enumerate(runs)]  # fmt: skip
+    kept = [(command, parts) for command, parts in kept if parts] or [(new["command"], [])]
+    steps = [kept[0][0]] + [f"{command} (measured again: {', '.join(parts)})"
+                            for command, parts in kept[1:]]  # fmt: skip
+    return {**new, "command": "; then ".join(steps), "figures": figures}
+
+
+_AGAIN = re.compile(r"^(?P<command>.*) \(measured again: (?P<parts>[^()]*)\)$")
+
+
+def _runs(command: str) -> list[tuple[str, list[str] | None]]:
+    """The runs a merged record's command names, oldest first, each with the parts it
+    measured again (None for the first run, which measured the rest; none for a step
+    written by hand)."""
+    runs: list[tuple[str, list[str] | None]] = []
+    for at, step in enumerate(command.split("; then ")):
+        found = _AGAIN.match(step)
+        if found:
+            parts = [p.strip() for p in found["parts"].split(",")]
+            runs.append((found["command"], [p for p in parts if p and p != "nothing"]))
+        else:
+            runs.append((step, None if at == 0 else []))
+    return runs
 
 
 def save_record(name: str, record: dict[str, Any]) -> None:
