@@ -138,48 +138,58 @@ def _ragas_sides(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
     return sides
 
 
-def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: bool) -> dict:
-    """Every side on ``n`` rows at ``rpm`` / ``tpm`` per model, against one toy server."""
+def _setting(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> tuple[list, dict, dict]:
+    """The rows, the limits and the toy server's options for ``n`` rows at ``rpm`` / ``tpm``."""
     rows = [{"user_input": x["user_input"], "response": x["response"]}
             for x in make_rows(n, seed=5)]  # fmt: skip
     window = 60.0 / args.scale
     limits = {"rpm": rpm, "tpm": tpm, "window_s": window}
-    server_opts = dict(latency=args.latency / args.scale, token_latency=args.token_latency
-                       / args.scale)  # fmt: skip
-    extra = ["--rpm", str(rpm), "--tpm", str(tpm), "--limit-window", str(window),
-             "--batch-delay", str(args.batch_delay)]  # fmt: skip
+    server = {"latency": args.latency / args.scale,
+              "token_latency": args.token_latency / args.scale,
+              "extra": ["--rpm", str(rpm), "--tpm", str(tpm), "--limit-window", str(window),
+                        "--batch-delay", str(args.batch_delay)]}  # fmt: skip
+    return rows, limits, server
+
+
+def _our_sides(args: argparse.Namespace) -> dict[str, int | None]:
+    """Our live sides: adaptive (None), then each fixed concurrency."""
+    fixed = [int(x) for x in args.fixed.split(",") if x.strip()]
+    return {"ours adaptive": None, **{f"ours fixed {c}": c for c in fixed}}
+
+
+def _run_ours(rows: list[dict], server: Any, concurrency: int | None, limits: dict) -> dict:
+    """One of our live sides, after an empty window, as the server counted it."""
+    time.sleep(limits["window_s"] + 0.5)
+    offset = server.offset()
+    got = ours(rows, server.base_url, concurrency, concurrency is None)
+    done = summarize(got["rows"], got["wall_s"], server.usage_since(offset), limits)
+    return {**done, **{k: got[k] for k in ("retries", "peak_at_once", "lowest_at_once")}}
+
+
+def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: bool) -> dict:
+    """Every side on ``n`` rows at ``rpm`` / ``tpm`` per model, against one toy server."""
+    rows, limits, server_options = _setting(args, n, rpm, tpm)
+    window = limits["window_s"]
     out: dict[str, Any] = {"rows": len(rows), "limits": {**limits, "scale": args.scale},
                            "load_average_start": load_average()}  # fmt: skip
-    sides: dict[str, tuple[str, Any]] = {"ours adaptive": ("ours", None)}
-    for c in (int(x) for x in args.fixed.split(",") if x.strip()):
-        sides[f"ours fixed {c}"] = ("fixed", c)
-    if ragas_ok:
-        sides.update(_ragas_sides(args))
-    with ToyServer(**server_opts, extra=extra) as server:
+    with ToyServer(**server_options) as server:
         log(f"rate_limits: {n} rows at {rpm} RPM / {tpm} TPM, server at {server.base_url}, "
             f"window {window:g} s, load {load_average()}")  # fmt: skip
         ours(rows[:2], server.base_url, None, True)  # warm-up: imports, connections
         results: dict[str, Any] = {}
-        for name, (kind, conc) in sides.items():
+        for name, conc in _our_sides(args).items():
+            results[name] = _run_ours(rows, server, conc, limits)
+            _log_side(name, results[name])
+        for name, (kind, conc) in (_ragas_sides(args) if ragas_ok else {}).items():
             time.sleep(window + 0.5)  # an empty window for every side
             offset = server.offset()
-            if kind.startswith("ragas"):
-                mode = "legacy" if kind == "ragas evaluate" else "collections"
-                options = {} if conc is None else {"concurrency": conc}
-                got = ragas(rows, server.base_url, mode=mode, llm="stock", model=CHAT,
-                            embeddings=f"api:{EMBED}", **options)  # fmt: skip
-            else:
-                got = ours(rows, server.base_url, conc, kind == "ours")
+            mode = "legacy" if kind == "ragas evaluate" else "collections"
+            options = {} if conc is None else {"concurrency": conc}
+            got = ragas(rows, server.base_url, mode=mode, llm="stock", model=CHAT,
+                        embeddings=f"api:{EMBED}", **options)  # fmt: skip
             results[name] = summarize(got["rows"], got["wall_s"], server.usage_since(offset),
                                       limits)  # fmt: skip
-            for key in ("retries", "peak_at_once", "lowest_at_once"):
-                if key in got:
-                    results[name][key] = got[key]
-            log(
-                f"    {name:<36} {results[name]['rows_per_s']} rows/s "
-                f"({results[name]['of_ceiling']} of ceiling), "
-                f"{results[name]['http_429']} 429s, {results[name]['failed_rows']} failed"
-            )
+            _log_side(name, results[name])
         time.sleep(window + 0.5)
         offset = server.offset()
         got = batch(rows, server.base_url)
@@ -191,31 +201,23 @@ def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: boo
     return out
 
 
+def _log_side(name: str, done: dict[str, Any]) -> None:
+    log(f"    {name:<36} {done['rows_per_s']} rows/s ({done['of_ceiling']} of ceiling), "
+        f"{done['http_429']} 429s, {done['failed_rows']} failed")  # fmt: skip
+
+
 def repeated_size(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> dict[str, Any]:
     """Our live sides only (adaptive and each fixed setting), ``args.repeats`` times each, in
     turn, against one toy server: 429s are few and vary from run to run, so a comparison of
     them needs more than one run a side."""
-    rows = [{"user_input": x["user_input"], "response": x["response"]}
-            for x in make_rows(n, seed=5)]  # fmt: skip
-    window = 60.0 / args.scale
-    limits = {"rpm": rpm, "tpm": tpm, "window_s": window}
-    extra = ["--rpm", str(rpm), "--tpm", str(tpm), "--limit-window", str(window)]
-    sides: dict[str, int | None] = {"ours adaptive": None}
-    sides.update({f"ours fixed {c}": c for c in (int(x) for x in args.fixed.split(",") if x)})
+    rows, limits, server_options = _setting(args, n, rpm, tpm)
+    sides = _our_sides(args)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
-    with ToyServer(
-        latency=args.latency / args.scale,
-        token_latency=args.token_latency / args.scale,
-        extra=extra,
-    ) as server:
+    with ToyServer(**server_options) as server:
         ours(rows[:2], server.base_url, None, True)  # warm-up: imports, connections
         for k in range(args.repeats):
             for name, conc in sides.items():
-                time.sleep(window + 0.5)  # an empty window for every run
-                offset = server.offset()
-                got = ours(rows, server.base_url, conc, conc is None)
-                runs[name].append(summarize(got["rows"], got["wall_s"],
-                                            server.usage_since(offset), limits))  # fmt: skip
+                runs[name].append(_run_ours(rows, server, conc, limits))
                 done = runs[name][-1]
                 log(f"    run {k + 1} {name:<18} {done['rows_per_s']} rows/s, "
                     f"{done['http_429']} 429s, {done['failed_rows']} failed")  # fmt: skip
