@@ -167,8 +167,9 @@ def merge_record(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, A
             owner[part] = index
     kept = [(command, [part for part, index in owner.items() if index == at])
             for at, (command, _) in enumerate(runs)]  # fmt: skip
-    kept = [(command, parts) for command, parts in kept if parts] or [(new["command"], [])]
-    steps = [kept[0][0]] + [f"{command} (measured again: {', '.join(parts)})"
+    last = len(runs) - 1  # the newest stays named: the wall time and load are its
+    kept = [(c, parts) for at, (c, parts) in enumerate(kept) if parts or at == last]
+    steps = [kept[0][0]] + [f"{command} (measured again: {', '.join(parts) or 'nothing'})"
                             for command, parts in kept[1:]]  # fmt: skip
     return {**new, "command": "; then ".join(steps), "figures": figures}
 

@@ -172,6 +172,7 @@ def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: boo
     window = limits["window_s"]
     out: dict[str, Any] = {"rows": len(rows), "limits": {**limits, "scale": args.scale},
                            "load_average_start": load_average()}  # fmt: skip
+    ragas_sides = _ragas_sides(args) if ragas_ok else {}  # a bad --ragas-tuned fails first
     with ToyServer(**server_options) as server:
         log(f"rate_limits: {n} rows at {rpm} RPM / {tpm} TPM, server at {server.base_url}, "
             f"window {window:g} s, load {load_average()}")  # fmt: skip
@@ -180,7 +181,7 @@ def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: boo
         for name, conc in _our_sides(args).items():
             results[name] = _run_ours(rows, server, conc, limits)
             _log_side(name, results[name])
-        for name, (kind, conc) in (_ragas_sides(args) if ragas_ok else {}).items():
+        for name, (kind, conc) in ragas_sides.items():
             time.sleep(window + 0.5)  # an empty window for every side
             offset = server.offset()
             mode = "legacy" if kind == "ragas evaluate" else "collections"

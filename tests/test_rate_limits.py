@@ -270,6 +270,17 @@ def test_once_none_is_in_flight_the_fewest_remaining_is_the_budget() -> None:
     answer(b, 2)
     assert rate.budget == 1  # not 2 - 1 - 1
 
+    # the server admitted b, c, then a (a sent first but on a slow connection), answered in
+    # that order: a counted every other, though b and c went after it and long after
+    clocked = Clocked()
+    rate, send, answer = clocked.rate, clocked.send, clocked.answer
+    answer(send(0.0), 500)
+    a, b, c = send(1.0), send(1.2), send(1.4)  # far apart: none "just before" another
+    answer(b, 3)
+    answer(c, 2)
+    answer(a, 1)
+    assert rate.budget == 1  # not a's 1 less b and c
+
     # not when one of them came back without headers (it may have been admitted last)
     clocked = Clocked()
     rate, send, answer = clocked.rate, clocked.send, clocked.answer

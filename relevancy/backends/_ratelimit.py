@@ -13,9 +13,13 @@ request's estimated tokens, one request's worth held back for the estimate's err
 window, less those the headers may not count yet, are a budget. Those are the requests sent
 after the answered one, and those sent before it that are still unanswered or went just before
 it: a server admits requests that arrive close together in any order. When the last request in
-flight is answered, every request sent has been admitted and the one admitted last counted all
-the others, so the fewest remaining in the headers of those that may have been last is the
-budget: a burst's end does not look like a spent window. Once the budget is spent, requests
+flight is answered, the one the server admitted last counted every other it admitted, and it
+is the last one sent or one unanswered when that was sent: so the fewest remaining in those
+requests' headers may still go, the budget is raised to it, and a burst's end does not look
+like a spent window (unless one of them came back without headers: refused, failed, or from a
+server that sends none).
+This reading assumes the headers come from one counter that no other client shares; a 429
+from another client's use is waited out like any other. Once the budget is spent, requests
 wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's headers
 say how many more may go. A 429 pauses every request until the reset it announces
 (``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
@@ -67,7 +71,7 @@ TOKEN_MARGIN = 1.0
 #: requests sent this share of the quickest answer's time before another may reach the server
 #: after it: its headers may not count them yet
 ADMISSION_SPREAD = 0.5
-#: requests whose send times and answers are remembered
+#: requests whose send times are remembered (and the answers of up to twice as many)
 _RECENT = 1024
 #: the estimate of a request's tokens: the mean of the first ones, then a slow moving average
 _COST_WEIGHT = 0.05
@@ -179,8 +183,9 @@ class RateController:
         self.sent = 0
         self._unanswered: set[int] = set()  # numbers of the requests sent and not yet answered
         self._sent_at: deque[tuple[int, float]] = deque(maxlen=_RECENT)  # (number, when)
-        #: what each recent answer's headers said may still be sent, by the request's number
-        self._rooms: dict[int, float] = {}
+        #: what each recent answer's headers said remains, by kind and the request's number
+        self._heard: dict[int, dict[str, float]] = {}
+        self._last_from = 0  # the oldest request unanswered when the last one was sent
         self._throttled_upto = 0  # requests sent up to the last 429
         self.counts = {"requests": 0, "throttled": 0, "retries": 0, "decreases": 0,
                        "increases": 0, "pauses": 0, "failed": 0}  # fmt: skip
@@ -232,6 +237,7 @@ class RateController:
                     self.in_flight += 1
                     self.sent += 1
                     self._unanswered.add(self.sent)
+                    self._last_from = min(self._unanswered)
                     self._sent_at.append((self.sent, now))
                     if self.budget is not None:
                         self.budget -= 1
@@ -288,13 +294,12 @@ class RateController:
                 )
             self._fast = seconds if self._fast is None else min(self._fast, seconds)
             number = sent if sent is not None else self.sent
-            maybe = self._maybe_after(number)
-            room = self._read(headers or {}, self.sent - number + len(maybe))
-            if room is not None:
-                self._remember(number, room)
-                settled = self._settled(min(maybe, default=number))
-                if settled is not None and (self.budget is None or settled > self.budget):
-                    self.budget = settled
+            heard = self._read(headers or {}, self.sent - number + self._maybe_after(number))
+            if heard and sent is not None:
+                self._remember(sent, heard)
+            settled = self._settled()
+            if settled is not None and (self.budget is None or settled > self.budget):
+                self.budget = settled
             if self.budget is not None and self.budget < self.concurrency + 1:
                 self._slow_start = False  # too little left for more at once
                 return
@@ -309,29 +314,32 @@ class RateController:
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
 
-    def _remember(self, number: int, room: float) -> None:
-        self._rooms[number] = room
-        if len(self._rooms) > 2 * _RECENT:
+    def _remember(self, number: int, heard: dict[str, float]) -> None:
+        self._heard[number] = heard
+        if len(self._heard) > 2 * _RECENT:
             oldest = self.sent - _RECENT
-            self._rooms = {k: v for k, v in self._rooms.items() if k > oldest}
+            self._heard = {k: v for k, v in self._heard.items() if k > oldest}
 
-    def _settled(self, first: int) -> float | None:
-        """The budget once every request sent is answered, ``first`` being the earliest that
-        may have been admitted after the latest answered one: the fewest remaining in the
-        headers of requests ``first`` onwards (the one admitted last counted all the others,
-        and a window only frees more). None while any is unanswered, or one of them has no
-        headers or went before a 429."""
+    def _settled(self) -> float | None:
+        """The budget once nothing is in flight: the fewest remaining in the headers of the
+        requests that may have been admitted last (the last one sent, and those unanswered
+        when it was sent), which counted every other. None while any is in flight (it may be
+        the last admitted), or when one of those requests came back without the same headers
+        as the others (refused, failed) or was sent before the last 429 came back."""
+        first = self._last_from
         if self._unanswered or first <= self._throttled_upto:
             return None
-        fewest: float | None = None
+        fewest: dict[str, float] = {}
         for k in range(first, self.sent + 1):
-            room = self._rooms.get(k)
-            if room is None:
+            heard = self._heard.get(k)
+            if not heard or (fewest and heard.keys() != fewest.keys()):
                 return None
-            fewest = room if fewest is None else min(fewest, room)
-        return fewest
+            fewest = {kind: min(value, fewest.get(kind, value)) for kind, value in heard.items()}
+        if not fewest:
+            return None
+        return float(min(self._room(kind, value) for kind, value in fewest.items()))
 
-    def _maybe_after(self, number: int) -> set[int]:
+    def _maybe_after(self, number: int) -> int:
         """Requests sent before request ``number`` that its headers may not count: those
         still unanswered, and those sent just before it (within ``ADMISSION_SPREAD`` of the
         quickest answer), which the server may have admitted after it (a new connection, a
@@ -345,16 +353,23 @@ class RateController:
                 if t < since:
                     break
                 maybe.add(k)
-        return maybe
+        return len(maybe)
 
-    def _read(self, headers: Mapping[str, str], sent_since: int) -> float | None:
+    def _room(self, kind: str, remaining: float) -> int:
+        """Requests' worth of ``remaining`` requests or tokens."""
+        if kind == "requests":  # counted exactly
+            return math.floor(remaining)
+        # tokens are estimated, so a margin stays unspent
+        return math.floor(remaining / max(self.tokens_per_request or 1.0, 1.0) - TOKEN_MARGIN)
+
+    def _read(self, headers: Mapping[str, str], sent_since: int) -> dict[str, float]:
         """Record the limits and what remains: the requests that may still be sent before the
         window frees something (``budget``: the remaining requests, and tokens over a request's
         tokens, less ``sent_since``, those the headers may not count), and when it does
-        (``reset_at``). Returns that budget before ``sent_since`` is taken off (None when the
-        headers say nothing of what remains)."""
+        (``reset_at``). Returns what remains, by kind, as the headers say."""
         allowed: list[float] = []
         exhausted: list[float] = []
+        heard: dict[str, float] = {}
         for kind in ("requests", "tokens"):
             limit = _number(headers, f"x-ratelimit-limit-{kind}")
             remaining = _number(headers, f"x-ratelimit-remaining-{kind}")
@@ -363,20 +378,17 @@ class RateController:
             self.remaining[kind] = remaining
             if remaining is None:
                 continue
-            need = 1.0 if kind == "requests" else max(self.tokens_per_request or 1.0, 1.0)
-            # requests are counted exactly; tokens are estimated, so a margin stays unspent
-            margin = 0.0 if kind == "requests" else TOKEN_MARGIN
-            room = math.floor(remaining / need - margin) - sent_since
+            heard[kind] = remaining
+            room = self._room(kind, remaining) - sent_since
             allowed.append(room)
             if room < 1:
                 reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
                 exhausted.append(reset if reset is not None else 1.0)
-        if not allowed:
-            return None
-        self.budget = float(min(allowed))
+        if allowed:
+            self.budget = float(min(allowed))
         if exhausted:
             self.reset_at = max(self.reset_at, self._clock() + max(exhausted))
-        return self.budget + sent_since
+        return heard
 
     def _shrink(self, to: float) -> None:
         if not self.adaptive:
