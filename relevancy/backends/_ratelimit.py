@@ -17,12 +17,11 @@ flight is answered, the one the server admitted last counted every other it admi
 is the last one sent or one unanswered when that was sent: so the fewest remaining in those
 requests' headers may still go, the budget is raised to it, and a burst's end does not look
 like a spent window (unless one of them came back without headers: refused, failed, or from a
-server that sends none).
-This reading assumes the headers come from one counter that no other client shares; a 429
-from another client's use is waited out like any other. Once the budget is spent, requests
-wait for the ``x-ratelimit-reset-*`` time, then one probes the window and its answer's headers
-say how many more may go. A 429 pauses every request until the reset it announces
-(``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
+server that sends none). This reading assumes the headers come from one counter that no other
+client shares; a 429 from another client's use is waited out like any other. Once the budget
+is spent, requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and
+its answer's headers say how many more may go. A 429 pauses every request until the reset it
+announces (``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
 
 A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
 have passed since it was first sent, then fails with :class:`RateLimitedError`, one line that
