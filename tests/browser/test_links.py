@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from .ui import ARTIFACTS, open_page, pick, settle, shot
+from .ui import ARTIFACTS, open_options, open_page, pick, settle, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,13 +51,24 @@ def _open_dataset(page: Page, app_url: str, query: str = "") -> None:
     settle(page)
 
 
-def _pick_row(page: Page, nth: int) -> None:
+def _pick_row(page: Page, nth: int) -> str:
+    """Choose the ``nth`` option that is not the row shown now, and wait until the picker holds
+    it. (The list opens scrolled to the current row and draws only the options in view, so a
+    bare index can land on the row already shown.)"""
     picker = page.get_by_role("combobox", name="Row to inspect")
-    picker.scroll_into_view_if_needed()
+    current = picker.input_value()
+    open_options(page, picker)
+    options = page.get_by_role("option")
+    choices = [
+        i for i in range(options.count()) if options.nth(i).inner_text().strip() != current
+    ]
+    assert len(choices) > nth, f"only {len(choices)} other rows in view"
+    option = options.nth(choices[nth])
+    text = option.inner_text().strip()
+    option.click()
+    expect(picker).to_have_value(text)
     settle(page)
-    picker.click()
-    page.get_by_role("option").nth(nth).click()
-    settle(page)
+    return text
 
 
 def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_context(
