@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 
 import openai
@@ -14,7 +15,8 @@ import pandas as pd
 import pytest
 
 from relevancy import AnswerRelevancy, make_embedder, make_generator
-from relevancy.backends._ratelimit import RateController, parse_reset
+from relevancy.backends import _ratelimit
+from relevancy.backends._ratelimit import PROBE_GAP, RateController, parse_reset
 from relevancy.cli import main
 from relevancy.scoring.estimate import estimate
 from relevancy.testing._cli import parse_args, server_options
@@ -299,6 +301,65 @@ def test_once_none_is_in_flight_the_fewest_remaining_is_the_budget() -> None:
     answer(i, 6)
     answer(j, 5)
     assert rate.budget == 5 - 1
+
+
+def test_a_spent_window_is_waited_from_when_the_request_was_sent(monkeypatch) -> None:
+    # the server counts a reset from admission, before a long generation ends: waited from the
+    # answer, a window that frees 5 s after the request went would be waited 2 s too long. It
+    # is counted from the send plus the quickest answer's time (a request sent in a burst
+    # reaches the server a moment later), and the probe's answer wakes the others at once
+    clocked = Clocked()
+    rate = clocked.rate
+
+    async def nap(future: asyncio.Future[None], seconds: float) -> None:  # on the test's clock
+        if not future.done():
+            clocked.now += seconds
+
+    monkeypatch.setattr(_ratelimit, "_nap", nap)
+    clocked.answer(clocked.send(0.0), 500)  # the quickest answer: 0.1 s
+    number = clocked.send(1.0)
+    clocked.now = 3.0  # a 2 s generation
+    rate._release(number)
+    spent = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "5s"}
+    rate.observe(spent, 2.0, sent=number)
+    clocked.send(3.0)  # waits for the window, then probes it
+    assert clocked.now == pytest.approx(1.0 + 0.1 + 5.0)
+    # the next waits for the probe's answer, or PROBE_GAP
+    clocked.send(clocked.now)
+    assert clocked.now == pytest.approx(1.0 + 0.1 + 5.0 + PROBE_GAP)
+
+
+def test_the_probes_answer_wakes_the_requests_waiting_for_the_window() -> None:
+    async def scenario() -> float:
+        clock = {"now": 0.0}
+        rate = RateController("m", maximum=8, start=8, clock=lambda: clock["now"])
+        probe = await rate._acquire(0.0)
+        rate._release(probe)
+        rate.observe({"x-ratelimit-remaining-requests": "0",
+                      "x-ratelimit-reset-requests": "60s"}, 0.01, sent=probe)  # fmt: skip
+        waiting = asyncio.ensure_future(rate._acquire(0.0))  # sleeps until the reset
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        start = time.monotonic()
+        rate.observe({"x-ratelimit-remaining-requests": "5"}, 0.01)  # room again
+        await asyncio.wait_for(waiting, 2.0)
+        return time.monotonic() - start
+
+    assert asyncio.run(scenario()) < 1.0  # not the 5 s a sleep lasts before it looks again
+
+
+def test_slow_start_goes_straight_to_what_the_headers_leave_room_for() -> None:
+    rate = RateController("m", maximum=64, start=8)
+    for _ in range(8):
+        asyncio.run(rate._acquire(0.0))
+    rate._release(8)
+    rate.observe({"x-ratelimit-remaining-requests": "40"}, 0.1, sent=8)
+    # 7 still in flight (not in the headers: 40 less those 7 may go) and the 33 the rest allow
+    assert rate.concurrency == 7 + (40 - 7)
+    # at most the maximum
+    rate = RateController("m", maximum=16, start=8)
+    rate.observe({"x-ratelimit-remaining-requests": "400"}, 0.1)
+    assert rate.concurrency == 16
 
 
 def test_the_token_budget_holds_one_request_back_and_requests_are_exact() -> None:

@@ -5,7 +5,8 @@ that talks to it (:func:`controller_for`). Each request takes a slot (:meth:`Rat
 the number of slots, :attr:`RateController.concurrency`, starts moderate and
 
 * grows while answers come back fast and the ``x-ratelimit-remaining-*`` headers leave room
-  for more at once (one more slot per answer until the first back-off, then one per round);
+  for more at once (until the first back-off, at once to as many as the headers leave room
+  for, or one more slot per answer; then one per round);
 * halves on a 429 (once per episode, not once per refused request).
 
 Requests are also paced by what the headers say remains: the requests (and the tokens over a
@@ -19,9 +20,11 @@ requests' headers may still go, the budget is raised to it, and a burst's end do
 like a spent window (unless one of them came back without headers: refused, failed, or from a
 server that sends none). This reading assumes the headers come from one counter that no other
 client shares; a 429 from another client's use is waited out like any other. Once the budget
-is spent, requests wait for the ``x-ratelimit-reset-*`` time, then one probes the window and
-its answer's headers say how many more may go. A 429 pauses every request until the reset it
-announces (``retry-after``, else ``x-ratelimit-reset-*``, else a doubling backoff).
+is spent, requests wait for the ``x-ratelimit-reset-*`` time (counted from when the request
+it came with was sent: the server counts it from admission), then one probes the window and
+its answer's headers say how many more may go (the others wait for that answer, or
+``PROBE_GAP``). A 429 pauses every request until the reset it announces (``retry-after``,
+else ``x-ratelimit-reset-*``, else a doubling backoff).
 
 A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
 have passed since it was first sent, then fails with :class:`RateLimitedError`, one line that
@@ -163,7 +166,8 @@ class RateController:
         self.max_wait = max_wait
         self._clock = clock
         self._lock = threading.Lock()
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[asyncio.Future[None]] = deque()  # for a slot
+        self._sleepers: list[asyncio.Future[None]] = []  # for the window (or a 429's pause)
         self.in_flight = 0
         self.pause_until = 0.0
         self._slow_start = True
@@ -245,20 +249,19 @@ class RateController:
                     self.counts["failed"] += 1
                     raise self._too_long(now - first)
                 pause = wait_until - now if now < wait_until else 0.0
-                future: asyncio.Future[None] | None = None
-                if not pause:
-                    future = asyncio.get_running_loop().create_future()
-                    self._waiters.append(future)
-            if future is None:
-                await asyncio.sleep(min(pause, 5.0))
-            else:
-                try:
+                future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                # a free slot wakes a waiter; an answer that leaves budget wakes a sleeper
+                queue = self._sleepers if pause else self._waiters
+                queue.append(future)
+            try:
+                if pause:
+                    await _nap(future, min(pause, 5.0))
+                else:
                     await future
-                except asyncio.CancelledError:
-                    with self._lock:
-                        if future in self._waiters:
-                            self._waiters.remove(future)
-                    raise
+            finally:
+                with self._lock:
+                    if future in queue:
+                        queue.remove(future)
 
     def _release(self, number: int = 0) -> None:
         with self._lock:
@@ -270,6 +273,12 @@ class RateController:
                 if not future.done():
                     future.get_loop().call_soon_threadsafe(_wake, future)
                     free -= 1
+
+    def _wake_sleepers(self) -> None:
+        for future in self._sleepers:
+            if not future.done():
+                future.get_loop().call_soon_threadsafe(_wake, future)
+        self._sleepers.clear()
 
     # -- what answers say
 
@@ -293,12 +302,18 @@ class RateController:
                 )
             self._fast = seconds if self._fast is None else min(self._fast, seconds)
             number = sent if sent is not None else self.sent
-            heard = self._read(headers or {}, self.sent - number + self._maybe_after(number))
+            heard = self._read(
+                headers or {},
+                self.sent - number + self._maybe_after(number),
+                self._clock() - seconds,
+            )
             if heard and sent is not None:
                 self._remember(sent, heard)
             settled = self._settled()
             if settled is not None and (self.budget is None or settled > self.budget):
                 self.budget = settled
+            if self._sleepers and (self.budget is None or self.budget >= 1):
+                self._wake_sleepers()  # the window has room: no need to wait for its reset
             if self.budget is not None and self.budget < self.concurrency + 1:
                 self._slow_start = False  # too little left for more at once
                 return
@@ -309,7 +324,12 @@ class RateController:
                 # doubling per round while the headers show room for twice as many
                 roomy = self.budget is not None and self.budget >= 2 * self.concurrency
                 step = 1.0 if self._slow_start or roomy else 1.0 / self.limit
-                self.limit = min(self.limit + step, float(self.maximum))
+                grown = self.limit + step
+                if self._slow_start and self.budget is not None:
+                    # straight to as many at once as the headers leave room for, not round
+                    # by round: the window's first burst goes out together
+                    grown = max(grown, self.in_flight + self.budget)
+                self.limit = min(grown, float(self.maximum))
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
 
@@ -361,11 +381,20 @@ class RateController:
         # tokens are estimated, so a margin stays unspent
         return math.floor(remaining / max(self.tokens_per_request or 1.0, 1.0) - TOKEN_MARGIN)
 
-    def _read(self, headers: Mapping[str, str], sent_since: int) -> dict[str, float]:
+    def _read(
+        self, headers: Mapping[str, str], sent_since: int, sent_at: float
+    ) -> dict[str, float]:
         """Record the limits and what remains: the requests that may still be sent before the
         window frees something (``budget``: the remaining requests, and tokens over a request's
         tokens, less ``sent_since``, those the headers may not count), and when it does
-        (``reset_at``). Returns what remains, by kind, as the headers say."""
+        (``reset_at``). Returns what remains, by kind, as the headers say.
+
+        The server counts a reset from when it admitted the request: after ``sent_at`` (when
+        it was sent) and before its answer came back, a whole generation later for a chat
+        model. It is counted here from the quickest answer's time after ``sent_at`` (a request
+        sent in a burst reaches the server a little after it is sent), or from the answer if
+        that came sooner: the window is not waited out a generation longer than it lasts, and
+        a probe sent at the reset does not reach the server before it."""
         allowed: list[float] = []
         exhausted: list[float] = []
         heard: dict[str, float] = {}
@@ -386,7 +415,8 @@ class RateController:
         if allowed:
             self.budget = float(min(allowed))
         if exhausted:
-            self.reset_at = max(self.reset_at, self._clock() + max(exhausted))
+            admitted = min(sent_at + (self._fast or 0.0), self._clock())
+            self.reset_at = max(self.reset_at, admitted + max(exhausted))
         return heard
 
     def _shrink(self, to: float) -> None:
@@ -503,6 +533,11 @@ class RateController:
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+async def _nap(future: asyncio.Future[None], seconds: float) -> None:
+    """Wait ``seconds``, or less when ``future`` is woken first."""
+    await asyncio.wait({future}, timeout=seconds)
 
 
 _REGISTRY: dict[tuple[str, str], RateController] = {}

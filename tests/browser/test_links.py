@@ -59,9 +59,7 @@ def _pick_row(page: Page, nth: int) -> str:
     current = picker.input_value()
     open_options(page, picker)
     options = page.get_by_role("option")
-    choices = [
-        i for i in range(options.count()) if options.nth(i).inner_text().strip() != current
-    ]
+    choices = [i for i in range(options.count()) if options.nth(i).inner_text().strip() != current]
     assert len(choices) > nth, f"only {len(choices)} other rows in view"
     option = options.nth(choices[nth])
     text = option.inner_text().strip()
