@@ -167,7 +167,7 @@ class RateController:
         self._clock = clock
         self._lock = threading.Lock()
         self._waiters: deque[asyncio.Future[None]] = deque()  # for a slot
-        self._sleepers: list[asyncio.Future[None]] = []  # for the window (or a 429's pause)
+        self._sleepers: deque[asyncio.Future[None]] = deque()  # for the window or a pause
         self.in_flight = 0
         self.pause_until = 0.0
         self._slow_start = True
@@ -250,7 +250,7 @@ class RateController:
                     raise self._too_long(now - first)
                 pause = wait_until - now if now < wait_until else 0.0
                 future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                # a free slot wakes a waiter; an answer that leaves budget wakes a sleeper
+                # a free slot wakes a waiter; room in the window wakes a sleeper
                 queue = self._sleepers if pause else self._waiters
                 queue.append(future)
             try:
@@ -267,18 +267,23 @@ class RateController:
         with self._lock:
             self.in_flight -= 1
             self._unanswered.discard(number)
-            free = self.concurrency - self.in_flight
-            while self._waiters and free > 0:
-                future = self._waiters.popleft()
+            self._wake_some()
+
+    def _wake_some(self) -> None:
+        """Wake as many waiting requests as may go now (under the lock): those waiting for a
+        slot, one per free slot; then, while the window has room, those waiting for its reset,
+        no more than the room (not all of them, to find it spent and sleep again)."""
+        free = self.concurrency - self.in_flight
+        room = math.floor(self.budget) if self.budget is not None else 0
+        for queue in (self._waiters, self._sleepers):
+            if queue is self._sleepers and self._clock() < self.pause_until:
+                break
+            while queue and free > 0 and (queue is self._waiters or room > 0):
+                future = queue.popleft()
                 if not future.done():
                     future.get_loop().call_soon_threadsafe(_wake, future)
                     free -= 1
-
-    def _wake_sleepers(self) -> None:
-        for future in self._sleepers:
-            if not future.done():
-                future.get_loop().call_soon_threadsafe(_wake, future)
-        self._sleepers.clear()
+                    room -= 1
 
     # -- what answers say
 
@@ -312,8 +317,8 @@ class RateController:
             settled = self._settled()
             if settled is not None and (self.budget is None or settled > self.budget):
                 self.budget = settled
-            if self._sleepers and (self.budget is None or self.budget >= 1):
-                self._wake_sleepers()  # the window has room: no need to wait for its reset
+            if self._sleepers:
+                self._wake_some()  # the window may have room: no need to wait for its reset
             if self.budget is not None and self.budget < self.concurrency + 1:
                 self._slow_start = False  # too little left for more at once
                 return
