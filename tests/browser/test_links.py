@@ -51,7 +51,7 @@ def _open_dataset(page: Page, app_url: str, query: str = "") -> None:
     settle(page)
 
 
-def _pick_row(page: Page, nth: int) -> str:
+def _pick_row(page: Page, nth: int) -> None:
     """Choose the ``nth`` option that is not the row shown now, and wait until the picker holds
     it. (The list opens scrolled to the current row and draws only the options in view, so a
     bare index can land on the row already shown.)"""
@@ -66,7 +66,6 @@ def _pick_row(page: Page, nth: int) -> str:
     option.click()
     expect(picker).to_have_value(text)
     settle(page)
-    return text
 
 
 def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_context(
