@@ -337,8 +337,6 @@ class RateController:
                 self.limit = min(grown, float(self.maximum))
                 self.counts["increases"] += 1
                 self.peak = max(self.peak, self.concurrency)
-                if self._waiters:
-                    self._wake_some()  # the new slots go now, not as later answers free them
 
     def _remember(self, number: int, heard: dict[str, float]) -> None:
         self._heard[number] = heard
