@@ -105,6 +105,8 @@ def summarize(rows: list[dict], wall: float, usage: list[dict], limits: dict) ->
         "rows": len(rows),
         "wall_s": r(wall),
         "rows_per_s": r(len(rows) / wall) if wall else None,
+        # a row lost to 429s is not a score: a side that gives up on rows finishes sooner
+        "scored_rows_per_s": r(sum(x["value"] is not None for x in rows) / wall) if wall else None,
         "least_wall_s": r(least),
         "ceiling_rows_per_s": r(n / least) if least else None,
         "of_ceiling": r(least / wall) if least and wall else None,
@@ -290,6 +292,7 @@ def _best_tuned(sides: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 def _size_table(fig: dict[str, Any], size: dict[str, Any]) -> str:
     keys = (
         "rows_per_s",
+        "scored_rows_per_s",
         "ceiling_rows_per_s",
         "of_ceiling",
         "http_429",
@@ -316,8 +319,8 @@ def _size_table(fig: dict[str, Any], size: dict[str, Any]) -> str:
             f"{1000 * srv['token_latency_s']:.0f} ms per completion token, also scaled); the "
             f"batch's delay {srv['batch_delay_s']} s. Load at the start "
             f"{', '.join(str(x) for x in size['load_average_start'])}.")  # fmt: skip
-    header = ["side", "at once", "rows/s", "ceiling rows/s", "of ceiling", "429s", "retries",
-              "failed rows", "prompt tok/row", "counted tok/row", "least wall s",
+    header = ["side", "at once", "rows/s", "scored rows/s", "ceiling rows/s", "of ceiling",
+              "429s", "retries", "failed rows", "prompt tok/row", "counted tok/row", "least wall s",
               "wall s"]  # fmt: skip
     cost = size["cost"]
     money = (f"Generation per row at {cost['priced_as']} prices: live "
@@ -372,10 +375,17 @@ def _targets(
          cost["batch_over_live"], "0.5", None),
     ]  # fmt: skip
     ragas_side = s.get("Ragas collections (defaults)")
+    if ragas_side and ragas_side.get("scored_rows_per_s"):
+        # rows scored a second: Ragas at its defaults loses rows to 429s, and the more it
+        # loses the sooner it ends, so its rows/s counting lost rows rises as it does worse
+        ratio = r(adaptive["scored_rows_per_s"] / ragas_side["scored_rows_per_s"])
+        targets.append((label + "ours adaptive / Ragas at its defaults, scored rows/s", ratio,
+                        "≥ 3.0", ratio >= 3.0))  # fmt: skip
     if ragas_side and ragas_side["rows_per_s"]:
         ratio = r(adaptive["rows_per_s"] / ragas_side["rows_per_s"])
-        targets.append((label + "ours adaptive / Ragas at its defaults, rows/s", ratio,
-                        "≥ 3.0", ratio >= 3.0))  # fmt: skip
+        targets.append((label + "ours adaptive / Ragas at its defaults, rows/s counting the "
+                        f"{ragas_side['failed_rows']:,} rows it lost as done", ratio, "–",
+                        None))  # fmt: skip
     best = _best_tuned(s)
     if best and best[1]["rows_per_s"]:
         ratio = r(adaptive["rows_per_s"] / best[1]["rows_per_s"])
