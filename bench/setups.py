@@ -100,7 +100,9 @@ _HIT = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eva
 
 
 class LlamaServer(_Server):
-    """``python -m llama_cpp.server`` with the embedded SmolLM2 GGUF (one request at a time).
+    """llama-cpp-python's server with the embedded SmolLM2 GGUF (one request at a time), started
+    through :mod:`relevancy.testing.llama_cpp_server` (its extra buffer types off: as it is,
+    it segfaults on a Xeon with AMX).
 
     libgomp's default busy-waiting makes a llama.cpp server that shares its cores with other
     processes 10-20x slower per token (9 ms -> 90-170 ms here): it runs with
@@ -117,7 +119,8 @@ class LlamaServer(_Server):
         env = dict(os.environ)
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.omp_wait_policy = env["OMP_WAIT_POLICY"]
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_model_path()),
+        cmd = [sys.executable, "-m", "relevancy.testing.llama_cpp_server",
+               "--model", str(smollm_model_path()),
                "--model_alias", LLAMA_MODEL, "--host", "127.0.0.1", "--port", str(port),
                "--n_threads", str(threads), "--n_ctx", str(n_ctx)]  # fmt: skip
         self._start(cmd, self.base_url + "/models", env=env, timeout=120)

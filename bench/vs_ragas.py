@@ -1,7 +1,8 @@
 """Ours against Ragas 0.4.3 on the same llama-cpp-python server, same rows, same MiniLM.
 
-One ``python -m llama_cpp.server`` with the embedded SmolLM2 GGUF (n_threads 2, n_ctx 4096,
-one request at a time) serves both sides, in alternating chunks (ours, Ragas, Ragas, ours...):
+One llama-cpp-python server (``python -m relevancy.testing.llama_cpp_server``) with the
+embedded SmolLM2 GGUF (n_threads 2, n_ctx 4096, one request at a time) serves both sides, in
+alternating chunks (ours, Ragas, Ragas, ours...):
 
 * **ours**: ``AnswerRelevancy(llm=make_generator("openai:smollm2", base_url=...),
   embeddings=make_embedder("local"))``, the backend as shipped, strictness 3, concurrency 4;

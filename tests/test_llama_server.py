@@ -33,7 +33,7 @@ def llama_server():
         [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "relevancy.testing.llama_cpp_server",
             "--model",
             str(smollm_model_path()),
             "--host",

@@ -84,7 +84,7 @@ def test_the_setting_changes_only_the_loading_thread():
     import llama_cpp.llama_cpp as lib
 
     other: list[bool] = []
-    with _local_generator._no_extra_buffer_types():
+    with _local_generator.no_extra_buffer_types():
         mine = lib.llama_model_default_params().use_extra_bufts
         t = threading.Thread(
             target=lambda: other.append(lib.llama_model_default_params().use_extra_bufts)

@@ -20,7 +20,11 @@ from relevancy.backends._caching import CachedGenerator, EmbeddingService
 from relevancy.backends._e5_embedder import E5Embedder, e5_model_path
 from relevancy.backends._llama_client import child_env, component, llama_cpp_version, worker_status
 from relevancy.backends._local_embedder import MiniLMEmbedder, minilm_model_path
-from relevancy.backends._local_generator import SmolLMGenerator, smollm_model_path
+from relevancy.backends._local_generator import (
+    SmolLMGenerator,
+    no_extra_buffer_types,
+    smollm_model_path,
+)
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
 from relevancy.backends._openai_batch import GenerationBatch
 from relevancy.backends._protocols import (
@@ -62,6 +66,7 @@ __all__ = [
     "controllers",
     "forget_controllers",
     "smollm_model_path",
+    "no_extra_buffer_types",
     "minilm_model_path",
     "e5_model_path",
     "child_env",

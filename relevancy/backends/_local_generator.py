@@ -178,14 +178,15 @@ _PARAMS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _no_extra_buffer_types() -> Any:
-    """While ``Llama(...)`` is built in this thread, its model params start from llama.cpp's
-    defaults with ``use_extra_bufts = False``.
+def no_extra_buffer_types(*, every_thread: bool = False) -> Any:
+    """While ``Llama(...)`` is built in this thread (in any thread with ``every_thread``), its
+    model params start from llama.cpp's defaults with ``use_extra_bufts = False``.
 
     llama-cpp-python's ``Llama`` does not take the setting; it builds ``self.model_params`` from
     ``llama_cpp.llama_cpp.llama_model_default_params()`` before it loads the model. For the
     length of this block that function is wrapped so that only the calling thread's defaults
-    change; it is put back afterwards, whatever happens.
+    change (every thread's with ``every_thread``: a process that only serves the model, such
+    as :mod:`relevancy.testing.llama_cpp_server`); it is put back afterwards, whatever happens.
     """
     import llama_cpp.llama_cpp as lib
 
@@ -197,7 +198,7 @@ def _no_extra_buffer_types() -> Any:
 
     def defaults() -> Any:
         params = original()
-        if threading.get_ident() == caller:
+        if every_thread or threading.get_ident() == caller:
             params.use_extra_bufts = False
         return params
 
@@ -217,7 +218,7 @@ def _new_llama(path: Path, n_ctx: int, threads: int) -> Any:
         raise ConfigError(
             "llama-cpp-python is not installed: run `pip install llama-cpp-python`"
         ) from exc
-    with _no_extra_buffer_types():
+    with no_extra_buffer_types():
         return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
 
 
