@@ -94,6 +94,21 @@ def test_the_setting_changes_only_the_loading_thread():
     assert mine is False and other == [True]
 
 
+def test_every_thread_changes_every_threads_setting_until_the_block_ends():
+    # what relevancy.testing.llama_cpp_server relies on: the server loads its model where it likes
+    import llama_cpp.llama_cpp as lib
+
+    other: list[bool] = []
+    with _local_generator.no_extra_buffer_types(every_thread=True):
+        t = threading.Thread(
+            target=lambda: other.append(lib.llama_model_default_params().use_extra_bufts)
+        )
+        t.start()
+        t.join()
+    assert other == [False]
+    assert lib.llama_model_default_params().use_extra_bufts is True
+
+
 def test_in_process_and_worker_models_are_loaded_without_extra_buffer_types(fresh_worker):
     here = SmolLMGenerator(in_process=True, threads=1)
     assert here.generate("Paris is the capital of France.", 1).generations[0].question

@@ -34,6 +34,7 @@ import importlib.util
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,13 @@ from relevancy.core.prompt import LANGUAGE_NAMES
 from relevancy.core.result import Generation, GenerationSet
 from relevancy.errors import ConfigError, GenerationError
 
-__all__ = ["SmolLMGenerator", "smollm_model_path", "QUESTION_GRAMMAR", "IN_PROCESS_ENV"]
+__all__ = [
+    "SmolLMGenerator",
+    "smollm_model_path",
+    "no_extra_buffer_types",
+    "QUESTION_GRAMMAR",
+    "IN_PROCESS_ENV",
+]
 
 #: ``1`` runs the embedded generator in the calling process instead of a worker process
 IN_PROCESS_ENV = "RELEVANCY_LLAMA_IN_PROCESS"
@@ -178,7 +185,7 @@ _PARAMS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def no_extra_buffer_types(*, every_thread: bool = False) -> Any:
+def no_extra_buffer_types(*, every_thread: bool = False) -> Iterator[None]:
     """While ``Llama(...)`` is built in this thread (in any thread with ``every_thread``), its
     model params start from llama.cpp's defaults with ``use_extra_bufts = False``.
 
