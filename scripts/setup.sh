@@ -7,6 +7,9 @@
 #   bash scripts/setup.sh ragas      # only .venv-ragas: pinned Ragas for tests/test_ragas_parity.py
 #   bash scripts/setup.sh phoenix    # only .venv-phoenix: the Phoenix server tests/test_writeback.py
 #                                    #     starts (part of `dev`)
+#   bash scripts/setup.sh mlflow     # only .venv-mlflow: an older MLflow (full, with its server)
+#                                    #     whose stores the write-back tests must not migrate
+#                                    #     (part of `dev`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -58,6 +61,31 @@ if [ "${1:-}" = "phoenix" ]; then
   exit $?
 fi
 
+# An MLflow older than the client in constraints.txt (mlflow-skinny 3.18), full (with `mlflow
+# server`), and the OpenAI SDK its autolog traces: the stores and the tracking server a team on
+# that version has (relevancy.testing.tool_servers.MlflowServer, tests/test_writeback_safety.py).
+OLD_MLFLOW="mlflow==3.17.2"
+mlflow_venv() {
+  if .venv-mlflow/bin/python -c "import importlib.metadata as m, sys; \
+sys.exit(m.version('mlflow') != '${OLD_MLFLOW#mlflow==}')" 2>/dev/null; then
+    echo "==> .venv-mlflow has $OLD_MLFLOW"
+    return 0
+  fi
+  echo "==> creating .venv-mlflow with $OLD_MLFLOW (about 1-2 minutes)"
+  rm -rf .venv-mlflow
+  "$PYTHON" -m venv .venv-mlflow
+  if ! .venv-mlflow/bin/python -m pip --disable-pip-version-check install -q "$OLD_MLFLOW" \
+      "$(grep '^openai==' constraints.txt)"; then
+    rm -rf .venv-mlflow
+    echo "error: could not install $OLD_MLFLOW into .venv-mlflow" >&2
+    return 1
+  fi
+}
+if [ "${1:-}" = "mlflow" ]; then
+  mlflow_venv
+  exit $?
+fi
+
 extras="dashboard,umap"
 [ "${1:-}" = "dev" ] && extras="dashboard,umap,dev,ray,multilingual,phoenix,mlflow"
 
@@ -100,6 +128,7 @@ if [ "${1:-}" = "dev" ]; then
   # like .venv-ragas: without it the suite still runs, and the Phoenix tests fail (under CI)
   # naming this command
   phoenix_venv || echo "WARNING: no .venv-phoenix: the Phoenix write-back tests will fail" >&2
+  mlflow_venv || echo "WARNING: no .venv-mlflow: the older-MLflow write-back tests will fail" >&2
 fi
 
 # Last: one row scored with the embedded models in a child process; a native crash or hang

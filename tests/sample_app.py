@@ -6,7 +6,8 @@ Phoenix server and a real MLflow store (``test_writeback.py``).
 It makes chat completions with the real OpenAI SDK against the toy server
 (``relevancy.testing.openai_server``): one call per trace shaped like a RAG app's (multi-turn,
 a tool call and the call that answers its result, content parts, a ``developer`` role, German,
-French and Japanese, structured output, JSON mode, a failed call, an empty reply), and pipelines
+French and Japanese, structured output, JSON mode, a streamed reply, a failed call, an empty
+reply), and pipelines
 whose root span holds the question and the answer with a retriever and a model call under it.
 
 Each case is named; the scripts tag its trace with the name and :func:`run` returns the truth
@@ -131,6 +132,8 @@ CHATS: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str | None]] = {
         [system(), user("Does the router support WPA3?")],
         {"temperature": 0.2, "max_tokens": 200, "seed": 7}, None,
     ),
+    "streamed": ([system(), user("How long does the router take to restart?")],
+                 {"stream": True, "stream_options": {"include_usage": True}}, None),
     "tool-call": ([system(), user("How do I update the firmware by hand?")],
                   {"tools": [SEARCH_TOOL]}, None),
     "failed": ([system(), user("Can the router act as a mesh satellite?")], {}, "500"),
@@ -175,6 +178,11 @@ def _reply(completion: Any) -> str:
     return completion.choices[0].message.content or ""
 
 
+def _streamed(chunks: Any) -> str:
+    """A streamed reply's text, read chunk by chunk as an app shows it."""
+    return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+
 def run(client: openai.OpenAI, server: Any, tracing: Tracing) -> dict[str, dict[str, Any]]:
     """Make every call under ``tracing``; the truth for each case, by name."""
     truth: dict[str, dict[str, Any]] = {}
@@ -183,16 +191,16 @@ def run(client: openai.OpenAI, server: Any, tracing: Tracing) -> dict[str, dict[
         question = question_of(messages)
         if fault:
             server.script([fault])
-        with tracing.call(case):
+        with tracing.call(case):  # a stream's trace ends when the app has read it
             try:
                 completion = client.chat.completions.create(
                     model=MODEL, messages=messages, **kwargs
                 )
+                answer = _streamed(completion) if kwargs.get("stream") else _reply(completion)
             except openai.APIError as exc:
                 truth[case] = {"question": question, "answer": None, "skip": "failed",
                                "error": type(exc).__name__}  # fmt: skip
                 continue
-        answer = _reply(completion)
         if case == "tool-call":
             tool_reply = (messages, completion.choices[0].message)
         truth[case] = {"question": question, "answer": answer or None}

@@ -156,10 +156,11 @@ def test_phoenix_errors_are_one_line_and_keep_the_scores(phoenix, tmp_path, caps
     args = ["score", str(exported), "-o", str(out), "--to-phoenix", nobody, "-q",
             *cli_backends(toy_server)]  # fmt: skip
     assert main(args) == 1
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith(
-        f"error: cannot annotate spans on {nobody} (ConnectError); the scores are in {out} "
-    )
+    *_, why, last = capsys.readouterr().err.strip().splitlines()
+    n = len(answered(phoenix.truth))
+    assert why.startswith(f"FAIL: phoenix: {nobody} did not answer (ConnectError")
+    assert why.endswith(f"0 span annotations written before it stopped, {n} scores not tried")
+    assert last.startswith(f"FAIL: {n} of {n} scores not written to {nobody}; the scores are in {out} ")
     assert pd.read_csv(out)["score"].notna().all()
 
 
@@ -285,12 +286,15 @@ def test_mlflow_traces_get_feedback_and_a_run(mlflow_store, tmp_path, capsys, to
 def test_scoring_again_overrides_the_feedback_and_the_runs_page_sends_it(
     mlflow_store, tmp_path, capsys, toy_server
 ):
+    # first at a threshold of 0.99 (every label irrelevant), then from the Runs page at 0.5
     args = ["score", str(mlflow_store.exported), "-o", str(tmp_path / "s.csv"),
-            "--save-run", "again", "-q", *cli_backends(toy_server)]  # fmt: skip
+            "--save-run", "again", "--to-mlflow", mlflow_store.uri, "--threshold", "0.99",
+            "-q", *cli_backends(toy_server)]  # fmt: skip
     assert main(args) == 0
     store = RunStore(default_store_path())
     run = next(r for r in store.list_runs() if r.name == "again")
     assert run.settings["origin"] == {"format": "mlflow", "tool": "mlflow"}
+    scores = store.export_frame(run.id)
     at = app()
     at.session_state["active_run"] = run.id
     visit(at, "5_Runs.py")
@@ -298,14 +302,26 @@ def test_scoring_again_overrides_the_feedback_and_the_runs_page_sends_it(
     ok(at.button(key="runs_to_mlflow").click().run())
     assert [e.value for e in at.error] == []
     (message,) = [s.value.replace("\\", "") for s in at.success if "feedback" in s.value]
-    scores = store.export_frame(run.id)
-    assert message.startswith(f"{len(scores)} feedback 'answer_relevancy' written to ")
+    # the rows whose label changed (score at or above 0.5) are overridden, the rest left as
+    # they were ("already there")
+    changed = int((scores["score"] >= 0.5).sum())
+    assert changed > 0
+    assert message.startswith(f"{changed} feedback 'answer_relevancy' written to ")
+    if changed < len(scores):
+        assert f"({len(scores) - changed} already there)" in message
+    # sent again as it is: nothing is written twice
+    ok(at.button(key="runs_to_mlflow").click().run())
+    (again,) = [s.value.replace("\\", "") for s in at.success if "feedback" in s.value]
+    assert again.startswith("0 feedback 'answer_relevancy' written to ")
+    assert f"({len(scores)} already there)" in again
     found = feedback(mlflow_store.uri, scores["trace_id"])
-    # the earlier test's feedback is overridden, not doubled (when it ran first)
-    assert all(len(v) == 1 for v in found.values())
+    assert all(len(v) == 1 for v in found.values())  # overridden, not doubled
     assert {t: v[0].value for t, v in found.items()} == pytest.approx(
         dict(zip(scores["trace_id"], scores["score"]))
     )
+    labels = {t: v[0].metadata["label"] for t, v in found.items()}
+    assert labels == {t: "relevant" if v >= 0.5 else "irrelevant"
+                      for t, v in zip(scores["trace_id"], scores["score"])}  # fmt: skip
     run_id = message.rsplit(" · run ", 1)[1]
     import mlflow
 
@@ -342,10 +358,9 @@ def test_rows_without_ids_are_said_to_need_them(tmp_path, capsys, toy_server):
     assert main(args) == 1
     printed = capsys.readouterr()
     assert "0 span annotations 'answer_relevancy' written to" in printed.out
-    assert "(4 rows without a span_id left out)" in printed.out
-    assert printed.err.strip().splitlines()[-1] == (
-        "FAIL: no score was written to phoenix: the rows need a span_id column"
-    )
+    *_, why, last = printed.err.strip().splitlines()
+    assert why == "FAIL: phoenix: 4 scored rows without a span_id: row 1, row 2, row 3, row 4"
+    assert last.startswith("FAIL: 4 of 4 scores not written to http://127.0.0.1:")
     assert pd.read_csv(out)["score"].notna().all()
 
 

@@ -97,6 +97,7 @@ def metric_from_args(
         seed=args.seed,
         prompt_language=args.prompt_language,
         min_questions=getattr(args, "min_questions", None),
+        **({"threshold": args.threshold} if getattr(args, "threshold", None) is not None else {}),
         timeout=args.timeout,
         cache=cache,
         concurrency=concurrency,

@@ -31,6 +31,7 @@ from relevancy.cli.options import (
 )
 from relevancy.cli.writeback import (
     add_tool_options,
+    check_write_back,
     open_source,
     temporary_store,
     wants_write_back,
@@ -258,6 +259,7 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.estimate:
         return 0
     preflight(metric)
+    check_write_back(args)
     store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
     store = store or temporary_store(args, stack)
     settings = {**_run_settings(args, metric),
@@ -469,6 +471,7 @@ def _score_on_ray(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "prompt_language": args.prompt_language,
         "min_questions": args.min_questions,
+        "threshold": args.threshold,
         "timeout": args.timeout,
         "cache": False if args.no_cache else (args.cache_dir or True),
         "concurrency": args.concurrency,
@@ -510,6 +513,7 @@ def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
         "mode": args.mode,
         "prompt_language": args.prompt_language,
         "min_questions": metric.min_questions,
+        "threshold": metric.threshold,
         "llm_name": metric.llm.name,
         "embeddings_name": metric.embeddings.name,
         "mode_used": metric.mode,

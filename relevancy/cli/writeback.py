@@ -13,48 +13,82 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from relevancy.errors import InputError, RelevancyError
 from relevancy.io import iter_table
 from relevancy.io.exporters import ANNOTATION_NAME, WriteBack
-from relevancy.io.exporters.mlflow import log_feedback, log_run, scoring_metrics, scoring_params
+from relevancy.io.exporters.mlflow import (
+    check_tracking_uri,
+    log_feedback,
+    log_run,
+    scoring_metrics,
+    scoring_params,
+)
 from relevancy.io.exporters.phoenix import annotate_spans
 from relevancy.io.importers.phoenix_server import (
     DEFAULT_URL,
     fetch_spans,
     parse_phoenix_url,
     parse_when,
+    phoenix_client,
 )
 from relevancy.runs import RunStore
 
-__all__ = ["add_tool_options", "Source", "open_source", "wants_write_back", "write_back"]
+__all__ = [
+    "add_tool_options",
+    "Source",
+    "open_source",
+    "wants_write_back",
+    "check_write_back",
+    "write_back",
+]
 
 
 def add_tool_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Phoenix and MLflow")
     g.add_argument(
-        "--from", dest="from_url", metavar="phoenix://HOST:PORT/PROJECT",
+        "--from",
+        dest="from_url",
+        metavar="phoenix://HOST:PORT/PROJECT",
         help="score the root spans of a Phoenix project, read through its client (instead of "
         'INPUT; pip install "relevancy[phoenix]"; API key from $PHOENIX_API_KEY)',
-    )  # fmt: skip
-    g.add_argument("--since", metavar="WHEN", help="with --from: spans started at or after "
-                   "WHEN (ISO 8601 time, or a span back from now: 30m, 24h, 7d)")  # fmt: skip
+    )
+    g.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="with --from: spans started at or after "
+        "WHEN (ISO 8601 time, or a span back from now: 30m, 24h, 7d)",
+    )
     g.add_argument("--until", metavar="WHEN", help="with --from: spans started before WHEN")
     g.add_argument(
-        "--to-phoenix", nargs="?", const="", default=None, metavar="URL",
+        "--to-phoenix",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
         help="annotate each scored span in Phoenix (score, label, explanation); URL default: "
         f"--from's server, else $PHOENIX_BASE_URL, else {DEFAULT_URL}",
-    )  # fmt: skip
+    )
     g.add_argument(
-        "--to-mlflow", nargs="?", const="", default=None, metavar="URI",
+        "--to-mlflow",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URI",
         help="log each score as feedback on the MLflow trace its row came from (needs a "
         "trace_id column); URI: the tracking URI (default $MLFLOW_TRACKING_URI)",
-    )  # fmt: skip
+    )
     g.add_argument(
-        "--mlflow-run", nargs="?", const="", default=None, metavar="EXPERIMENT",
+        "--mlflow-run",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="EXPERIMENT",
         help="log an MLflow run: parameters (backends, mode), metrics (mean, CI, NaN count), "
         "artifacts (the scored table, the HTML report); in EXPERIMENT, else the traces' own, "
         "else 'relevancy'; at --to-mlflow's URI, else $MLFLOW_TRACKING_URI",
-    )  # fmt: skip
+    )
     g.add_argument(
         "--annotation-name",
         default=ANNOTATION_NAME,
@@ -74,8 +108,11 @@ class Source:
 
 def open_source(args: argparse.Namespace, stack: contextlib.ExitStack) -> Source:
     """INPUT, or the spans ``--from`` names fetched into a temporary Parquet file."""
-    for option, value in (("--to-phoenix", args.to_phoenix), ("--to-mlflow", args.to_mlflow),
-                          ("--mlflow-run", args.mlflow_run)):  # fmt: skip
+    for option, value in (
+        ("--to-phoenix", args.to_phoenix),
+        ("--to-mlflow", args.to_mlflow),
+        ("--mlflow-run", args.mlflow_run),
+    ):
         if value and not args.input and Path(value).exists():  # argparse took INPUT as the value
             raise InputError(
                 f"{value!r} reads as {option}'s value: put the file to score before {option}"
@@ -110,18 +147,32 @@ def temporary_store(args: argparse.Namespace, stack: contextlib.ExitStack) -> Ru
     return RunStore(Path(folder) / "runs.sqlite3")
 
 
+def check_write_back(args: argparse.Namespace) -> None:
+    """Before anything is scored: the write-back's client is installed and a local MLflow store
+    can be written as it is (the same checks run again when the scores are sent)."""
+    if args.to_phoenix is not None:
+        phoenix_client(args.to_phoenix or DEFAULT_URL)  # a one-line error without the client
+    if args.to_mlflow is not None or args.mlflow_run is not None:
+        check_tracking_uri(args.to_mlflow or None, must_exist=args.to_mlflow is not None)
+
+
 def write_back(
-    args: argparse.Namespace, run: Any, settings: dict[str, Any], store: RunStore | None,
+    args: argparse.Namespace,
+    run: Any,
+    settings: dict[str, Any],
+    store: RunStore | None,
     source: Source,
-) -> int:  # fmt: skip
-    """Send the scores where ``--to-phoenix``, ``--to-mlflow`` and ``--mlflow-run`` say; one
-    line each. 0 when all went, 1 when one could not (the scores stay in the output file)."""
+) -> int:
+    """Send the scores where ``--to-phoenix``, ``--to-mlflow`` and ``--mlflow-run`` say, with a
+    progress bar; one line each. 0 when every scored row's score got there, 1 otherwise (each
+    reason a score was not written gets a line; the scores stay in the output file)."""
     if not wants_write_back(args):
         return 0
 
     def chunks() -> Any:
-        return iter_table(run.out, normalize=False, source_format="table",
-                          chunk_rows=args.chunk_rows)  # fmt: skip
+        return iter_table(
+            run.out, normalize=False, source_format="table", chunk_rows=args.chunk_rows
+        )
 
     name, threshold, failed = args.annotation_name, args.threshold, 0
     origin = settings.get("origin") or {}
@@ -133,44 +184,95 @@ def write_back(
             with contextlib.ExitStack() as stack:
                 artifacts = [run.out, *_report(run, store, threshold, stack)]
                 run_id, done = log_run(
-                    mlflow_uri, experiment=args.mlflow_run or None, experiment_id=experiment_id,
+                    mlflow_uri,
+                    experiment=args.mlflow_run or None,
+                    experiment_id=experiment_id,
                     run_name=args.save_run or f"relevancy {source.name}",
                     params=scoring_params(settings, source.name),
                     metrics=scoring_metrics(run.values.tolist(), threshold, name),
-                    artifacts=artifacts, tags={"relevancy.source": source.name},
-                )  # fmt: skip
-            print(f"mlflow run      {done.written} metrics and {len(artifacts)} artifacts logged "
-                  f"as {done.where}")  # fmt: skip
+                    artifacts=artifacts,
+                    tags={"relevancy.source": source.name},
+                )
+            print(
+                f"mlflow run      {done.written} metrics and {len(artifacts)} artifacts logged "
+                f"as {done.where}"
+            )
         except RelevancyError as exc:
             failed += _failed(exc, run)
     targets: list[tuple[str, Any]] = []
     if args.to_phoenix is not None:
         url = args.to_phoenix or origin.get("url") or os.environ.get("PHOENIX_BASE_URL")
-        targets.append(("phoenix", lambda: annotate_spans(
-            chunks(), url or DEFAULT_URL, threshold=threshold, name=name)))  # fmt: skip
+        same_server = not args.to_phoenix or args.to_phoenix == origin.get("url")
+        project = origin.get("project") if same_server else None
+        targets.append(
+            (
+                "phoenix",
+                lambda tick: annotate_spans(
+                    chunks(),
+                    url or DEFAULT_URL,
+                    threshold=threshold,
+                    name=name,
+                    project=project,
+                    progress=tick,
+                ),
+            )
+        )
     if args.to_mlflow is not None:
-        targets.append(("mlflow", lambda: log_feedback(
-            chunks(), mlflow_uri, threshold=threshold, name=name, run_id=run_id)))  # fmt: skip
+        targets.append(
+            (
+                "mlflow",
+                lambda tick: log_feedback(
+                    chunks(),
+                    mlflow_uri,
+                    threshold=threshold,
+                    name=name,
+                    run_id=run_id,
+                    progress=tick,
+                ),
+            )
+        )
     for label, send in targets:
         try:
-            done: WriteBack = send()
+            with _bar(args, label, int(np.isfinite(run.values).sum())) as bar:
+                done: WriteBack = send(bar.update)
         except RelevancyError as exc:
             failed += _failed(exc, run)
             continue
         print(f"{label:<15} {done.describe()}")
-        if not done.written:
+        if not done.ok:
+            failed += 1
+            for line in done.problems():
+                print(f"FAIL: {label}: {line}", file=sys.stderr)
             print(
-                f"FAIL: no score was written to {label}: the rows need a "
-                f"{'span_id' if label == 'phoenix' else 'trace_id'} column",
+                f"FAIL: {done.n_failed:,} of {done.n_failed + done.written + done.unchanged:,}"
+                f" scores not written to {done.where}; the scores are in {run.out} "
+                f"(run the same command again to send what is missing: every row comes from "
+                "the cache)",
                 file=sys.stderr,
             )
-            failed += 1
     return 1 if failed else 0
 
 
+def _bar(args: argparse.Namespace, label: str, total: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        unit="row",
+        desc=label,
+        file=sys.stderr,
+        disable=args.quiet,
+        dynamic_ncols=True,
+        leave=False,
+    )
+
+
 def _failed(exc: Exception, run: Any) -> int:
-    print(f"error: {exc}; the scores are in {run.out} (run the same command again to retry: "
-          "every row comes from the cache)", file=sys.stderr)  # fmt: skip
+    print(
+        f"error: {exc}; the scores are in {run.out} (run the same command again to retry: "
+        "every row comes from the cache)",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -192,8 +294,10 @@ def _report(run: Any, store: RunStore | None, threshold: float, stack: Any) -> l
     try:  # lazy: an optional import (the report needs plotly, from the dashboard extra)
         from relevancy.dashboard.views.report import build_report
     except ImportError:
-        print('note: no HTML report in the MLflow run: pip install "relevancy[dashboard]"',
-              file=sys.stderr)  # fmt: skip
+        print(
+            'note: no HTML report in the MLflow run: pip install "relevancy[dashboard]"',
+            file=sys.stderr,
+        )
         return []
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="relevancy-report-")))
     path = folder / f"{Path(run.out).stem}.report.html"

@@ -13,6 +13,7 @@ from typing import Any
 from relevancy.backends import make_embedder, make_generator, parse_spec
 from relevancy.backends.cache import Cache
 from relevancy.core.sync import run_sync
+from relevancy.core.triage import DEFAULT_THRESHOLD
 from relevancy.errors import InputError
 from relevancy.scoring.metric import AnswerRelevancy
 
@@ -42,12 +43,14 @@ def build_metric(
     max_response_chars: int | None = None,
     adaptive: bool = True,
     min_questions: int | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> AnswerRelevancy:
     """An :class:`AnswerRelevancy` from backend specs (``"local"``, ``"openai:MODEL"``...).
 
     ``timeout`` (seconds per request) applies to API backends; ``seed`` to the generator;
     ``prompt_language`` is :class:`AnswerRelevancy`'s (``"answer"`` or ``"question"``), and so
-    is ``min_questions`` (the fewest usable questions an ok verdict rests on; default all);
+    is ``min_questions`` (the fewest usable questions an ok verdict rests on; default all), and
+    ``threshold`` (the "low score" threshold each row's reason is decided at);
     ``max_response_chars`` the characters of each answer the generator is sent (None: its
     default, 2,000 for the embedded model and 20,000 for API models).
     With API backends ``concurrency`` is the most requests at once per model: the number sent
@@ -78,6 +81,7 @@ def build_metric(
         concurrency=concurrency,
         prompt_language=prompt_language,
         min_questions=min_questions,
+        threshold=threshold,
     )
 
 

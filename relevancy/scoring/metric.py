@@ -48,9 +48,15 @@ from relevancy.core.redact import redact
 from relevancy.core.result import Generation, QuestionScore, RelevancyResult
 from relevancy.core.sync import run_sync
 from relevancy.core.text import split_clauses, split_question_parts, split_sentences
-from relevancy.core.triage import triage
+from relevancy.core.triage import DEFAULT_THRESHOLD, triage
 from relevancy.errors import InputError, RelevancyError
 from relevancy.io import COLUMN_ALIASES, check_text, cut_note, normalize_columns
+from relevancy.scoring._concurrency import (  # noqa: F401  (imported from here elsewhere)
+    API_CONCURRENCY,
+    EMBEDDED_CONCURRENCY,
+    default_concurrency,
+    rate_status,
+)
 
 __all__ = ["AnswerRelevancy", "ProgressCallback", "PROMPT_LANGUAGES"]
 
@@ -64,33 +70,6 @@ PROMPT_LANGUAGES = {
 ProgressCallback = Callable[[int, int], None]
 #: ``on_result(index, result)`` as soon as a row is scored (for checkpoints and live views).
 ResultCallback = Callable[[int, RelevancyResult], None]
-
-
-#: rows at once when not given: the embedded generator serialises rows, API requests mostly wait
-EMBEDDED_CONCURRENCY, API_CONCURRENCY = 4, 16
-
-
-def default_concurrency(llm: Any) -> int:
-    """Rows scored at once by default with this generator (see ``AnswerRelevancy``): for an
-    API generator with a rate controller, its most requests at once (it adapts below that)."""
-    if llm.embedded:
-        return EMBEDDED_CONCURRENCY
-    return getattr(llm, "max_concurrency", None) or API_CONCURRENCY
-
-
-def rate_status(*backends: Any) -> str | None:
-    """The rate controllers' state for a progress line, e.g. ``"requests: 12 at once"`` or
-    ``"requests: 4 at once, waiting for the rate limit"`` (None without API backends)."""
-    seen = []
-    for backend in backends:
-        rate = getattr(backend, "rate", None)
-        if rate is not None and rate not in seen:
-            seen.append(rate)
-    if not seen:
-        return None
-    waiting = any(r.waiting for r in seen)
-    text = "requests: " + " + ".join(str(r.concurrency) for r in seen) + " at once"
-    return text + (", waiting for the rate limit" if waiting else "")
 
 
 class AnswerRelevancy:
@@ -144,6 +123,9 @@ class AnswerRelevancy:
         ``incomplete_generation``, not ``ok``; ``result.questions_used`` says how many were
         used, and the flag ``incomplete_generation`` is set whenever it is below
         ``strictness``.
+    threshold : float, default 0.5
+        The "low score" threshold each row's main reason is decided at (``result.reason``): a
+        row below it is never ``ok``. The number itself does not depend on it.
 
     Examples
     --------
@@ -169,6 +151,7 @@ class AnswerRelevancy:
         concurrency: int | None = None,
         prompt_language: str = "answer",
         min_questions: int | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
         if (
             isinstance(strictness, bool)
@@ -193,6 +176,8 @@ class AnswerRelevancy:
                 f"min_questions must be an integer from 1 to strictness ({strictness}), got "
                 f"{min_questions!r}"
             )
+        if not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+            raise InputError(f"threshold must be a finite number, got {threshold!r}")
         if concurrency is not None and (
             isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
         ):
@@ -202,8 +187,8 @@ class AnswerRelevancy:
         check_backend(llm, "llm")
         check_backend(embeddings, "embeddings")
         if noncommittal_threshold is None:
-            threshold = embeddings.exemplar_threshold
-            noncommittal_threshold = DEFAULT_EXEMPLAR_THRESHOLD if threshold is None else threshold
+            exemplar = embeddings.exemplar_threshold
+            noncommittal_threshold = DEFAULT_EXEMPLAR_THRESHOLD if exemplar is None else exemplar
         if not (-1.0 <= float(noncommittal_threshold) <= 1.0):
             raise InputError(
                 f"noncommittal_threshold must be between -1 and 1, got {noncommittal_threshold!r}"
@@ -229,6 +214,7 @@ class AnswerRelevancy:
         self.embeddings = embeddings
         self.strictness = strictness
         self.min_questions = strictness if min_questions is None else min_questions
+        self.threshold = float(threshold)
         self.noncommittal = noncommittal
         self.noncommittal_threshold = float(noncommittal_threshold)
         self.concurrency = concurrency or default_concurrency(llm)
@@ -354,7 +340,7 @@ class AnswerRelevancy:
         # inline (0.5 ms a row): a thread hop here would stagger the rows and split the
         # embedder's batches across rows
         result.languages = row_languages(user_input, response, texts, prompted=asked)
-        triaged = triage(result, min_questions=self.min_questions)
+        triaged = triage(result, self.threshold, min_questions=self.min_questions)
         result.reason, result.flags = triaged.reason, list(triaged.flags)
         result.timings = {
             "generation_s": t_gen,

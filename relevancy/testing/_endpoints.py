@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import time
 from typing import Any
 
+from relevancy.testing._faults import Reply
 from relevancy.testing._http import BadRequestError
 from relevancy.testing._toy_model import (
     CHAT_MODEL,
@@ -23,7 +25,7 @@ from relevancy.testing._toy_model import (
     render_content,
 )
 
-__all__ = ["EndpointsMixin", "MAX_N", "MAX_DIMENSIONS"]
+__all__ = ["EndpointsMixin", "MAX_N", "MAX_DIMENSIONS", "stream_reply"]
 
 MAX_N = 128
 
@@ -54,6 +56,34 @@ def embedding_inputs(value: Any) -> list[str | list[int]]:
     )
 
 
+def stream_reply(completion: dict[str, Any], body: dict[str, Any]) -> Reply:
+    """A chat completion as the server-sent events of ``stream: true``: per choice, a first
+    chunk with the role, the content a word at a time (or the tool call), a last chunk with the
+    finish reason; then the usage when ``stream_options.include_usage`` asks for it, and
+    ``[DONE]``. Sent at once, as one body: a client reads it event by event all the same."""
+    base = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {**base, "choices": [choice]}
+
+    events = []
+    for choice in completion["choices"]:
+        i, message = choice["index"], choice["message"]
+        events.append(chunk(i, {"role": "assistant", "content": "", "refusal": None}))
+        for n, call in enumerate(message.get("tool_calls") or []):
+            events.append(chunk(i, {"tool_calls": [{"index": n, **call}]}))
+        words = re.findall(r"\S+\s*|\s+", message.get("content") or "")
+        events += [chunk(i, {"content": word}) for word in words]
+        events.append(chunk(i, {}, choice["finish_reason"]))
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        events.append({**base, "choices": [], "usage": completion["usage"]})
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return Reply(body=text.encode(), content_type="text/event-stream")
+
+
 class EndpointsMixin:
     """Chat completions, embeddings and the model list (the server's state is its own)."""
 
@@ -78,8 +108,6 @@ class EndpointsMixin:
             raise BadRequestError("'messages' must be a non-empty array.", param="messages")
         if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
             raise BadRequestError("Each message needs a string 'role'.", param="messages")
-        if body.get("stream"):
-            raise BadRequestError("Streaming is not supported by this server.", param="stream")
         n = body.get("n", 1)
         if n is None:
             n = 1

@@ -104,7 +104,7 @@ from typing import Any
 
 from relevancy.testing._batches import BatchesMixin
 from relevancy.testing._cli import parse_args, server_options
-from relevancy.testing._endpoints import EndpointsMixin
+from relevancy.testing._endpoints import EndpointsMixin, stream_reply
 from relevancy.testing._faults import (
     CHAT_ONLY_FAULTS,
     EARLY_FAULTS,
@@ -563,6 +563,8 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
 
         if fault == "missing_fields":
             payload.pop("data" if endpoint in ("embeddings", "models") else "choices", None)
+        if endpoint == "chat" and body.get("stream") and "choices" in payload:
+            return stream_reply(payload, body)
         return json_reply(payload, headers={"x-request-id": f"req_{next(self._ids):08d}"})
 
     # -- endpoints

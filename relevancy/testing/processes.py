@@ -13,6 +13,7 @@ Only the standard library is used, so tests, benches and scripts can all import 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -71,6 +72,7 @@ class ServerProcess:
         stop_timeout: float = 15.0,
         name: str | None = None,
         log_tail_chars: int = 3000,
+        process_group: bool = False,
     ) -> None:
         self.cmd = [str(part) for part in cmd]
         self.url_to_poll = url_to_poll
@@ -84,6 +86,8 @@ class ServerProcess:
         self.stop_timeout = stop_timeout
         self.name = name or _short_name(self.cmd)
         self.log_tail_chars = log_tail_chars
+        #: the process leads a group of its own, and is stopped or killed with its children
+        self.process_group = process_group
         #: The running process (None before :meth:`start` and after :meth:`stop`).
         self.proc: subprocess.Popen[bytes] | None = None
         #: Seconds from launch until the URL answered.
@@ -105,7 +109,12 @@ class ServerProcess:
             self._log = output = self.log_path.open("wb")
         started = time.monotonic()
         self.proc = subprocess.Popen(
-            self.cmd, cwd=self.cwd, env=self.env, stdout=output, stderr=subprocess.STDOUT
+            self.cmd,
+            cwd=self.cwd,
+            env=self.env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=self.process_group,
         )
         deadline = started + self.timeout
         while not self._answers():
@@ -120,16 +129,36 @@ class ServerProcess:
     def stop(self) -> None:
         """Terminate the process, then kill it if it lingers; close its log."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
+        if proc is not None and (proc.poll() is None or self.process_group):
+            self._signal(proc, signal.SIGTERM)
             try:
                 proc.wait(self.stop_timeout)
             except subprocess.TimeoutExpired:  # e.g. a worker thread still finishing
-                proc.kill()
+                self._signal(proc, signal.SIGKILL)
                 proc.wait(self.stop_timeout)
+            if self.process_group:  # children that outlive their parent
+                self._signal(proc, signal.SIGKILL)
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def kill(self) -> None:
+        """End the process at once (SIGKILL, to its group when it leads one), as a crash does;
+        close its log."""
+        proc = self.proc
+        if proc is not None:
+            self._signal(proc, signal.SIGKILL)
+            proc.wait(self.stop_timeout)
+        self.stop()
+
+    def _signal(self, proc: subprocess.Popen[bytes], sig: int) -> None:
+        try:
+            if self.process_group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def __enter__(self) -> ServerProcess:
         return self.start()

@@ -30,8 +30,11 @@ __all__ = [
     "origin",
     "origin_tool",
     "explanation",
+    "reason_at",
     "label_of",
     "scored_rows",
+    "row_metadata",
+    "SOURCE",
 ]
 
 #: the name the scores go under in Phoenix (annotation) and MLflow (feedback, metric prefix)
@@ -40,6 +43,10 @@ ANNOTATION_NAME = "answer_relevancy"
 TOOLS = {"phoenix": "phoenix", "mlflow": "mlflow"}
 #: the column that names a row in each tool
 ID_COLUMNS = {"phoenix": "span_id", "mlflow": "trace_id"}
+#: what every score written back says it came from (``metadata.source``); with Phoenix's
+#: annotation identifier and MLflow's feedback source, how a write-back tells its own scores
+#: from a person's or another tool's
+SOURCE = "relevancy"
 
 
 def origin(import_format: str, **where: Any) -> dict[str, Any]:
@@ -64,26 +71,75 @@ def origin_tool(settings: Mapping[str, Any], columns: Iterable[str] = ()) -> str
     return tool if not columns or ID_COLUMNS[tool] in columns else None
 
 
+#: ids listed per reason in a write-back's failure lines (the rest are counted)
+LIST_IDS = 5
+
+
 @dataclass
 class WriteBack:
-    """What a write-back did, in one line (:meth:`describe`)."""
+    """What a write-back did: scores written, found already there, kept as a person left them,
+    not written and why (:meth:`describe`, :meth:`problems`). ``ok`` is False whenever a scored
+    row's score did not get where it was sent: the CLI then exits non-zero."""
 
     tool: str  #: "phoenix", "mlflow" or "mlflow run"
     where: str  #: the server, tracking URI or run
     written: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)  #: why -> rows
     what: str = "score"  #: "span annotation", "feedback"...
     name: str = ANNOTATION_NAME
     plural: str = ""  #: the noun for many ("feedback" stays "feedback"); default: what + s
+    #: rows with nothing to send, not a failure (why -> rows): "rows not scored"
+    skipped: dict[str, int] = field(default_factory=dict)
+    unchanged: int = 0  #: already there with this score (sent before): not sent again
+    #: left as they are on purpose (why -> rows): a person's correction of an earlier score
+    kept: dict[str, int] = field(default_factory=dict)
+    #: scores not written (why -> the row ids, every one)
+    failed: dict[str, list[str]] = field(default_factory=dict)
+    stopped: str = ""  #: why the write-back stopped before the end (the server went away...)
+    not_tried: int = 0  #: scored rows not tried after it stopped
 
     def skip(self, why: str, n: int = 1) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + n
 
+    def keep(self, why: str, n: int = 1) -> None:
+        self.kept[why] = self.kept.get(why, 0) + n
+
+    def fail(self, why: str, *ids: str) -> None:
+        self.failed.setdefault(why, []).extend(ids)
+
+    @property
+    def n_failed(self) -> int:
+        """Scored rows whose score was not written (failed, or not tried after a stop)."""
+        return sum(len(ids) for ids in self.failed.values()) + self.not_tried
+
+    @property
+    def ok(self) -> bool:
+        """Every scored row that could be sent is there (written now or before, or kept)."""
+        return not self.n_failed and not self.stopped
+
+    def _noun(self, n: int) -> str:
+        return self.what if n == 1 else self.plural or self.what + "s"
+
     def describe(self) -> str:
-        noun = self.what if self.written == 1 else self.plural or self.what + "s"
-        line = f"{self.written:,} {noun} {self.name!r} written to {self.where}"
-        left = ", ".join(f"{n:,} {why}" for why, n in self.skipped.items())
-        return line + (f" ({left} left out)" if left else "")
+        """One line: what was written where, and what was left out on purpose."""
+        line = f"{self.written:,} {self._noun(self.written)} {self.name!r} written to {self.where}"
+        notes = [f"{self.unchanged:,} already there"] if self.unchanged else []
+        notes += [f"{n:,} {why} kept" for why, n in self.kept.items()]
+        notes += [f"{n:,} {why} left out" for why, n in self.skipped.items()]
+        return line + (f" ({'; '.join(notes)})" if notes else "")
+
+    def problems(self) -> list[str]:
+        """One line per reason a score was not written, with the first ids; empty when ok."""
+        lines = []
+        for why, ids in self.failed.items():
+            shown = ", ".join(ids[:LIST_IDS]) + (
+                f" and {len(ids) - LIST_IDS:,} more" if len(ids) > LIST_IDS else ""
+            )
+            lines.append(f"{len(ids):,} {why}: {shown}" if shown else f"{len(ids):,} {why}")
+        if self.stopped:
+            done = f"{self.written:,} {self._noun(self.written)} written before it stopped"
+            left = f", {self.not_tried:,} scores not tried" if self.not_tried else ""
+            lines.append(f"{self.stopped}: {done}{left}")
+        return lines
 
 
 def label_of(score: float, threshold: float) -> str:
@@ -113,10 +169,28 @@ def _json_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
-def explanation(row: Mapping[str, Any]) -> str:
+def reason_at(row: Mapping[str, Any], threshold: float | None) -> str:
+    """The row's main reason, decided again at ``threshold`` where a threshold decides it: a row
+    filed ``ok`` and below ``threshold`` is ``drifting``, and the other way round."""
+    reason = _text(row.get("reason"))
+    score = _number(row.get("score"))
+    if threshold is None or not math.isfinite(score):
+        return reason
+    if reason == "ok" and score < threshold:
+        return "drifting"
+    if reason == "drifting" and score >= threshold:
+        return "ok"
+    return reason
+
+
+def explanation(row: Mapping[str, Any], threshold: float | None = None) -> str:
     """Why a row scored what it did, in a few lines: its main reason, then the questions the
-    generator rebuilt from the answer with their similarity to the real question."""
-    reason = str(row.get("reason") or "")
+    generator rebuilt from the answer with their similarity to the real question.
+
+    With ``threshold`` (the one its label is given at) the reason agrees with the label: a row
+    filed ``ok`` at another threshold and below this one is ``drifting``, and the other way
+    round (the only reasons a threshold decides)."""
+    reason = reason_at(row, threshold)
     lines = [REASONS.get(reason, reason).capitalize() + "."] if reason else []
     mode = row.get("mode")
     ragas = _number(row.get("ragas_value"))
@@ -145,19 +219,52 @@ def _number(value: Any) -> float:
 def scored_rows(
     chunks: Iterable[pd.DataFrame], id_column: str, report: WriteBack
 ) -> Iterable[tuple[str, float, dict[str, Any]]]:
-    """``(id, score, row)`` of every row that has an id and a score; the others are counted
-    in ``report`` (no id, not scored)."""
+    """``(id, score, row)`` of every scored row that has an id. A row not scored has nothing to
+    send (counted as skipped); a scored row without an id cannot be sent (a failure, listed by
+    its row number, from 1)."""
+    first = 1
     for chunk in chunks:
-        if id_column not in chunk.columns:
-            report.skip(f"rows without a {id_column}", len(chunk))
-            continue
-        for row in chunk.to_dict(orient="records"):
-            key = row.get(id_column)
-            if key is None or (isinstance(key, float) and math.isnan(key)) or not str(key).strip():
-                report.skip(f"rows without a {id_column}")
-                continue
+        has_ids = id_column in chunk.columns
+        for i, row in enumerate(chunk.to_dict(orient="records"), start=first):
             score = _number(row.get("score"))
             if not math.isfinite(score):
                 report.skip("rows not scored")
                 continue
-            yield str(key), score, row
+            key = row.get(id_column) if has_ids else None
+            if key is None or (isinstance(key, float) and math.isnan(key)) or not str(key).strip():
+                report.fail(f"scored rows without a {id_column}", f"row {i}")
+                continue
+            yield str(key).strip(), score, row
+        first += len(chunk)
+
+
+def row_metadata(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+    """What a written score carries besides its value: the label at ``threshold``, the reason,
+    the mode, the Ragas value (a number), the backends and ``source: relevancy`` (how a later
+    write-back knows its own). Empty and non-finite values are left out."""
+    score = _number(row.get("score"))
+    found: dict[str, Any] = {
+        "label": label_of(score, threshold) if math.isfinite(score) else None,
+        "threshold": float(threshold),
+        "reason": reason_at(row, threshold),
+        "mode": _text(row.get("mode")),
+        "ragas_value": _number(row.get("ragas_value")),
+        "questions_used": _number(row.get("questions_used")),
+        "llm": _text(row.get("llm")),
+        "embeddings": _text(row.get("embeddings")),
+        "source": SOURCE,
+    }
+    kept = {}
+    for key, value in found.items():
+        if isinstance(value, float):
+            if math.isfinite(value):
+                kept[key] = int(value) if key == "questions_used" else value
+        elif value:
+            kept[key] = value
+    return kept
+
+
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value).strip()

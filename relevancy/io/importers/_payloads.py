@@ -400,15 +400,30 @@ def pair_row(question: str, answer: str, extras: dict[str, Any]) -> dict[str, An
     return {"user_input": question, "response": answer, **kept}
 
 
+#: what OpenInference writes in place of a hidden input or output
+#: (``OPENINFERENCE_HIDE_INPUTS``, ``..._HIDE_OUTPUTS``, ``..._HIDE_INPUT_TEXT``...)
+REDACTED = "__REDACTED__"
+
+
+def is_redacted(text: str) -> bool:
+    """Text that is only the tracing's redaction placeholder (once or more)."""
+    return REDACTED in text and not text.replace(REDACTED, "").strip(" \n\t:,;.-")
+
+
 def keep_pair(
     report: ImportReport, noun: str, question: str, answer: str, *, failed: bool = False
 ) -> bool:
-    """Count a record without a question or an answer as skipped; True when it is a pair."""
+    """Count a record without a question or an answer as skipped; True when it is a pair. A
+    question or answer the tracing redacted (OpenInference's ``__REDACTED__``) is not there."""
     if not question.strip():
         report.skip(noun, "without a question")
         return False
     if not answer.strip():
         report.skip(noun, "that failed" if failed else "without an answer")
+        return False
+    if is_redacted(question) or is_redacted(answer):
+        which = "question" if is_redacted(question) else "answer"
+        report.skip(noun, f"with the {which} redacted by the tracing ({REDACTED})")
         return False
     report.found += 1
     return True

@@ -6,6 +6,7 @@ back as feedback on each trace (:mod:`relevancy.io.exporters.mlflow`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +28,25 @@ from relevancy.io.importers.report import ImportReport
 FRAME_KEYS = {"state", "request_time", "execution_duration", "trace_metadata", "spans",
               "assessments", "client_request_id", "status", "timestamp_ms"}  # fmt: skip
 MAX_TAGS = 20  #: user tags kept as ``tags.KEY`` columns per trace
+#: why a trace exported without its spans is skipped when its preview was cut
+CUT = "whose question or answer is cut short in the export (export with include_spans=True)"
+#: the lengths MLflow cuts a request or response preview to (with "..." at the end): its
+#: trace metadata's, open-source and Databricks previews'
+PREVIEW_LENGTHS = (250, 1000, 10_000)
+
+
+def is_cut(value: Any) -> bool:
+    """A preview MLflow cut short: JSON that no longer parses, or text of a preview's full
+    length ending in "..."."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if text[:1] in "[{":
+        try:
+            json.loads(text)
+        except ValueError:
+            return True
+    return len(value) in PREVIEW_LENGTHS and value.endswith("...")
 
 
 def is_mlflow_trace(record: dict[str, Any]) -> bool:
@@ -65,11 +85,16 @@ def trace_parts(record: dict[str, Any]) -> dict[str, Any]:
         meta = _dict(info.get("trace_metadata") or info.get("request_metadata"))
         request = first_of(root, "mlflow.spanInputs")
         response = first_of(root, "mlflow.spanOutputs")
-        if request is None:
-            request = first_of(meta, "mlflow.traceInputs") or info.get("request_preview")
+        cut = False
+        if request is None:  # no spans: the whole request when its metadata copy is not cut,
+            # else its preview (the last user turn's text, itself cut at 1,000 characters)
+            request = _whole(first_of(meta, "mlflow.traceInputs"), info.get("request_preview"))
+            cut = is_cut(request)
         if response is None:
-            response = first_of(meta, "mlflow.traceOutputs") or info.get("response_preview")
+            response = _whole(first_of(meta, "mlflow.traceOutputs"), info.get("response_preview"))
+            cut = cut or is_cut(response)
         return {
+            "cut": cut,
             "trace_id": first_of(info, "trace_id", "request_id"),
             "state": first_of(info, "state", "status"),
             "request_time": first_of(info, "request_time", "timestamp_ms"),
@@ -93,6 +118,12 @@ def trace_parts(record: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _whole(*candidates: Any) -> Any:
+    """The first candidate that is there and not cut short; else the last one there."""
+    found = [c for c in candidates if not is_missing(c)]
+    return next((c for c in found if not is_cut(c)), found[-1] if found else None)
+
+
 def _experiment(info: Any) -> Any:
     info = _dict(info)
     location = _dict(info.get("trace_location"))
@@ -110,6 +141,9 @@ def mlflow_traces(records: Iterable[dict[str, Any]], report: ImportReport) -> pd
         question = text_of(t["request"], "q")
         answer = text_of(t["response"], "a")
         failed = str(t["state"] or "").upper() == "ERROR"
+        if t.get("cut") and not failed:
+            report.skip("trace", CUT)
+            continue
         if not keep_pair(report, "trace", question, answer, failed=failed):
             continue
         rows.append(pair_row(question, answer, _extras(t)))

@@ -7,6 +7,7 @@ importer then reads like any export."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -17,7 +18,14 @@ from urllib.parse import urlsplit
 
 from relevancy.errors import InputError
 
-__all__ = ["PhoenixSource", "parse_phoenix_url", "parse_when", "fetch_spans", "phoenix_client"]
+__all__ = [
+    "PhoenixSource",
+    "parse_phoenix_url",
+    "parse_when",
+    "fetch_spans",
+    "phoenix_client",
+    "write_span_frame",
+]
 
 DEFAULT_URL = "http://localhost:6006"
 INSTALL = 'pip install "relevancy[phoenix]"'
@@ -105,8 +113,35 @@ def fetch_spans(
     if frame is None or not len(frame):
         window = "" if since is None and until is None else " in that time window"
         raise InputError(f"{source.url} has no spans{window}: check the project's name")
-    frame.to_parquet(Path(path))
+    write_span_frame(frame, path)
     return len(frame)
+
+
+def write_span_frame(frame: Any, path: str | os.PathLike[str]) -> None:
+    """Phoenix's span frame as Parquet, whatever it holds: a column of nested values Arrow cannot
+    write (the empty ``attributes`` of OpenInference's "First Token Stream Event" in ``events``,
+    lists of mixed shapes) is written as JSON text, which the Phoenix importer reads back."""
+    try:
+        frame.to_parquet(Path(path))
+        return
+    except Exception:  # pyarrow: ArrowNotImplementedError, ArrowInvalid, ArrowTypeError
+        pass
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object and safe[column].map(_nested).any():
+            safe[column] = safe[column].map(_as_json)
+    safe.to_parquet(Path(path))
+
+
+def _nested(value: Any) -> bool:
+    return isinstance(value, (list, dict, tuple)) or hasattr(value, "tolist")
+
+
+def _as_json(value: Any) -> Any:
+    if not _nested(value):
+        return value
+    plain = value.tolist() if hasattr(value, "tolist") else value
+    return json.dumps(plain, default=str, ensure_ascii=False)
 
 
 def _why(exc: Exception) -> str:
