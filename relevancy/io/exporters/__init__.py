@@ -123,8 +123,8 @@ class WriteBack:
         """One line: what was written where, and what was left out on purpose."""
         line = f"{self.written:,} {self._noun(self.written)} {self.name!r} written to {self.where}"
         notes = [f"{self.unchanged:,} already there"] if self.unchanged else []
-        notes += [f"{n:,} {why} kept" for why, n in self.kept.items()]
-        notes += [f"{n:,} {why} left out" for why, n in self.skipped.items()]
+        notes += [f"{n:,} kept: {why}" for why, n in self.kept.items()]
+        notes += [f"{n:,} {_one(why, n)} left out" for why, n in self.skipped.items()]
         return line + (f" ({'; '.join(notes)})" if notes else "")
 
     def problems(self) -> list[str]:
@@ -134,12 +134,18 @@ class WriteBack:
             shown = ", ".join(ids[:LIST_IDS]) + (
                 f" and {len(ids) - LIST_IDS:,} more" if len(ids) > LIST_IDS else ""
             )
+            why = _one(why, len(ids))
             lines.append(f"{len(ids):,} {why}: {shown}" if shown else f"{len(ids):,} {why}")
         if self.stopped:
             done = f"{self.written:,} {self._noun(self.written)} written before it stopped"
             left = f", {self.not_tried:,} scores not tried" if self.not_tried else ""
             lines.append(f"{self.stopped}: {done}{left}")
         return lines
+
+
+def _one(why: str, n: int) -> str:
+    """``rows not scored`` for one row: ``row not scored``."""
+    return why.replace("rows ", "row ", 1) if n == 1 and why.startswith("rows ") else why
 
 
 def label_of(score: float, threshold: float) -> str:

@@ -194,7 +194,7 @@ def log_feedback(
                 continue
             previous, state = _ours(trace, name, feedback)
             if state == "kept":
-                report.keep("traces whose relevancy feedback a person overrode")
+                report.keep("a person overrode relevancy's feedback")
                 continue
             linked.append(trace_id)
             if state == "same":

@@ -134,8 +134,7 @@ def _not_there(
             todo.append(annotation)
         elif not _written_by_us(there):
             report.keep(
-                f"spans whose {name!r} annotation under identifier {IDENTIFIER!r} is "
-                "a person's or another tool's"
+                f"an annotation under identifier {IDENTIFIER!r} that relevancy did not write"
             )
         elif _same(there.get("result") or {}, annotation["result"]):
             report.unchanged += 1
