@@ -102,6 +102,14 @@ def describe_api_error(exc: BaseException, where: str) -> str:
     return redact(text)
 
 
+def _message_of(exc: Any) -> str:
+    """The error message of an API error's body (``{"error": {"message": ...}}``), else ""."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else ""
+
+
 def classify_error(exc: BaseException) -> Outcome:
     """What a failed request was, for the rate controller: a 429, transient, or final."""
     import openai
@@ -109,7 +117,7 @@ def classify_error(exc: BaseException) -> Outcome:
     if isinstance(exc, openai.APIStatusError):
         headers = exc.response.headers
         if exc.status_code == 429 and getattr(exc, "code", None) != "insufficient_quota":
-            return Outcome("throttled", headers)
+            return Outcome("throttled", headers, redact(_message_of(exc)))
         should = (headers.get("x-should-retry") or "").lower()
         if should in ("true", "false"):
             return Outcome("retry" if should == "true" else "fatal", headers)

@@ -28,10 +28,14 @@ else ``x-ratelimit-reset-*``, else a doubling backoff).
 
 A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
 have passed since it was first sent, then fails with :class:`RateLimitedError`, one line that
-says what to do. Other transient errors (5xx, timeouts, dropped connections) are retried
-``max_retries`` times with a doubling backoff that honours ``retry-after``, as the SDK would.
-This module knows nothing of the ``openai`` SDK: the caller says what an error was
-(:class:`Outcome`).
+says what to do. A wait the server asks for that would end past that (``retry-after: 3600``, a
+spent window that resets in ``23h``) fails at once, in the server's own words, and wakes every
+waiting request to see it: none waits for a wake-up that never comes (one woken for a slot it
+does not take passes the wake-up on). Headers that are not finite numbers count as absent; an
+answer restarts the doubling backoff of 429s that name no wait. Other transient errors (5xx,
+timeouts, dropped connections) are retried ``max_retries`` times with a doubling backoff that
+honours ``retry-after``, as the SDK would. This module knows nothing of the ``openai`` SDK: the
+caller says what an error was (:class:`Outcome`).
 """
 
 from __future__ import annotations
@@ -39,15 +43,21 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import re
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from relevancy.errors import GenerationError
+from relevancy.backends._ratelimit_headers import (
+    Outcome,
+    RateLimitedError,
+    describe_wait,
+    header_number,
+    parse_reset,
+    quote,
+    retry_after,
+)
 
 __all__ = [
     "DEFAULT_MAXIMUM",
@@ -59,6 +69,7 @@ __all__ = [
     "controllers",
     "forget_controllers",
     "parse_reset",
+    "retry_after",
 ]
 
 #: slots at the start, and the most without ``--concurrency``
@@ -77,59 +88,6 @@ ADMISSION_SPREAD = 0.5
 _RECENT = 1024
 #: the estimate of a request's tokens: the mean of the first ones, then a slow moving average
 _COST_WEIGHT = 0.05
-
-
-class RateLimitedError(GenerationError):
-    """A request still refused by the server's rate limit after the longest wait allowed."""
-
-
-@dataclass
-class Outcome:
-    """What a failed request was, as the caller reads it.
-
-    ``kind``: ``"throttled"`` (a 429), ``"retry"`` (transient: retry after a backoff) or
-    ``"fatal"`` (raise it). ``headers``: the response's headers when there was one.
-    """
-
-    kind: str
-    headers: Mapping[str, str] | None = None
-
-
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_reset(text: str | None) -> float | None:
-    """Seconds from OpenAI's reset format (``"20ms"``, ``"1.5s"``, ``"6m0s"``, ``"1h2m"``)."""
-    if not text:
-        return None
-    text = text.strip()
-    try:
-        return max(float(text), 0.0)
-    except ValueError:
-        pass
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
-    if not parts or "".join(a + b for a, b in parts) != text:
-        return None
-    return sum(float(value) * _UNITS[unit] for value, unit in parts)
-
-
-def _number(headers: Mapping[str, str], name: str) -> float | None:
-    value = headers.get(name)
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds a ``retry-after-ms`` or ``retry-after`` header asks for (None when absent)."""
-    if not headers:
-        return None
-    ms = _number(headers, "retry-after-ms")
-    if ms is not None:
-        return max(ms / 1000, 0.0)
-    seconds = _number(headers, "retry-after")
-    return max(seconds, 0.0) if seconds is not None else None
 
 
 class RateController:
@@ -174,6 +132,10 @@ class RateController:
         self._fast: float | None = None  # the quickest answer seen (seconds)
         self._backoff = 1.0
         self._episode_end = 0.0
+        self._said = {"pause": "", "window": ""}  # the server's words for each kind of wait
+        self._napping = 0  # requests asleep for the rate limit now, since _nap_since
+        self._nap_since = 0.0
+        self.waited = 0.0  # seconds during which some request slept for the rate limit
         #: the server's limits as its headers say (None until seen)
         self.limits: dict[str, float | None] = {"requests": None, "tokens": None}
         self.remaining: dict[str, float | None] = {"requests": None, "tokens": None}
@@ -204,8 +166,8 @@ class RateController:
 
     @property
     def waiting(self) -> bool:
-        """True while requests wait for the rate limit to reset."""
-        return self._clock() < self.pause_until
+        """True while requests wait for the rate limit: a 429's pause, or a spent window."""
+        return self._napping > 0 or self._clock() < self.pause_until
 
     def describe(self) -> str:
         """``"12 at once"`` or ``"4 at once, waiting for the rate limit"``."""
@@ -226,13 +188,13 @@ class RateController:
         while True:
             with self._lock:
                 now = self._clock()
-                wait_until = self.pause_until
+                wait_until, said = self.pause_until, self._said["pause"]
                 if self.budget is not None and self.budget < 1 and now >= wait_until:
                     if now >= self.reset_at:  # something left the window: probe with one
                         self.budget = 1.0
                         self.reset_at = now + PROBE_GAP
                     else:
-                        wait_until = self.reset_at
+                        wait_until, said = self.reset_at, self._said["window"]
                         if self.reset_at != self._counted_reset:
                             self._counted_reset = self.reset_at
                             self.counts["pauses"] += 1
@@ -245,29 +207,46 @@ class RateController:
                     if self.budget is not None:
                         self.budget -= 1
                     return self.sent
-                if wait_until - first > self.max_wait:
+                if now < wait_until and wait_until - first > self.max_wait:
                     self.counts["failed"] += 1
-                    raise self._too_long(now - first)
+                    self._wake_some()  # a wake-up this request was given goes to another
+                    raise self._too_long(now - first, wait_until - now, said)
                 pause = wait_until - now if now < wait_until else 0.0
                 future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 # a free slot wakes a waiter; room in the window wakes a sleeper
                 queue = self._sleepers if pause else self._waiters
                 queue.append(future)
+                if pause:  # asleep for the rate limit: the time is counted
+                    self._nap_since = self._nap_since if self._napping else now
+                    self._napping += 1
             try:
-                if pause:
-                    await _nap(future, min(pause, 5.0))
-                else:
-                    await future
+                await (_nap(future, min(pause, 5.0)) if pause else future)
+            except BaseException:  # cancelled: a wake-up it was given goes to another
+                with self._lock:
+                    self._wake_some()
+                raise
             finally:
                 with self._lock:
                     if future in queue:
                         queue.remove(future)
+                    if pause:
+                        self._napping -= 1
+                        if not self._napping:
+                            self.waited += max(self._clock() - self._nap_since, 0.0)
 
     def _release(self, number: int = 0) -> None:
         with self._lock:
             self.in_flight -= 1
             self._unanswered.discard(number)
             self._wake_some()
+
+    def _wake_all(self) -> None:
+        """Wake every waiting request (under the lock): the wait grew; may each still wait?"""
+        for queue in (self._waiters, self._sleepers):
+            while queue:
+                future = queue.popleft()
+                if not future.done():
+                    future.get_loop().call_soon_threadsafe(_wake, future)
 
     def _wake_some(self) -> None:
         """Wake as many waiting requests as may go now (under the lock): those waiting for a
@@ -298,6 +277,7 @@ class RateController:
         request was counted; ``sent``: its number (from the slot it took)."""
         with self._lock:
             self.counts["requests"] += 1
+            self._backoff = 1.0  # an answer ends the 429s' doubling backoff
             if tokens:
                 self._costs += 1
                 known = self.tokens_per_request
@@ -402,10 +382,11 @@ class RateController:
         a probe sent at the reset does not reach the server before it."""
         allowed: list[float] = []
         exhausted: list[float] = []
+        announced: list[tuple[float, float, str]] = []
         heard: dict[str, float] = {}
         for kind in ("requests", "tokens"):
-            limit = _number(headers, f"x-ratelimit-limit-{kind}")
-            remaining = _number(headers, f"x-ratelimit-remaining-{kind}")
+            limit = header_number(headers, f"x-ratelimit-limit-{kind}")
+            remaining = header_number(headers, f"x-ratelimit-remaining-{kind}")
             if limit is not None:
                 self.limits[kind] = limit
             self.remaining[kind] = remaining
@@ -414,14 +395,25 @@ class RateController:
             heard[kind] = remaining
             room = self._room(kind, remaining) - sent_since
             allowed.append(room)
+            reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
             if room < 1:
-                reset = parse_reset(headers.get(f"x-ratelimit-reset-{kind}"))
                 exhausted.append(reset if reset is not None else 1.0)
+                names = (f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
+                self._said["window"] = quote(headers, names)
+            elif reset is not None:  # once the room is spent, the wait is for this reset
+                announced.append((room, reset, kind))
         if allowed:
             self.budget = float(min(allowed))
+        admitted = min(sent_at + (self._fast or 0.0), self._clock())
+        if allowed and not exhausted:  # the kind with the least room runs out first
+            _, reset, kind = min(announced) if announced else (0, None, "")
+            self.reset_at = admitted + reset if reset is not None else 0.0
+            self._said["window"] = quote(headers, (f"x-ratelimit-reset-{kind}",))
         if exhausted:
-            admitted = min(sent_at + (self._fast or 0.0), self._clock())
+            before = self.reset_at
             self.reset_at = max(self.reset_at, admitted + max(exhausted))
+            if self.reset_at > before:
+                self._wake_all()  # a longer wait: each waiting request sees if it may wait
         return heard
 
     def _shrink(self, to: float) -> None:
@@ -434,34 +426,41 @@ class RateController:
             self.lowest = min(self.lowest, self.concurrency)
         self._slow_start = False
 
-    def _pause(self, seconds: float) -> None:
+    def _pause(self, seconds: float, said: str) -> None:
         until = self._clock() + seconds
         if until > self.pause_until:
             self.pause_until = until
+            self._said["pause"] = said
             self.counts["pauses"] += 1
+            self._wake_all()  # a longer wait: each waiting request sees if it may wait
 
-    def throttled(self, headers: Mapping[str, str] | None) -> None:
-        """A 429 came back: halve the slots (once per episode) and pause until the reset."""
+    def throttled(self, headers: Mapping[str, str] | None, message: str = "") -> None:
+        """A 429 came back: halve the slots (once per episode) and pause until the reset
+        (``message``: what the server said, kept for a row that fails of it)."""
         with self._lock:
             self.counts["throttled"] += 1
             self._throttled_upto = self.sent
             now = self._clock()
             wait = retry_after(headers)
+            said = quote(headers, ("retry-after-ms", "retry-after"))
             if wait is None and headers:
-                resets = [parse_reset(headers.get(f"x-ratelimit-reset-{k}"))
-                          for k in ("requests", "tokens")]  # fmt: skip
-                known = [r for r in resets if r is not None]
+                names = [f"x-ratelimit-reset-{k}" for k in ("requests", "tokens")]
+                known = [r for r in map(parse_reset, map(headers.get, names)) if r is not None]
                 wait = max(known) if known else None
+                said = quote(headers, names)
             if wait is None:  # nothing said: a doubling backoff, with jitter
                 wait = self._backoff * (0.75 + 0.5 * random.random())
                 self._backoff = min(self._backoff * 2, 30.0)
+                said = "a 429 without retry-after"
             else:
                 self._backoff = 1.0
+            if message:
+                said += '; "' + message.strip()[:160] + '"'
             if now >= self._episode_end:  # the first 429 of an episode
                 self._shrink(self.limit / 2)
                 self._episode_end = now + max(wait, 0.5)
             self._slow_start = False
-            self._pause(wait)
+            self._pause(wait, said)
             self.budget = 0.0  # after the pause, one request probes the window first
             self.reset_at = max(self.reset_at, self.pause_until)
 
@@ -496,12 +495,14 @@ class RateController:
                 outcome = classify(exc) if isinstance(exc, Exception) else Outcome("fatal")
                 if outcome.kind == "throttled":
                     throttled += 1
-                    self.throttled(outcome.headers)
-                    now = self._clock()
-                    if now - first + max(self.pause_until - now, 0.0) > self.max_wait:
-                        with self._lock:
+                    self.throttled(outcome.headers, outcome.message)
+                    with self._lock:
+                        now = self._clock()
+                        left = max(self.pause_until - now, 0.0)
+                        if now - first + left > self.max_wait:
                             self.counts["failed"] += 1
-                        raise self._too_long(now - first) from None
+                            error = self._too_long(now - first, left, self._said["pause"])
+                            raise error from None
                     with self._lock:
                         self.counts["retries"] += 1
                     continue
@@ -521,18 +522,33 @@ class RateController:
             self.observe(headers_of(answer), self._clock() - sent, used, number)
             return answer
 
-    def _too_long(self, waited: float) -> RateLimitedError:
+    def _too_long(self, waited: float, left: float, said: str) -> RateLimitedError:
+        """The error of a request that may not wait ``left`` seconds more, having waited
+        ``waited``; ``said``: the server's words that asked for the wait."""
+        words = f" (the server said {said})" if said else ""
+        if left > 0:
+            what = f"the server asks to wait {describe_wait(left)} more{words}"
+        else:
+            what = f"after {waited:.0f} s{words}"
         return RateLimitedError(
-            f"still rate-limited by {self.name} after {waited:.0f} s (the longest wait is "
-            f"{self.max_wait:.0f} s): lower --concurrency, raise the account's limits or use "
+            f"still rate-limited by {self.name}: {what}, past the longest wait of "
+            f"{self.max_wait:.0f} s: lower --concurrency, raise the account's limits or use "
             "--batch-api"
         )
 
     def snapshot(self) -> dict[str, Any]:
-        """Counts and the current state, for benches and tests."""
+        """Counts, the seconds some request slept for the rate limit (``waited_s``) and the
+        current state: for the run's summary, benches and tests."""
         with self._lock:
-            return {**self.counts, "concurrency": self.concurrency, "peak": self.peak,
-                    "lowest": self.lowest, "limits": dict(self.limits)}  # fmt: skip
+            waited = self.waited + (self._clock() - self._nap_since if self._napping else 0.0)
+            return {
+                **self.counts,
+                "waited_s": waited,
+                "concurrency": self.concurrency,
+                "peak": self.peak,
+                "lowest": self.lowest,
+                "limits": dict(self.limits),
+            }
 
 
 def _wake(future: asyncio.Future[None]) -> None:
