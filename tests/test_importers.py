@@ -57,7 +57,7 @@ SAMPLES = [
     (
         "phoenix/spans.parquet",
         "phoenix",
-        "Phoenix spans: 19 question/answer pairs found, 2 spans without an answer skipped, "
+        "Phoenix spans: 20 question/answer pairs found, 2 spans without an answer skipped, "
         "2 spans that failed skipped, 10 child spans skipped (each trace read from its root span)",
         "How do I reset the router to factory settings?",
         {"span_id", "trace_id", "span_kind", "start_time", "model", "tokens", "metadata.case"},
@@ -65,7 +65,7 @@ SAMPLES = [
     (
         "mlflow/search_traces.jsonl",
         "mlflow",
-        "MLflow traces: 19 question/answer pairs found, 2 traces without an answer skipped, "
+        "MLflow traces: 20 question/answer pairs found, 2 traces without an answer skipped, "
         "2 traces that failed skipped",
         "How do I reset the router to factory settings?",
         {"trace_id", "state", "request_time", "execution_ms", "model", "tags.case"},

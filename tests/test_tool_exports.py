@@ -30,6 +30,7 @@ SAMPLES = [
     ("phoenix/dataset.csv", "phoenix", "Phoenix dataset examples", "metadata.case"),
     ("phoenix/dataset_openai_ft.jsonl", "openai-chat", "OpenAI chat messages", None),
     ("phoenix/dataset_openai_evals.jsonl", "openai-chat", "OpenAI chat messages", None),
+    ("phoenix/langchain_spans.jsonl", "phoenix", "Phoenix spans", "metadata.case"),
     ("mlflow/search_traces.json", "mlflow", "MLflow traces", "tags.case"),
     ("mlflow/search_traces.jsonl", "mlflow", "MLflow traces", "tags.case"),
     ("mlflow/search_traces.parquet", "mlflow", "MLflow traces", "tags.case"),
@@ -42,7 +43,8 @@ SAMPLES = [
 
 
 def truth(sample: str) -> dict[str, dict]:
-    return json.loads((DATA / sample.split("/")[0] / "truth.json").read_text())["cases"]
+    name = "langchain_truth.json" if "langchain" in sample else "truth.json"
+    return json.loads((DATA / sample.split("/")[0] / name).read_text())["cases"]
 
 
 def answered(cases: dict[str, dict]) -> dict[str, dict]:
@@ -218,3 +220,57 @@ def test_epoch_times_in_any_unit_are_read_as_times(tmp_path):
     (tmp_path / "traces.json").write_text(json.dumps(traces))
     frame = read_table(tmp_path / "traces.json")
     assert frame["timestamp"].str.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d").all()
+
+
+def test_an_mlflow_export_without_spans_is_read_from_its_previews():
+    # search_traces(include_spans=False): no spans, only each trace's previews (the last user
+    # turn's text and the reply's, cut at 1,000 characters) and its metadata's copies (cut at 250)
+    frame, report = read("mlflow/search_traces_no_spans.json")
+    cases = answered(truth("mlflow/search_traces_no_spans.json"))
+    got = {row["tags.case"]: (row["user_input"], row["response"]) for _, row in frame.iterrows()}
+    assert set(got) == set(cases)  # the tool call and the empty reply have no answer
+    for case, (question, answer) in got.items():
+        assert answer == cases[case]["answer"], case
+        if case == "content-parts":  # MLflow's preview keeps the first text part only
+            assert cases[case]["question"].startswith(question + "\n")
+        else:
+            assert question == cases[case]["question"], case
+    skipped = {why: n for (_, why), n in report.skipped.items()}
+    assert skipped == {"without an answer": 2, "that failed": 2}
+
+
+def test_a_cut_preview_is_skipped_not_scored(tmp_path):
+    from relevancy.io.importers.mlflow import PREVIEW_LENGTHS, is_cut
+
+    rows = json.loads((DATA / "mlflow/search_traces_no_spans.json").read_text())
+    trace = json.loads(rows[0]["trace"])
+    long_answer = "Hold RESET for ten seconds. " * 60
+    cut = long_answer[: PREVIEW_LENGTHS[1] - 3] + "..."
+    assert is_cut(cut) and not is_cut(long_answer) and is_cut('{"id": "chatcmpl-1", "cho')
+    trace["info"]["response_preview"] = cut
+    trace["info"]["trace_metadata"]["mlflow.traceOutputs"] = json.dumps(long_answer)[:247] + "..."
+    trace["info"]["state"] = "OK"
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps([dict(rows[0], trace=json.dumps(trace))] + rows[1:3]))
+    report = ImportReport()
+    frame = read_table(path, normalize=False, report=report)
+    assert len(frame) == 2 and cut not in set(frame["response"])
+    assert (
+        "whose question or answer is cut short in the export (export with include_spans=True)"
+    ) in report.describe()
+
+
+def test_redacted_spans_are_not_scored_and_say_why():
+    report = ImportReport()
+    with pytest.raises(InputError) as caught:
+        read_table(DATA / "phoenix/spans_redacted.jsonl", normalize=False, report=report)
+    answered_cases = len(answered(truth("phoenix/spans.parquet")))
+    message = str(caught.value)
+    assert (
+        f"0 question/answer pairs found, {answered_cases} spans with the question redacted "
+        "by the tracing (__REDACTED__) skipped"
+    ) in message
+    assert message.endswith(
+        "the tracing hid them (OPENINFERENCE_HIDE_INPUTS, ..._HIDE_OUTPUTS): "
+        "score spans traced without it"
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import sqlite3
 import subprocess
 import threading
@@ -404,3 +405,25 @@ def test_a_file_store_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch,
         mlflow.MlflowClient(tracking_uri=store.as_uri()).get_run(run_id).info.status == "FINISHED"
     )
     assert "rows whose trace is not in this tracking store" in printed.err
+
+
+def docs_command(tool: str) -> list[str]:
+    """The example of docs/cli.md's write-back section that sends scores to ``tool``."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = text.split("### Scores back to Phoenix and MLflow", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    (line,) = [s for s in block.splitlines() if s.startswith("relevancy ") and f"--to-{tool}" in s]
+    return shlex.split(line)[1:]
+
+
+def test_the_docs_mlflow_example_runs_as_written(old_python, traced_app, tmp_path, toy_server):
+    uri, export, info = make_store(old_python, traced_app, tmp_path / "old", 3)
+    with MlflowServer(tmp_path / "server", uri) as server:
+        args = docs_command("mlflow")
+        args = [server.url if a == "http://localhost:5000" else a for a in args]
+        args = [str(export) if a == "traces.json" else a for a in args]
+        out = tmp_path / "scores.csv"
+        assert main([*args, "-o", str(out), "-q", *cli_backends(toy_server)]) == 0
+        seen = old_client(old_python, "read", server.url, info["experiment_id"], NAME)
+    assert all(len(found) == 1 for found in seen["traces"].values())
+    assert len(seen["runs"]) == 1

@@ -8,6 +8,8 @@ SQLite tracking store in a temporary folder; then the exports an MLflow user has
 ``search_traces.jsonl``   the same with ``lines=True``
 ``search_traces.parquet`` the same frame to Parquet, its nested columns dumped to JSON text first
                           (``to_parquet`` of the frame as it is fails: ArrowInvalid)
+``search_traces_no_spans.json`` ``mlflow.search_traces(..., include_spans=False)`` with
+                          ``to_json(orient="records")``: each trace's previews, no spans
 ``cli_traces.json``       ``mlflow traces search --experiment-id ID --output json``
 ``trace.json``            ``Trace.to_json()`` of one pipeline trace
 ``truth.json``            each case's question and answer (by the trace's ``case`` tag)
@@ -57,6 +59,9 @@ def main() -> None:
         frame.to_json(OUT / "search_traces.json", orient="records", force_ascii=False)
         frame.to_json(OUT / "search_traces.jsonl", orient="records", lines=True,
                       force_ascii=False)  # fmt: skip
+        bare = mlflow.search_traces(locations=[experiment_id], order_by=["timestamp_ms ASC"],
+                                    include_spans=False)  # fmt: skip
+        bare.to_json(OUT / "search_traces_no_spans.json", orient="records", force_ascii=False)
         dumped = frame.copy()
         for column in NESTED:
             if column in dumped:

@@ -15,6 +15,9 @@ folder; then every export a Phoenix user has is written as they would write it:
 ``dataset.csv``, ``dataset_openai_ft.jsonl``, ``dataset_openai_evals.jsonl``
                          the dataset's downloads (CSV, OpenAI fine-tuning, OpenAI evals)
 ``truth.json``           each case's question and answer (by the ``case`` metadata key)
+``spans_redacted.jsonl`` the same app traced with ``OPENINFERENCE_HIDE_INPUTS=true`` (every
+                         input written as ``__REDACTED__``), exported as docs/cli.md says
+                         (``to_json(orient="records", lines=True, date_format="iso")``)
 
 Made with the versions in ``truth.json`` (arize-phoenix 20.26.1 as the server). To refresh::
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import json
+import os
 import sys
 import tempfile
 import time
@@ -43,6 +47,7 @@ import sample_app  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "phoenix"
 PROJECT = "router-support"
+PRIVATE = "router-support-private"
 
 
 def versions() -> dict[str, str]:
@@ -52,9 +57,9 @@ def versions() -> dict[str, str]:
     return {"arize-phoenix (server)": "20.26.1", **found}
 
 
-def wait_for_spans(client: Client, expected: int) -> Any:
+def wait_for_spans(client: Client, expected: int, project: str = PROJECT) -> Any:
     for _ in range(120):
-        frame = client.spans.get_spans_dataframe(project_identifier=PROJECT, limit=10_000)
+        frame = client.spans.get_spans_dataframe(project_identifier=project, limit=10_000)
         if len(frame) >= expected:
             return frame
         time.sleep(0.5)
@@ -130,6 +135,18 @@ def main() -> None:
             else:
                 (OUT / name).write_bytes(body.content)
         sample_app.write_truth(OUT / "truth.json", truth, versions())
+        hidden = os.environ.get("OPENINFERENCE_HIDE_INPUTS")
+        os.environ["OPENINFERENCE_HIDE_INPUTS"] = "true"  # as a team that hides inputs sets it
+        try:
+            sample_app.trace_into_phoenix(phoenix.collector, PRIVATE, toy)
+        finally:
+            if hidden is None:
+                os.environ.pop("OPENINFERENCE_HIDE_INPUTS")
+            else:
+                os.environ["OPENINFERENCE_HIDE_INPUTS"] = hidden
+        private = wait_for_spans(client, spans, PRIVATE).sort_values("start_time")
+        private.to_json(OUT / "spans_redacted.jsonl", orient="records", lines=True,
+                        date_format="iso")  # fmt: skip
     print(f"wrote {len(frame)} spans and the dataset's {len(inputs)} examples to {OUT}")
 
 

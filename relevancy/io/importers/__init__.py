@@ -282,9 +282,15 @@ class Importer:
         if self._requests is not None:
             self._requests.finish(report)
         if report.format != "table" and not report.found:
+            redacted = any("redacted" in why for _, why in report.skipped)
+            hint = (
+                "the tracing hid them (OPENINFERENCE_HIDE_INPUTS, ..._HIDE_OUTPUTS): score "
+                "spans traced without it"
+                if redacted
+                else _HINTS.get(report.format, "check the export")
+            )
             raise InputError(
-                f"{self.name!r} has no question/answer pair to score ({report.describe()}): "
-                + _HINTS.get(report.format, "check the export")
+                f"{self.name!r} has no question/answer pair to score ({report.describe()}): {hint}"
             )
         return report
 
