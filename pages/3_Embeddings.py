@@ -145,4 +145,5 @@ render_row(
     key="emb_drill",
     threshold=settings.threshold,
     embedder=embedder_for(result.embeddings, settings),
+    min_questions=info.settings.get("min_questions"),
 )

@@ -138,6 +138,7 @@ n_show = (
     else 1
 )
 runs_of = {"a": sides.run_a, "b": sides.run_b}
+settings_of = {r.id: r.settings for r in list_runs()}
 for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
     with st.expander(f"{rank}. {fmt(pair['diff'])} · {str(pair['user_input'])[:90]}", rank == 1):
         st.markdown("**Question**")
@@ -153,4 +154,5 @@ for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
                     threshold=threshold,
                     embedder=embedder_for(result.embeddings, settings),
                     compact=True,
+                    min_questions=settings_of.get(runs_of[side], {}).get("min_questions"),
                 )

@@ -76,6 +76,28 @@ def test_score_one_explains(capsys):
     assert code == 0
     assert "generated questions" in out and "noncommittal: no" in out
     assert "score    : 0." in out and ") / 3" in out
+    # each part checked and found: only then "each ... part is answered"
+    assert "verdict  : relevant (" in out and "from 3 of 3 generated questions)" in out
+    assert "reason   : ok · on topic: " in out and "each of the question's 2 parts is answered" in out
+
+
+@pytest.mark.models
+def test_score_one_names_an_evasive_answer_apart_from_the_metrics_noncommittal(capsys):
+    # the example: the detector says no (the score is not 0), the answer dodges
+    args = ["score-one", "What is the chemical symbol for gold?",
+            "I'm not sure, it could be many things. (ref 1)"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "noncommittal: no (" in out
+    (reason,) = [line for line in out.splitlines() if line.startswith("reason   : ")]
+    assert reason.startswith("reason   : evasive: the answer says in so many words")
+    assert "noncommittal detector did not fire" in reason and "“I'm not sure”" in reason
+    (verdict,) = [line for line in out.splitlines() if line.startswith("verdict  : ")]
+    used = int(out.split("questions: ")[1].split()[0])
+    if used < 3:  # no verdict on fewer questions than asked
+        assert verdict.startswith(f"verdict  : incomplete: the score rests on {used} of 3")
+    else:
+        assert verdict.startswith("verdict  : low (")
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):

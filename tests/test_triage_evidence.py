@@ -80,13 +80,17 @@ def test_row_25_everest_names_the_countries_so_no_part_is_barely_covered():
     assert answer_of_kind("how tall is it", "Where is it and how tall is it?", "In Tanzania.") == []
 
 
-def test_a_refusal_is_noncommittal_not_off_topic():
+def test_a_refusal_the_detector_missed_is_evasive_not_noncommittal():
     r = row(11)
     assert r.response.startswith("I can't help with medical questions")
     assert not r.noncommittal  # the detector missed it: the score was not zeroed
     e = explain_result(r)
-    assert e.triage.reason == "noncommittal" and e.evasion == "I can't help"
-    assert e.reasons[0].code == "noncommittal" and "did not fire" in e.reasons[0].detail
+    # the metric's word (noncommittal: the score is 0) is kept for the detector's verdict
+    assert e.triage.reason == "evasive" and e.evasion == "I can't help"
+    assert e.reasons[0].code == "evasive" and "did not fire" in e.reasons[0].detail
+    assert r.reason == "evasive"  # the shipped demo says the same
+    zeroed = next(x for x in RESULTS if x.noncommittal)
+    assert triage(zeroed).reason == "noncommittal" and zeroed.value == 0
     # hedged wording above the threshold is not called noncommittal
     good = row(2)
     assert not evasive_wording(good.response) and triage(good).reason == "ok"
@@ -145,8 +149,9 @@ def test_drill_down_of_an_off_topic_row_and_of_a_refusal():
     assert "None of the" not in _sentence_caption(at)
     assert "not close to the question" in _sentence_caption(at)
     at = _drill(11)
-    assert _main_reason(at) == "noncommittal"
+    assert _main_reason(at) == "evasive"
     assert any("the answer says “I can't help”" in m.value for m in at.markdown)
+    assert any(m.value.startswith("**Noncommittal:** the detector says no") for m in at.markdown)
 
 
 @pytest.mark.slow
@@ -158,3 +163,39 @@ def test_secondary_reasons_are_filterable_in_the_grid():
     expected = [r for r in RESULTS if "language_mismatch" in r.flags]
     assert len(grid) == len(expected) and "padded" in set(grid["reason"])  # behind it: padded
     assert all("language_mismatch" in f for f in grid["flags"])
+
+
+@pytest.mark.slow
+def test_no_verdict_word_rests_on_fewer_questions_whatever_the_main_reason():
+    # row 44: 2 of 3 questions usable, main reason padded; at a threshold of 0.3 it is above
+    # the threshold, where the badge said "relevant"
+    r = row(44)
+    assert (r.questions_used, r.strictness, r.reason) == (2, 3, "padded")
+    at = _drill(44)
+    at.sidebar.slider(key="_w_sb_threshold").set_value(0.3).run()
+    ok(at)
+    assert r.value >= 0.3 and "· incomplete" in _badge(at) and "relevant" not in _badge(at)
+    assert any(w.value.startswith("Not a verdict: incomplete: 2 of 3 questions") and
+               "also padded" in w.value for w in at.warning)  # fmt: skip
+    assert not at.success
+    # with --min-questions 2 the same row may have a verdict
+    e = explain_result(r, threshold=0.3, min_questions=2)
+    assert e.verdict == "relevant"
+    assert explain_result(r, threshold=0.3).verdict == "incomplete"
+
+
+@pytest.mark.slow
+def test_complete_is_said_only_where_each_part_was_checked():
+    # row 15: "What is the capital of Japan and roughly how many people live there?" answered
+    # "The capital of Japan is Tokyo.": the splitter reads the question as one part
+    assert row(15).response == "The capital of Japan is Tokyo." and row(15).reason == "ok"
+    at = _drill(15)
+    reason = next(m.value for m in at.markdown if m.value.startswith("**Main reason:**"))
+    assert "complete" not in reason.replace("completeness", "") or "not checked" in reason
+    assert "was not checked (the question reads as one part)" in reason.replace("\\", "")
+    # a two-part question whose parts are both answered says so
+    both = next(i for i, x in enumerate(RESULTS, 1)
+                if len(x.question_parts) > 1 and triage(x).reason == "ok")  # fmt: skip
+    at = _drill(both)
+    reason = next(m.value for m in at.markdown if m.value.startswith("**Main reason:**"))
+    assert "each of the question's 2 parts is answered" in reason

@@ -378,6 +378,16 @@ def test_what_goes_back_explains_the_score():
         "1. How long is the battery life? (0.91)",
         "2. Is it fast? (0.42)",
     ]
+    # no verdict on fewer questions than asked: labelled incomplete, whichever side
+    from relevancy.io.exporters import row_label, row_metadata
+
+    partial = dict(row, score=0.8, questions_used=2, strictness=3)
+    assert row_label(partial, 0.5) == "incomplete" and row_label(partial, 0.9) == "incomplete"
+    assert row_label(partial, 0.5, min_questions=2) == "relevant"
+    assert row_label(dict(partial, questions_used=3), 0.5) == "relevant"
+    assert row_label(dict(partial, questions_used=3), 0.9) == "irrelevant"
+    assert row_metadata(partial, 0.5)["label"] == "incomplete"
+    assert "Not a verdict: scored from 2 of 3 generated questions." in explanation(partial, 0.5)
     assert origin("mlflow") == {"format": "mlflow", "tool": "mlflow"}
     assert origin("langfuse", url="") == {"format": "langfuse"}
     assert origin_tool({"origin": origin("phoenix")}, ["user_input", "span_id"]) == "phoenix"

@@ -233,7 +233,7 @@ def test_a_persons_annotation_is_never_replaced(phoenix, tmp_path, capsys, toy_s
     for span_id in (person, tool, plain):  # ours beside them, under our own identifier
         (ours,) = [a for a in after[span_id] if a["identifier"] == "relevancy"]
         assert ours["annotator_kind"] == "LLM" and ours["result"]["label"] == "relevant"
-        assert ours["result"]["explanation"].startswith("On topic and complete")
+        assert ours["result"]["explanation"].startswith("On topic: the questions rebuilt")
         assert isinstance(ours["metadata"]["ragas_value"], float)
         assert ours["result"]["score"] == pytest.approx(scores.loc[span_id, "score"])
         assert isinstance(ours["metadata"]["threshold"], float)

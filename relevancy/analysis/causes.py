@@ -106,15 +106,16 @@ def explain(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     analysis: Analysis | None = None,
+    min_questions: int | None = None,
 ) -> list[Reason]:
     """Why the score is what it is: the main reason (:func:`triage`) first, then the others
     that do not contradict it; empty when nothing stands out.
 
     ``analysis`` (from :func:`aanalyze`) supplies the sentences and part coverage of results
-    scored before every row carried them.
+    scored before every row carried them; ``min_questions`` is the run's (default: all).
     """
     result = enriched(result, analysis)
-    t = triage(result, threshold)
+    t = triage(result, threshold, min_questions=min_questions)
     if t.reason == "error":
         return [
             Reason(
@@ -132,11 +133,11 @@ def explain(
     sims, sentences = result.similarities, sentence_similarities(result)
     low = result.value < threshold
     reasons: list[Reason] = []
-    if t.reason == "noncommittal" and not result.noncommittal:
+    if t.reason == "evasive":
         reasons.append(
             Reason(
-                "noncommittal",
-                "Noncommittal answer: it dodges the question",
+                "evasive",
+                "Evasive answer: it says it will not or cannot answer",
                 f"The answer says “{evasive_wording(result.response)}” and scores below the "
                 f"threshold ({_below(result.value, threshold)}). The noncommittal detector "
                 f"did not fire ({result.noncommittal_detail or 'no detail'}), so the score was not "

@@ -52,9 +52,11 @@ from relevancy.core.triage import (
     SentenceScore,
     Triage,
     as_float,
+    completeness,
     sentence_marks,
     sentences_from_parts,
     triage,
+    verdict,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,6 +132,8 @@ class Explanation:
     worked_blend: str | None = None  #: the blend arithmetic, or None (not blend, or unknown)
     #: the row's languages (as recorded, else detected now: see relevancy.core.language)
     languages: dict[str, Any] = field(default_factory=dict)
+    #: the fewest usable generated questions a verdict may rest on (the run's; None: all)
+    min_questions: int | None = None
 
     @property
     def languages_line(self) -> str:
@@ -152,7 +156,19 @@ class Explanation:
         """The row's main reason and flags, decided again from the evidence shown here and at
         this explanation's threshold (the stored one, ``result.reason``, was decided when the row
         was scored, at ``DEFAULT_THRESHOLD``: see ``stored_reason_differs``)."""
-        return triage(self.result, self.threshold)
+        return triage(self.result, self.threshold, min_questions=self.min_questions)
+
+    @property
+    def verdict(self) -> str:
+        """``relevant``, ``low``, ``incomplete`` or ``not scored`` (:func:`core.triage.verdict`):
+        the one word a badge may say."""
+        r = self.result
+        return verdict(r.value, self.threshold, r.questions_used, r.strictness, self.min_questions)
+
+    @property
+    def completeness(self) -> str:
+        """Whether the answer answers every part of the question, in words (checked, or not)."""
+        return completeness(self.result)
 
     @property
     def secondary(self) -> list[str]:
@@ -382,6 +398,7 @@ def explain_result(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     analysis: Analysis | None = None,
+    min_questions: int | None = None,
 ) -> Explanation:
     """The whole explanation of ``result``: its main reason and the others, the sentence view,
     the coverage of a multi-part question, and the arithmetic.
@@ -411,7 +428,7 @@ def explain_result(
     return Explanation(
         result=result,
         threshold=threshold,
-        reasons=explain(result, threshold=threshold),
+        reasons=explain(result, threshold=threshold, min_questions=min_questions),
         sentences=sentences,
         sentence_source=source,
         parts=[
@@ -427,4 +444,5 @@ def explain_result(
         worked_focus=_worked_focus(breakdown, result) if breakdown is not None else None,
         worked_blend=_worked_blend(blend, result) if blend is not None else None,
         languages=result.languages or languages_now(result),
+        min_questions=min_questions,
     )

@@ -7,6 +7,8 @@ from typing import Any
 
 from relevancy.cli.options import add_backend_options, embedded_line, metric_from_args
 from relevancy.core.modes import describe_mode
+from relevancy.core.noncommittal import evasive_wording
+from relevancy.core.triage import REASONS, completeness, verdict
 from relevancy.io import check_text
 
 
@@ -15,6 +17,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("score-one", help="score one question/answer pair and explain it")
     p.add_argument("question")
     p.add_argument("answer")
+    p.add_argument(
+        "--threshold", type=float, default=0.5, help="the 'low score' threshold of the verdict"
+    )
     add_backend_options(p)
     p.set_defaults(func=cmd_score_one)
 
@@ -45,17 +50,32 @@ def cmd_score_one(args: argparse.Namespace) -> int:
     rule = "  x 0 (noncommittal)" if r.noncommittal else ""
     ragas = "score    " if r.mode == "ragas" else "ragas    "
     print(f"{ragas}: {r.ragas_value:.3f}   = ({worked}) / {len(sims)}{rule}")
-    if r.questions_used < r.strictness:
-        print(
-            f"incomplete: {r.questions_used} of {r.strictness} questions usable: the score "
-            f"rests on fewer questions than asked (reason {r.reason})"
-        )
     if r.mode != "ragas":
         print("sentences of the answer (cosine similarity to the question):")
         for part in r.parts:
             print(f"  {part['similarity']:6.3f}  {part['text']}")
         print(f"score    : {r.value:.3f}   ({r.mode} mode: {describe_mode(r.mode)})")
+    print(f"verdict  : {_verdict(r, metric)}")
+    said = REASONS.get(r.reason, r.reason)
+    if r.reason == "ok":  # "complete" only where each part of the question was checked
+        said = f"{said}; {completeness(r)}"
+    elif r.reason == "evasive":
+        said = f"{said}: it says “{evasive_wording(r.response)}”"
+    print(f"reason   : {said if said.startswith(r.reason) else f'{r.reason} · {said}'}")
     note = embedded_line(metric)
     if note:
         print(f"note     : {note}")
     return 0
+
+
+def _verdict(r: Any, metric: Any) -> str:
+    """The verdict word, with what it rests on (no verdict on fewer questions than needed)."""
+    word = verdict(r.value, metric.threshold, r.questions_used, r.strictness, metric.min_questions)
+    rests = f"{r.questions_used} of {r.strictness} generated questions"
+    if word == "incomplete":
+        return (
+            f"incomplete: the score rests on {rests}, fewer than the "
+            f"{metric.min_questions} a verdict needs (--min-questions)"
+        )
+    side = "≥" if word == "relevant" else "<"
+    return f"{word} ({r.value:.3f} {side} threshold {metric.threshold:g}; from {rests})"

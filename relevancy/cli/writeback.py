@@ -214,6 +214,7 @@ def write_back(
                     name=name,
                     project=project,
                     progress=tick,
+                    min_questions=settings.get("min_questions"),
                 ),
             )
         )
@@ -228,6 +229,7 @@ def write_back(
                     name=name,
                     run_id=run_id,
                     progress=tick,
+                    min_questions=settings.get("min_questions"),
                 ),
             )
         )

@@ -38,6 +38,10 @@ __all__ = [
     "triage",
     "question_hygiene",
     "incomplete_text",
+    "enough_questions",
+    "verdict",
+    "VERDICTS",
+    "completeness",
     "SentenceScore",
     "sentences_from_parts",
     "sentence_marks",
@@ -86,7 +90,9 @@ GENERATOR_ANSWER_SIM = 0.6
 #: each row's main reason, in order of precedence (the first that applies wins), with its label
 REASONS: dict[str, str] = {
     "error": "not scored",
-    "noncommittal": "noncommittal: the answer dodges the question",
+    "noncommittal": "noncommittal: the detector judged the answer noncommittal, so the score is 0",
+    "evasive": "evasive: the answer says in so many words that it will not or cannot answer, "
+    "though the noncommittal detector did not fire (the score is not set to 0)",
     "off_topic": "off topic: no sentence of the answer and no question rebuilt from it is close "
     "to the question",
     "partial": "partial: a part of the question is not answered",
@@ -96,7 +102,8 @@ REASONS: dict[str, str] = {
     "incomplete_generation": "incomplete: fewer generated questions were usable than asked",
     "drifting": "drifting: below the threshold, the questions rebuilt from the answer stray from "
     "the question",
-    "ok": "on topic and complete, as far as the embeddings can tell",
+    "ok": "on topic: the questions rebuilt from the answer are close to the question, as far "
+    "as the embeddings can tell",
 }
 
 
@@ -220,6 +227,57 @@ def incomplete_text(result: RelevancyResult) -> str:
     return f"incomplete: {result.questions_used} of {result.strictness} questions"
 
 
+def enough_questions(used: Any, asked: Any, min_questions: int | None = None) -> bool:
+    """Whether a verdict may rest on ``used`` usable generated questions of ``asked``: at
+    least ``min_questions`` (default: all ``asked``). Unknown counts (a row scored before they
+    were recorded) are taken as enough."""
+    used, asked = as_float(used), as_float(asked)
+    if math.isnan(used) or math.isnan(asked):
+        return True
+    needed = asked if min_questions is None else min(float(min_questions), asked)
+    return used >= needed
+
+
+#: what :func:`verdict` may say: the only words a page, the CLI or a write-back's label use
+VERDICTS = ("relevant", "low", "incomplete", "not scored")
+
+
+def verdict(
+    value: Any,
+    threshold: float,
+    used: Any = None,
+    asked: Any = None,
+    min_questions: int | None = None,
+) -> str:
+    """A row's verdict in one word: ``relevant`` (at or above ``threshold``), ``low`` (below),
+    ``incomplete`` (scored from fewer usable questions than ``min_questions``, default all of
+    them: no verdict either way) or ``not scored``. Every verdict word shown anywhere comes from
+    here, so none rests on fewer questions than asked."""
+    score = as_float(value)
+    if math.isnan(score):
+        return "not scored"
+    if not enough_questions(used, asked, min_questions):
+        return "incomplete"
+    return "relevant" if score >= threshold else "low"
+
+
+def completeness(result: RelevancyResult) -> str:
+    """What is known of whether the answer answers every part of the question, in words: each
+    of its parts covered, the parts left out, or that it was not checked (the question reads as
+    one part: "the capital of Japan and its population" is one to the splitter)."""
+    parts = [str(p.get("part", "")) for p in result.question_parts if isinstance(p, dict)]
+    if len(parts) < 2:
+        return (
+            "whether it answers every part of the question was not checked (the question "
+            "reads as one part)"
+        )
+    missing = uncovered_parts(result)
+    if missing:
+        names = "; ".join(f"“{part}”" for part, _, _ in missing)
+        return f"{len(missing)} of the question's {len(parts)} parts not answered: {names}"
+    return f"each of the question's {len(parts)} parts is answered"
+
+
 def triage(
     result: RelevancyResult,
     threshold: float = DEFAULT_THRESHOLD,
@@ -231,8 +289,9 @@ def triage(
     coverage of each part of the question, the noncommittal verdict, the languages).
 
     Precedence: what is wrong with the answer comes before what is wrong with the tool.
-    ``error``; ``noncommittal`` (the detector fired, or the answer scores below ``threshold``
-    and dodges in so many words: "I can't help", "I'm not sure"); ``off_topic`` (no sentence
+    ``error``; ``noncommittal`` (the detector fired: the score is 0); ``evasive`` (it did not,
+    but the answer scores below ``threshold`` and dodges in so many words: "I can't help",
+    "I'm not sure"); ``off_topic`` (no sentence
     and no rebuilt question is close to the question); ``partial`` (a part of a multi-part
     question the answer leaves out); ``padded`` (a sentence the sentence table marks off topic
     or padding, beside one that answers); ``language_mismatch``; ``generator_suspect`` (the
@@ -252,8 +311,10 @@ def triage(
     sims, sentences = result.similarities, sentence_similarities(result)
     answer = result.answer_similarity
     low = result.value < threshold
-    if result.noncommittal or (low and evasive_wording(result.response)):
+    if result.noncommittal:
         flags.append("noncommittal")
+    elif low and evasive_wording(result.response):
+        flags.append("evasive")
     mean = sum(sims) / len(sims) if sims else math.nan
     if (questions and 2 * non_questions >= len(questions)) or (
         answer is not None and answer >= GENERATOR_ANSWER_SIM and mean < DRIFT_BELOW

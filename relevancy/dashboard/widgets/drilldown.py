@@ -97,15 +97,20 @@ def render_result(
     title: str | None = None,
     compact: bool = False,
     wide: bool = False,
+    min_questions: int | None = None,
 ) -> None:
     """Draw the full explanation of one result in the current container.
 
     ``key`` must be unique on the page (it prefixes the keys of the elements drawn here).
     ``wide`` puts the verdict and reasons on the left and the evidence (sentences, questions)
-    on the right; ``compact`` stacks everything for narrow columns.
+    on the right; ``compact`` stacks everything for narrow columns. ``min_questions``: the
+    run's (no verdict rests on fewer usable questions; default all).
     """
     explanation = explain_result(
-        result, threshold=threshold, analysis=analysis_for(result, embedder)
+        result,
+        threshold=threshold,
+        analysis=analysis_for(result, embedder),
+        min_questions=min_questions,
     )
     if title:
         st.markdown(f"##### {esc(title)}")
@@ -132,6 +137,7 @@ def render_row(
     band: pd.Series | None = None,
     run_id: int | None = None,
     chance: ChanceLevel | None = None,
+    min_questions: int | None = None,
 ) -> None:
     """One row of a run in a bordered box: its number and columns, the question, the
     explanation (wide). With ``band`` (its re-scorings), the row's stability band; with
@@ -148,7 +154,14 @@ def render_row(
             (st.warning(text, icon="⚠️") if severity == "warning" else st.caption(text))
         if band is not None:
             draw_band(band, result.value, key=key)
-        render_result(result, key=key, threshold=threshold, embedder=embedder, wide=True)
+        render_result(
+            result,
+            key=key,
+            threshold=threshold,
+            embedder=embedder,
+            wide=True,
+            min_questions=min_questions,
+        )
 
 
 def _verdict(e: Explanation, *, compact: bool) -> None:
@@ -167,7 +180,7 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
             score_badge(
                 result.value if e.scored else None,
                 e.threshold,
-                incomplete=e.triage.reason == "incomplete_generation",
+                incomplete=e.verdict == "incomplete",
             ),
             unsafe_allow_html=True,
         )
@@ -180,8 +193,11 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
                 "with runs scored in ragas mode.",
             )
         main = e.triage.reason
+        said = REASONS.get(main, "")
+        if main == "ok":  # "complete" only where each part was checked and found
+            said = f"{said}; {e.completeness}"
         st.markdown(
-            f"**Main reason:** {main} · {REASONS.get(main, '')}",
+            f"**Main reason:** {main} · {esc(said)}",
             help="The one main reason per row (the grid's reason column), decided from the "
             "evidence on this page at the threshold set in the sidebar; the others that apply "
             "are listed beside it.",
@@ -198,7 +214,7 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
                 "scored (an older version, or the threshold of 0.50)."
             )
         nc = "yes: score forced to 0" if result.noncommittal else "no"
-        if not result.noncommittal and main == "noncommittal":
+        if not result.noncommittal and main == "evasive":
             nc = f"the detector says no (score not forced to 0), the answer says “{esc(e.evasion)}”"
         st.markdown(f"**Noncommittal:** {nc} · _{esc(result.noncommittal_method or 'n/a')}_")
         if result.noncommittal_detail:
@@ -223,15 +239,18 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         "focus": "the answer's sentences stay on the user's question",
         "blend": "the answer and the questions rebuilt from it stay close to the user's question",
     }.get(result.mode, "the rebuilt questions stay close to the user's question")
-    if e.triage.reason == "incomplete_generation":
+    if e.verdict == "incomplete":  # whatever the main reason: no verdict on fewer questions
+        also = e.triage.reason
+        also = "" if also == "incomplete_generation" else f"; also {REASONS[also].split(':')[0]}"
         st.warning(
             f"Not a verdict: {incomplete_text(result)} (score {fmt(result.value)}, threshold "
-            f"{e.threshold:.2f}): the score rests on fewer questions than asked.",
+            f"{e.threshold:.2f}): the score rests on fewer questions than asked{also}.",
             icon="⚠️",
         )
-    elif e.triage.reason == "ok":
+    elif e.triage.reason == "ok" and e.verdict == "relevant":
         st.success(
-            f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}).",
+            f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}); "
+            f"{esc(e.completeness)}.",
             icon="✅",
         )
     else:  # above the threshold, but not clean: say why first (a partial answer can pass)

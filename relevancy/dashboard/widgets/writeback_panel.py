@@ -69,6 +69,7 @@ def _phoenix(
                 threshold=threshold,
                 name=name,
                 project=project,
+                min_questions=info.settings.get("min_questions"),
                 progress=bar.update,
             )
             bar.close()
@@ -107,6 +108,7 @@ def _mlflow(store: RunStore, info: RunInfo, threshold: float, name: str, col: ob
             threshold=threshold,
             name=name,
             run_id=run_id,
+            min_questions=info.settings.get("min_questions"),
             progress=bar.update,
         )
         bar.close()

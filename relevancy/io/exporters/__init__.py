@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from relevancy.core.triage import REASONS
+from relevancy.core.triage import REASONS, enough_questions
 
 __all__ = [
     "ANNOTATION_NAME",
@@ -32,6 +32,7 @@ __all__ = [
     "explanation",
     "reason_at",
     "label_of",
+    "row_label",
     "scored_rows",
     "row_metadata",
     "SOURCE",
@@ -153,6 +154,16 @@ def label_of(score: float, threshold: float) -> str:
     return "relevant" if score >= threshold else "irrelevant"
 
 
+def row_label(row: Mapping[str, Any], threshold: float, min_questions: int | None = None) -> str:
+    """The label a written score carries: :func:`label_of` at ``threshold``, or ``incomplete``
+    when the row was scored from fewer usable generated questions than ``min_questions``
+    (default: all it asked for), whichever side of the threshold (no verdict on fewer)."""
+    used, asked = row.get("questions_used"), row.get("strictness")
+    if not enough_questions(used, asked, min_questions):
+        return "incomplete"
+    return label_of(_number(row.get("score")), threshold)
+
+
 def _floats(value: Any) -> list[float]:
     items = _json_list(value)
     out = []
@@ -189,7 +200,9 @@ def reason_at(row: Mapping[str, Any], threshold: float | None) -> str:
     return reason
 
 
-def explanation(row: Mapping[str, Any], threshold: float | None = None) -> str:
+def explanation(
+    row: Mapping[str, Any], threshold: float | None = None, min_questions: int | None = None
+) -> str:
     """Why a row scored what it did, in a few lines: its main reason, then the questions the
     generator rebuilt from the answer with their similarity to the real question.
 
@@ -198,6 +211,9 @@ def explanation(row: Mapping[str, Any], threshold: float | None = None) -> str:
     round (the only reasons a threshold decides)."""
     reason = reason_at(row, threshold)
     lines = [REASONS.get(reason, reason).capitalize() + "."] if reason else []
+    used, asked = _number(row.get("questions_used")), _number(row.get("strictness"))
+    if reason != "incomplete_generation" and not enough_questions(used, asked, min_questions):
+        lines.append(f"Not a verdict: scored from {used:.0f} of {asked:.0f} generated questions.")
     mode = row.get("mode")
     ragas = _number(row.get("ragas_value"))
     if isinstance(mode, str) and mode not in ("", "ragas") and math.isfinite(ragas):
@@ -244,13 +260,15 @@ def scored_rows(
         first += len(chunk)
 
 
-def row_metadata(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+def row_metadata(
+    row: Mapping[str, Any], threshold: float, min_questions: int | None = None
+) -> dict[str, Any]:
     """What a written score carries besides its value: the label at ``threshold``, the reason,
     the mode, the Ragas value (a number), the backends and ``source: relevancy`` (how a later
     write-back knows its own). Empty and non-finite values are left out."""
     score = _number(row.get("score"))
     found: dict[str, Any] = {
-        "label": label_of(score, threshold) if math.isfinite(score) else None,
+        "label": row_label(row, threshold, min_questions) if math.isfinite(score) else None,
         "threshold": float(threshold),
         "reason": reason_at(row, threshold),
         "mode": _text(row.get("mode")),

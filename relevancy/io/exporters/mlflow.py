@@ -142,6 +142,7 @@ def log_feedback(
     name: str = ANNOTATION_NAME,
     run_id: str | None = None,
     progress: Callable[[int], None] | None = None,
+    min_questions: int | None = None,
 ) -> WriteBack:
     """Log each scored row's score as feedback on its trace (``trace_id`` column): the value
     is the score, the rationale the row's explanation, the metadata its label, reason and
@@ -154,7 +155,8 @@ def log_feedback(
     not in the store is listed in ``failed``; a store that cannot be read or written stops the
     write-back (``stopped``), and the rows left are counted in ``not_tried``. The store is
     checked first (a database made by another MLflow raises a one-line :class:`InputError`
-    and nothing is written). ``progress(n)`` is called as rows are done."""
+    and nothing is written). ``progress(n)`` is called as rows are done; ``min_questions`` is
+    the run's (fewer usable questions: labelled ``incomplete``)."""
     report = WriteBack(
         "mlflow", _where(tracking_uri), what="feedback", name=name, plural="feedback"
     )
@@ -175,13 +177,13 @@ def log_feedback(
             source = AssessmentSource(
                 source_type="LLM_JUDGE", source_id=str(row.get("llm") or SOURCE)
             )
-            metadata = {k: str(v) for k, v in row_metadata(row, threshold).items()}
+            metadata = {k: str(v) for k, v in row_metadata(row, threshold, min_questions).items()}
             if run_id:
                 metadata["mlflow_run_id"] = metadata[SOURCE_RUN_ID] = run_id
             feedback = {
                 "value": score,
                 "source": source,
-                "rationale": explanation(row, threshold),
+                "rationale": explanation(row, threshold, min_questions),
                 "metadata": metadata,
             }
             try:

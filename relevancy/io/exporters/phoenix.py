@@ -28,7 +28,7 @@ from relevancy.io.exporters import (
     SOURCE,
     WriteBack,
     explanation,
-    label_of,
+    row_label,
     row_metadata,
     scored_rows,
 )
@@ -51,11 +51,14 @@ def annotate_spans(
     name: str = ANNOTATION_NAME,
     project: str | None = None,
     progress: Callable[[int], None] | None = None,
+    min_questions: int | None = None,
 ) -> WriteBack:
     """Annotate every scored row's span (``span_id`` column) on the Phoenix server at
     ``base_url``; what was done, span by span, in the returned :class:`WriteBack` (its ``ok``
     is False when a score did not get there). ``project`` (name or id), when known, lets a
     score already there be skipped and a foreign annotation under our identifier be kept.
+    ``min_questions``: the run's (a row scored from fewer usable questions is labelled
+    ``incomplete``, not relevant or irrelevant; default all).
     ``progress(n)`` is called as rows are done. Only a missing client raises."""
     client = phoenix_client(base_url)
     report = WriteBack("phoenix", base_url, what="span annotation", name=name)
@@ -66,7 +69,7 @@ def annotate_spans(
             report.not_tried += 1
             tick(1)
             continue
-        batch.append(_annotation(span_id, score, row, threshold, name))
+        batch.append(_annotation(span_id, score, row, threshold, name, min_questions))
         if len(batch) >= BATCH:
             _flush(client, batch, report, project, tick)
             batch = []
@@ -76,7 +79,12 @@ def annotate_spans(
 
 
 def _annotation(
-    span_id: str, score: float, row: dict[str, Any], threshold: float, name: str
+    span_id: str,
+    score: float,
+    row: dict[str, Any],
+    threshold: float,
+    name: str,
+    min_questions: int | None,
 ) -> dict[str, Any]:
     return {
         "span_id": span_id,
@@ -84,10 +92,10 @@ def _annotation(
         "annotator_kind": "LLM",
         "result": {
             "score": score,
-            "label": label_of(score, threshold),
-            "explanation": explanation(row, threshold),
+            "label": row_label(row, threshold, min_questions),
+            "explanation": explanation(row, threshold, min_questions),
         },
-        "metadata": row_metadata(row, threshold),
+        "metadata": row_metadata(row, threshold, min_questions),
         "identifier": IDENTIFIER,
     }
 
