@@ -197,5 +197,4 @@ render_row(
     band=row_band(info.id, row),
     run_id=info.id,
     chance=chance_for(info.id, result.embeddings),
-    min_questions=info.settings.get("min_questions"),
 )

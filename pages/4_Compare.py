@@ -86,9 +86,9 @@ if paired.empty:
 s = summarize_pairs(paired, tie_margin=tie_margin)
 m = st.columns(5)
 m[0].metric("Pairs", str(s["pairs"]), border=True, help=f"{s['nan_pairs']} with a NaN side.")
-m[1].metric(f"{label_b} better", str(s["wins"]), border=True)
+m[1].metric(f"{esc(label_b)} better", str(s["wins"]), border=True)
 m[2].metric("Ties", str(s["ties"]), border=True, help=f"|B − A| ≤ {tie_margin:.2f}")
-m[3].metric(f"{label_a} better", str(s["losses"]), border=True)
+m[3].metric(f"{esc(label_a)} better", str(s["losses"]), border=True)
 m[4].metric("Mean B − A", fmt(s["mean_diff"]), border=True, help="With a 95% bootstrap CI.")
 st.markdown(verdict(s, label_a, label_b))
 
@@ -99,7 +99,7 @@ with left:
         key="cmp_scatter",
     )
     st.caption(
-        f"Each dot is one question: {label_a}'s score across, {label_b}'s up. Above the "
+        f"Each dot is one question: {esc(label_a)}'s score across, {esc(label_b)}'s up. Above the "
         "diagonal, B is more relevant; dotted lines bound the ties."
     )
 with right:
@@ -130,7 +130,9 @@ st.dataframe(
 st.subheader("Biggest regressions", anchor=False)
 losses = paired[paired["outcome"] == "loss"].sort_values("diff", kind="stable")
 if losses.empty:
-    st.success(f"No regressions: {label_b} never scores worse than {label_a} beyond the margin.")
+    st.success(
+        f"No regressions: {esc(label_b)} never scores worse than {esc(label_a)} beyond the margin."
+    )
     st.stop()
 n_show = (
     st.slider("How many", 1, min(20, len(losses)), min(5, len(losses)), key="cmp_n")

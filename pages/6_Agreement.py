@@ -115,5 +115,4 @@ render_row(
     embedder=embedder_for(result.embeddings, settings),
     run_id=info.id,
     chance=chance_for(info.id, result.embeddings),
-    min_questions=info.settings.get("min_questions"),
 )

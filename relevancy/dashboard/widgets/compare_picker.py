@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.analysis.compare import QUESTION_ID_COLUMNS
+from relevancy.dashboard.views.format import esc
 from relevancy.dashboard.widgets.state import run_columns, run_distinct, set_active_run
 from relevancy.runs import RunInfo
 
@@ -53,13 +54,14 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
         if not options:
             with_variants = [r for r in runs if r.id != info.id and "variant" in r.columns]
             st.info(
-                f"Run **{info.name}** has no column with two values to compare (such as a "
+                f"Run **{esc(info.name)}** has no column with two values to compare (such as a "
                 "`variant` column naming the prompt or model of each answer). Score a table "
                 "with one, or compare two saved runs.",
                 icon="ℹ️",
             )
             if with_variants and st.button(
-                f"Open run #{with_variants[0].id} ({with_variants[0].name}), which has variants",
+                f"Open run #{with_variants[0].id} ({esc(with_variants[0].name)}), which has "
+                "variants",
                 key="cmp_switch",
             ):
                 set_active_run(with_variants[0].id)

@@ -25,6 +25,7 @@ from relevancy.dashboard.views import sentence_table as sentence_html
 from relevancy.dashboard.views.format import MODE_SHORT, esc, fmt, score_badge
 from relevancy.dashboard.widgets import labels
 from relevancy.dashboard.widgets.stability_panel import draw_band
+from relevancy.dashboard.widgets.state import get_store
 
 __all__ = ["render_result", "render_row", "analysis_for", "sentence_table"]
 
@@ -142,7 +143,10 @@ def render_row(
     """One row of a run in a bordered box: its number and columns, the question, the
     explanation (wide). With ``band`` (its re-scorings), the row's stability band; with
     ``run_id``, the row's human label can be set; ``chance`` (the run's chance level) says
-    where the score sits against unrelated pairs."""
+    where the score sits against unrelated pairs. ``min_questions``: the run's (by default
+    read from run ``run_id``'s settings; else all)."""
+    if min_questions is None and run_id is not None:
+        min_questions = get_store().get_run(run_id).settings.get("min_questions")
     with st.container(border=True):
         shown = [f"{name}: {esc(value)}" for name, value in meta.items() if str(value)]
         st.caption(" · ".join([f"row {int(row) + 1}", *shown]))  # 1-based, as in the CLI

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.core.result import RelevancyResult
+from relevancy.dashboard.views.format import esc
 from relevancy.paths import default_store_path
 from relevancy.runs import DEMO_RUN_NAME, RowQuery, RunData, RunInfo, RunStore, import_demo
 
@@ -193,7 +194,7 @@ def scored_run() -> RunInfo | None:
         return None
     if not info.n_scored:
         st.info(
-            f"Run **{info.name}** has no scored rows yet: resume it on the **Dataset** page.",
+            f"Run **{esc(info.name)}** has no scored rows yet: resume it on the **Dataset** page.",
             icon="⏳",
         )
         return None

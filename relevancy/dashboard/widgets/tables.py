@@ -45,7 +45,7 @@ PAGE_ROWS = 500
 
 def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> None:
     """The run's heading, what its scores are, its figures and its rows by main reason."""
-    st.subheader(f"Results · {info.name}", anchor=False)
+    st.subheader(f"Results · {esc(info.name)}", anchor=False)
     llm = info.settings.get("llm_name") or info.settings.get("llm", "")
     emb = info.settings.get("embeddings_name") or info.settings.get("embeddings", "")
     st.caption(
