@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.analysis.compare import no_pairs_message, pair_rows, pairing_keys, summarize_pairs
+from relevancy.analysis.compare import (
+    ignored_ids,
+    no_pairs_message,
+    pair_rows,
+    pairing_keys,
+    summarize_pairs,
+)
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.dashboard.views import compare_charts
 from relevancy.dashboard.views.compare_table import pairs_table, verdict
@@ -76,6 +82,8 @@ st.caption(f"Comparing the **{compared}** of each pair{modes_note}.")
 # one run's variants pair on the question (or a shared question id), two runs on id or question
 within = sides.column is not None
 keys = pairing_keys(frame_a, frame_b, within=within, column=sides.column or "variant")
+if set_aside := ignored_ids(frame_a, frame_b):
+    st.caption(esc(set_aside))
 paired = pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value, keys=keys,
                    text=not within or keys == ("user_input",))  # fmt: skip
 if paired.empty:

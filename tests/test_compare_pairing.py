@@ -145,3 +145,63 @@ def test_compare_says_what_it_tried_when_the_variants_share_no_question(toy_serv
     assert "7 rows, 7 distinct questions" in warning and "Unrelated question 0" in warning
     runs = RunStore(default_store_path()).list_runs()
     assert runs[0].name == "disjoint"
+
+
+# --- ids that number rows, not questions ----------------------------------------------------
+def eight(shuffled: bool) -> pd.DataFrame:
+    """The same 8 questions, ids 1-8 as row numbers (the second file in another order)."""
+    questions = [*QUESTIONS, "What is the boiling point of water?"]
+    order = [3, 0, 6, 1, 7, 2, 5, 4] if shuffled else list(range(8))
+    return pd.DataFrame({"id": range(1, 9), "question": [questions[i] for i in order],
+                         "answer": [f"About {questions[i]}" for i in order]})  # fmt: skip
+
+
+def test_ids_that_number_rows_are_not_paired_on_and_it_is_said():
+    from relevancy.analysis.compare import ignored_ids, names_questions
+
+    a, b = scored(eight(False)), scored(eight(True))
+    assert not names_questions(a, b, "id") and names_questions(a, a.copy(), "id")
+    assert pairing_keys(a, b, within=False) == ("user_input",)
+    paired = pair_runs(a, b)
+    assert len(paired) == 8 and (paired["user_input"].nunique() == 8)
+    why = ignored_ids(a, b)
+    assert why.startswith("Paired on the question text: the 'id' column pairs rows of different")
+    assert ignored_ids(a, a.copy()) is None
+    # ids that do name questions are still paired on
+    assert pairing_keys(a, b.sort_values("user_input").assign(
+        id=lambda f: f["user_input"].map(dict(zip(a["user_input"], a["id"])))),
+        within=False) == ("id", "user_input")  # fmt: skip
+
+
+def test_the_cli_compare_pairs_row_numbered_files_on_the_question(tmp_path, capsys):
+    from relevancy.cli import main
+
+    base, new = tmp_path / "base.csv", tmp_path / "new.csv"
+    scored(eight(False)).to_csv(base, index=False)
+    scored(eight(True)).to_csv(new, index=False)
+    assert main(["compare", str(base), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "pairs           8 " in out
+    assert "pairing         Paired on the question text: the 'id' column pairs rows" in out
+
+
+def test_compare_pairs_two_row_numbered_runs_and_opens_on_runs_that_share_questions(toy_server):
+    at = choose_toy_backend(app(), toy_server)
+    unrelated = eight(False).assign(question=lambda f: "Is it true that " + f["id"].astype(str))
+    for name, frame in (("first", eight(False)), ("second", eight(True)), ("unrelated", unrelated)):
+        at = visit(at, "1_Dataset.py")
+        data = frame.to_csv(index=False).encode()
+        at.file_uploader(key="ds_upload").upload(f"{name}.csv", data, "text/csv").run()
+        at.text_input(key="ds_run_name").input(name)
+        ok(at.button(key="ds_score").click().run())
+    runs = {r.name: r.id for r in RunStore(default_store_path()).list_runs()}
+    at.session_state["active_run"] = runs["second"]  # the newest run shares nothing with it
+    at = visit(at, "4_Compare.py")
+    at.segmented_control(key="cmp_mode").set_value("runs").run()
+    ok(at)
+    assert at.selectbox(key="cmp_run_b").value == runs["second"]
+    assert at.selectbox(key="cmp_run_a").value == runs["first"]  # not "unrelated"
+    assert not any("No pairs" in w.value for w in at.warning)
+    assert metrics(at)["Pairs"] == "8"
+    assert any("numbers rows rather than naming questions" in c.value.replace("\\", "")
+               for c in at.caption)  # fmt: skip

@@ -15,6 +15,7 @@ difference is within ``tie_margin``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ __all__ = [
     "pair_runs",
     "pair_within",
     "pairing_keys",
+    "names_questions",
+    "ignored_ids",
     "no_pairs_message",
     "QUESTION_ID_COLUMNS",
     "summarize_pairs",
@@ -64,25 +67,92 @@ def _shared(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
     return bool(values_a & set(b[column].dropna().astype(str)))
 
 
+def names_questions(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
+    """Whether ``column``'s values name questions across the two sides: on the values both
+    sides hold, the same value goes with the same question on both sides (nine in ten at least;
+    the same question may be reworded a little: half its words or more shared). Row numbers
+    restarted in each file do not: their value 3 is one question in A and another in B."""
+    if "user_input" not in a.columns or "user_input" not in b.columns:
+        return True  # nothing to check them against
+    ids_a = a[column].astype(str).str.strip()
+    ids_b = b[column].astype(str).str.strip()
+    shared = (set(ids_a) & set(ids_b)) - {"", "nan", "None"}
+    if not shared:
+        return False
+    questions_a = a["user_input"].astype(str).groupby(ids_a).agg(set)
+    questions_b = b["user_input"].astype(str).groupby(ids_b).agg(set)
+    same = sum(_alike(questions_a[v], questions_b[v]) for v in shared)
+    return same >= 0.9 * len(shared)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def _alike(left: set[str], right: set[str]) -> bool:
+    """Whether some question of ``left`` is one of ``right``, maybe reworded (half its words)."""
+    if left & right:
+        return True
+    for a in left:
+        for b in right:
+            wa, wb = _words(a), _words(b)
+            if wa and wb and len(wa & wb) >= 0.5 * len(wa | wb):
+                return True
+    return False
+
+
 def pairing_keys(
     a: pd.DataFrame, b: pd.DataFrame, *, within: bool, column: str = "variant"
 ) -> tuple[str, ...]:
     """The columns two sides are paired on (``"user_input"`` is the question text).
 
     ``within``: two values of ``column`` in one run: the first of :data:`QUESTION_ID_COLUMNS`
-    whose values are shared by both sides, alone (it names a question), else the question
-    text. Between runs: the question text and ``id`` when both sides share ids, and
-    ``column`` when both sides share values of it (each variant against itself).
+    whose values are shared by both sides and name questions (:func:`names_questions`), alone,
+    else the question text. Between runs: the question text and ``id`` when both sides share
+    ids that name questions, and ``column`` when both sides share values of it (each variant
+    against itself). An id that pairs rows of different questions (a row number) is not used:
+    :func:`ignored_ids` says which and why.
     """
     if within:
-        shared = next((c for c in QUESTION_ID_COLUMNS if c != column and _shared(a, b, c)), None)
+        shared = next(
+            (
+                c
+                for c in QUESTION_ID_COLUMNS
+                if c != column and _shared(a, b, c) and names_questions(a, b, c)
+            ),
+            None,
+        )
         return (shared,) if shared else ("user_input",)
     keys: tuple[str, ...] = ("user_input",)
-    if _shared(a, b, "id"):
+    if _shared(a, b, "id") and names_questions(a, b, "id"):
         keys = ("id", *keys)
     if _shared(a, b, column):
         keys = (column, *keys)
     return keys
+
+
+def ignored_ids(a: pd.DataFrame, b: pd.DataFrame, *, examples: int = 1) -> str | None:
+    """Why a shared id column was not paired on (its values go with different questions on the
+    two sides: row numbers, not question ids), in one sentence with an example; None when no
+    id column was set aside."""
+    for column in QUESTION_ID_COLUMNS:
+        if not _shared(a, b, column) or names_questions(a, b, column):
+            continue
+        ids_a, ids_b = a[column].astype(str).str.strip(), b[column].astype(str).str.strip()
+        for value in sorted(set(ids_a) & set(ids_b))[:examples]:
+            qa = a["user_input"].astype(str)[ids_a == value].iloc[0]
+            qb = b["user_input"].astype(str)[ids_b == value].iloc[0]
+            if not _alike({qa}, {qb}):
+                return (
+                    f"Paired on the question text: the {column!r} column pairs rows of different "
+                    f"questions (its {value} is “{qa[:60]}” on one side and “{qb[:60]}” on the "
+                    "other), so it numbers rows rather than naming questions."
+                )
+        return (
+            f"Paired on the question text: the {column!r} column does not name the same "
+            "questions on both sides."
+        )
+    return None
 
 
 def no_pairs_message(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from relevancy.analysis.compare import regression_check
+from relevancy.analysis.compare import ignored_ids, regression_check
 from relevancy.cli.options import fmt
 from relevancy.errors import InputError
 from relevancy.io import read_table
@@ -72,6 +72,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     s = check.summary
     print(f"base            {base_name} ({len(base):,} rows)")
     print(f"new             {new_name} ({len(new):,} rows)")
+    set_aside = ignored_ids(base, new)
+    if set_aside:
+        print(f"pairing         {set_aside}")
     print(f"pairs           {s['pairs']:,}  (better {s['wins']:,}, ties {s['ties']:,}, worse "
           f"{s['losses']:,}; NaN {s['nan_pairs']:,})")  # fmt: skip
     print(f"means           base {fmt(s['mean_a'])}  new {fmt(s['mean_b'])}")

@@ -30,6 +30,19 @@ class Sides:
     column: str | None = None
 
 
+#: runs looked at for the default baseline (the newest first)
+LOOK_AT = 20
+
+
+def _most_shared(run_b: int, ids: list[int]) -> int:
+    """The run among ``ids`` (newest first) that shares the most questions with ``run_b``; the
+    newest other run when none shares any."""
+    others = [i for i in ids if i != run_b][:LOOK_AT]
+    asked = set(run_distinct(run_b, "user_input"))
+    shared = {i: len(asked & set(run_distinct(i, "user_input"))) for i in others}
+    return max(others, key=lambda i: (shared[i], -others.index(i)))
+
+
 def pair_frame(run: RunInfo, extra: list[str] | None = None) -> pd.DataFrame:
     """What pairing needs of a run's scored rows (and no more)."""
     roles = [c for c in ("id", "variant", *QUESTION_ID_COLUMNS) if c in run.columns]
@@ -82,9 +95,10 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
         return None
     labels = {r.id: r.label for r in runs}
     ids = list(labels)
-    # B: the active run; A: the newest other run (pairs match on the question text)
+    # B: the active run; A: the other run that shares the most questions with it (the newest
+    # of those): pairs match on the question text
     default_b = ids.index(info.id) if info.id in ids else 0
-    default_a = next(i for i in range(len(ids)) if i != default_b)
+    default_a = ids.index(_most_shared(ids[default_b], ids))
     run_a = c1.selectbox("A (baseline run)", ids, index=default_a, format_func=labels.get,
                          key="cmp_run_a")  # fmt: skip
     run_b = c2.selectbox("B (candidate run)", ids, index=default_b, format_func=labels.get,
