@@ -9,6 +9,7 @@ from relevancy import bootstrap_ci
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label, summary_table
 from relevancy.core.stats import NORMAL_ABOVE
 from relevancy.dashboard.views import charts
+from relevancy.dashboard.views.claims import demo_scale
 from relevancy.dashboard.views.datasets import reason_table
 from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
 from relevancy.dashboard.views.reference import add_band, chance_summary
@@ -115,9 +116,8 @@ st.markdown(
 )
 if value == "ragas_value" or mode == "ragas":
     st.caption(
-        "Good answers usually score above 0.7 with the embedded models (0.8+ with API models); "
-        "scores under the threshold deserve a look on the Dataset page. Noncommittal answers "
-        "sit at exactly 0."
+        f"{demo_scale().text} Scores under the threshold deserve a look on the Dataset page; "
+        "noncommittal answers sit at exactly 0."
     )
 else:
     st.caption(

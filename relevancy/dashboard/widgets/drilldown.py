@@ -215,7 +215,7 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         if e.stored_reason_differs:
             st.caption(
                 f"The grid files this row under {esc(result.reason)}: decided when it was "
-                "scored (an older version, or the threshold of 0.50)."
+                "scored (by an older version, or at another threshold than the sidebar's)."
             )
         nc = "yes: score forced to 0" if result.noncommittal else "no"
         if not result.noncommittal and main == "evasive":

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from relevancy.core.redact import redact
+from relevancy.dashboard.views.claims import embedded_judge, judge_balance
 from relevancy.dashboard.views.format import esc, fmt
 from relevancy.dashboard.widgets.models import Settings, get_metric, judge_of
 from relevancy.errors import RelevancyError
@@ -28,9 +29,7 @@ def render_judge_panel(settings: Settings) -> None:
         f"{len(load_check_set())} questions "
         "shipped with the tool, each with a complete answer and a worse one (**partial**, "
         "**padded**, **drifting**, **evasive**). The figure is the share of pairs where the "
-        "complete answer scores higher. The set is balanced for length, so a judge that just "
-        "prefers long (or short) answers gets **0.50**; the embedded default gets "
-        f"**{EMBEDDED_DEFAULT['agreement']:.2f}**."
+        f"complete answer scores higher. {judge_balance().text}; {embedded_judge().text}."
     )
     metric, check = judge_of(settings)
     label = (

