@@ -34,12 +34,8 @@ from relevancy.backends._protocols import (
     QuestionGenerator,
     check_backend,
 )
-from relevancy.backends._ratelimit import (
-    RateController,
-    RateLimitedError,
-    controllers,
-    forget_controllers,
-)
+from relevancy.backends._ratelimit import RateController, RateLimitedError
+from relevancy.backends._ratelimit_registry import controllers, forget_controllers
 from relevancy.backends._st_embedder import SentenceTransformerEmbedder
 from relevancy.backends.cache import Cache, cache_key
 from relevancy.errors import ConfigError

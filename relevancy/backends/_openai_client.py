@@ -10,7 +10,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from relevancy.backends._ratelimit import Outcome, RateController, controller_for
+from relevancy.backends._ratelimit import Outcome, RateController
+from relevancy.backends._ratelimit_registry import controller_for
 from relevancy.core.redact import redact, register_secret
 from relevancy.errors import ConfigError
 

@@ -1,8 +1,9 @@
 """Adaptive concurrency for API backends: as many requests at once as the rate limit allows.
 
 One :class:`RateController` per (server, model), shared by every generator, embedder and judge
-that talks to it (:func:`controller_for`). Each request takes a slot (:meth:`RateController.call`);
-the number of slots, :attr:`RateController.concurrency`, starts moderate and
+that talks to it (``_ratelimit_registry.controller_for``). Each request takes a slot
+(:meth:`RateController.call`); the number of slots, :attr:`RateController.concurrency`, starts
+moderate and
 
 * grows while answers come back fast and the ``x-ratelimit-remaining-*`` headers leave room
   for more at once (until the first back-off, at once to as many as the headers leave room
@@ -27,15 +28,15 @@ its answer's headers say how many more may go (the others wait for that answer, 
 else ``x-ratelimit-reset-*``, else a doubling backoff).
 
 A request refused with a 429 is not lost: it waits and is sent again until ``max_wait`` seconds
-have passed since it was first sent, then fails with :class:`RateLimitedError`, one line that
-says what to do. A wait the server asks for that would end past that (``retry-after: 3600``, a
-spent window that resets in ``23h``) fails at once, in the server's own words, and wakes every
-waiting request to see it: none waits for a wake-up that never comes (one woken for a slot it
-does not take passes the wake-up on). Headers that are not finite numbers count as absent; an
-answer restarts the doubling backoff of 429s that name no wait. Other transient errors (5xx,
-timeouts, dropped connections) are retried ``max_retries`` times with a doubling backoff that
-honours ``retry-after``, as the SDK would. This module knows nothing of the ``openai`` SDK: the
-caller says what an error was (:class:`Outcome`).
+have passed since it was first sent (time queued for a free slot not counted), then fails with
+:class:`RateLimitedError`, one line that says what to do. A wait the server asks for that would
+end past that (``retry-after: 3600``, a spent window that resets in ``23h``) fails at once, in
+the server's own words, and wakes every waiting request to see it: none waits for a wake-up that
+never comes (one woken for a slot it does not take passes the wake-up on). Headers that are not
+finite numbers count as absent; an answer restarts the doubling backoff of 429s that name no
+wait. Other transient errors (5xx, timeouts, dropped connections) are retried ``max_retries``
+times with a doubling backoff that honours ``retry-after``, as the SDK would. This module knows
+nothing of the ``openai`` SDK: the caller says what an error was (:class:`Outcome`).
 """
 
 from __future__ import annotations
@@ -65,9 +66,6 @@ __all__ = [
     "Outcome",
     "RateController",
     "RateLimitedError",
-    "controller_for",
-    "controllers",
-    "forget_controllers",
     "parse_reset",
     "retry_after",
 ]
@@ -136,6 +134,7 @@ class RateController:
         self._napping = 0  # requests asleep for the rate limit now, since _nap_since
         self._nap_since = 0.0
         self.waited = 0.0  # seconds during which some request slept for the rate limit
+        self._told = False  # whether any answer's headers said what remains
         #: the server's limits as its headers say (None until seen)
         self.limits: dict[str, float | None] = {"requests": None, "tokens": None}
         self.remaining: dict[str, float | None] = {"requests": None, "tokens": None}
@@ -182,12 +181,14 @@ class RateController:
 
     # -- slots
 
-    async def _acquire(self, first: float) -> int:
+    async def _acquire(self, first: float, queued: list[float] | None = None) -> int:
         """Take a slot (its number, counting every request sent); RateLimitedError when the
-        wait would end past ``first + max_wait``."""
+        wait for the rate limit would end past ``first + max_wait``, time spent queued for a
+        free slot not counted (``queued[0]``: those seconds so far, added to here)."""
+        queued = [0.0] if queued is None else queued
         while True:
             with self._lock:
-                now = self._clock()
+                now, since = self._clock(), first + queued[0]
                 wait_until, said = self.pause_until, self._said["pause"]
                 if self.budget is not None and self.budget < 1 and now >= wait_until:
                     if now >= self.reset_at:  # something left the window: probe with one
@@ -207,10 +208,10 @@ class RateController:
                     if self.budget is not None:
                         self.budget -= 1
                     return self.sent
-                if now < wait_until and wait_until - first > self.max_wait:
+                if now < wait_until and wait_until - since > self.max_wait:
                     self.counts["failed"] += 1
                     self._wake_some()  # a wake-up this request was given goes to another
-                    raise self._too_long(now - first, wait_until - now, said)
+                    raise self._too_long(now - since, wait_until - now, said)
                 pause = wait_until - now if now < wait_until else 0.0
                 future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 # a free slot wakes a waiter; room in the window wakes a sleeper
@@ -229,6 +230,8 @@ class RateController:
                 with self._lock:
                     if future in queue:
                         queue.remove(future)
+                    if not pause:  # queued for a slot: not a wait for the rate limit
+                        queued[0] += max(self._clock() - now, 0.0)
                     if pause:
                         self._napping -= 1
                         if not self._napping:
@@ -294,6 +297,9 @@ class RateController:
             )
             if heard and sent is not None:
                 self._remember(sent, heard)
+            self._told = self._told or bool(heard)
+            if not self._told:  # a server without headers: an answer says the pause is over
+                self.budget = None
             settled = self._settled()
             if settled is not None and (self.budget is None or settled > self.budget):
                 self.budget = settled
@@ -483,10 +489,10 @@ class RateController:
         tokens the server counts the request at admission (OpenAI: the prompt's, plus
         ``max_tokens`` for each choice), when the caller knows it (else ``tokens_of``).
         """
-        first = self._clock()
+        first, queued = self._clock(), [0.0]
         attempt = throttled = 0
         while True:
-            number = await self._acquire(first)
+            number = await self._acquire(first, queued)
             sent = self._clock()
             try:
                 answer = await send()
@@ -497,11 +503,11 @@ class RateController:
                     throttled += 1
                     self.throttled(outcome.headers, outcome.message)
                     with self._lock:
-                        now = self._clock()
+                        now, since = self._clock(), first + queued[0]
                         left = max(self.pause_until - now, 0.0)
-                        if now - first + left > self.max_wait:
+                        if now - since + left > self.max_wait:
                             self.counts["failed"] += 1
-                            error = self._too_long(now - first, left, self._said["pause"])
+                            error = self._too_long(now - since, left, self._said["pause"])
                             raise error from None
                     with self._lock:
                         self.counts["retries"] += 1
@@ -559,42 +565,3 @@ def _wake(future: asyncio.Future[None]) -> None:
 async def _nap(future: asyncio.Future[None], seconds: float) -> None:
     """Wait ``seconds``, or less when ``future`` is woken first."""
     await asyncio.wait({future}, timeout=seconds)
-
-
-_REGISTRY: dict[tuple[str, str], RateController] = {}
-_REGISTRY_LOCK = threading.Lock()
-
-
-def controller_for(
-    base_url: str, model: str, *, maximum: int | None = None, adaptive: bool = True
-) -> RateController:
-    """The controller of ``model`` at ``base_url``, shared within the process.
-
-    ``maximum`` (``--concurrency``) sets its most-at-once when given; ``adaptive=False`` makes a
-    new one fixed at its maximum.
-    """
-    key = (base_url, model)
-    with _REGISTRY_LOCK:
-        found = _REGISTRY.get(key)
-        if found is None or found.adaptive != adaptive:
-            found = RateController(
-                f"{model} at {base_url}",
-                maximum=maximum or DEFAULT_MAXIMUM,
-                adaptive=adaptive,
-            )
-            _REGISTRY[key] = found
-        elif maximum is not None and maximum != found.maximum:
-            found.set_maximum(maximum)
-        return found
-
-
-def controllers() -> list[RateController]:
-    """Every controller made in this process."""
-    with _REGISTRY_LOCK:
-        return list(_REGISTRY.values())
-
-
-def forget_controllers() -> None:
-    """Start every model's controller afresh (benches comparing settings in one process)."""
-    with _REGISTRY_LOCK:
-        _REGISTRY.clear()

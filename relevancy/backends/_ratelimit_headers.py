@@ -106,10 +106,9 @@ def quote(headers: Mapping[str, str] | None, names: Iterable[str]) -> str:
 
 
 def describe_wait(seconds: float) -> str:
-    """A wait in words: ``"45 s"``, ``"2.5 min"``, ``"23.0 h"``, ``"31 years"``."""
+    """A wait in words: ``"45 s"``, ``"2.5 min"``, ``"1.0 h"``, ``"31 years"``."""
     if seconds >= 86400 * 365:
         return f"{seconds / (86400 * 365):,.0f} years"
-    for unit, size in (("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
+    if seconds >= 3000:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"

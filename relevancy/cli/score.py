@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import math
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -267,8 +269,15 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.batch_api:
         settings["batch_api"] = _batch(args, metric, source.path, out, found.source.format, prices)
     total = found.rows * repeats
-    with tqdm(total=total, unit="row", desc="scoring", file=sys.stderr, disable=args.quiet,
-              dynamic_ncols=True) as bar:  # fmt: skip
+    bar = tqdm(
+        total=total,
+        unit="row",
+        desc="scoring",
+        file=sys.stderr,
+        disable=args.quiet,
+        dynamic_ncols=True,
+    )
+    with bar, _status_beside(bar, metric):
         run = score_file(
             metric,
             source.path,
@@ -318,6 +327,31 @@ def _ticker(bar: Any, metric: Any) -> Any:
     return tick
 
 
+@contextlib.contextmanager
+def _status_beside(bar: Any, metric: Any, every: float = 0.5) -> Iterator[None]:
+    """The requests at once, and any wait for the rate limit, kept fresh beside the bar every
+    ``every`` seconds while rows are scored: during a wait no row finishes to refresh it."""
+    stop = threading.Event()
+
+    def refresh() -> None:
+        shown = None
+        while not stop.wait(every):
+            status = metric.rate_status()
+            if status and status != shown:  # shown at once (a row's tick only sets it)
+                bar.set_postfix_str(status)
+                shown = status
+
+    thread = threading.Thread(target=refresh, name="progress-status", daemon=True)
+    if not bar.disable and metric.rate_status():
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join()
+
+
 def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
     """The summary of a finished run, and the exit code (--fail-under)."""
     stats = summarize(run.values.tolist(), threshold=args.threshold)
@@ -342,6 +376,8 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
     _print_agreement(run)
     rate = run.seconds / max(len(run.values), 1)
     print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
+    if metric.rate_summary():
+        print(f"rate limit      {metric.rate_summary()}")
     prices = prices_from_args(args)
     spent = usage_totals(run.usage, prices)
     print(f"tokens          {spent.describe_tokens()}")

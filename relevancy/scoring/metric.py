@@ -56,6 +56,7 @@ from relevancy.scoring._concurrency import (  # noqa: F401  (imported from here 
     EMBEDDED_CONCURRENCY,
     default_concurrency,
     rate_status,
+    rate_summary,
 )
 
 __all__ = ["AnswerRelevancy", "ProgressCallback", "PROMPT_LANGUAGES"]
@@ -230,6 +231,10 @@ class AnswerRelevancy:
     def rate_status(self) -> str | None:
         """The API backends' requests at once, and whether they wait for the rate limit."""
         return rate_status(self.llm, self.embeddings)
+
+    def rate_summary(self) -> str | None:
+        """What the rate limit cost so far: 429s, seconds waited, requests failed (or None)."""
+        return rate_summary(self.llm, self.embeddings)
 
     # one row -----------------------------------------------------------------------------
     def score(self, *, user_input: str, response: str) -> RelevancyResult:

@@ -10,6 +10,13 @@
 answered by the same toy model, without faults or rate limits (a batch has its own limits).
 ``POST /v1/batches/{id}/cancel`` cancels one not yet done.
 
+``batch_fault`` (``--batch-fault``) makes every batch end badly, one of :data:`BATCH_FAULTS`:
+``failed`` and ``expired`` (that status, with an error, no output file), ``truncated`` (the
+output file cut in the middle of a line), ``missing`` (every other line left out of the
+output), ``unknown_ids`` (every other line under a ``custom_id`` no request had),
+``unusable`` (each choice's content not the JSON asked for), ``few_choices`` (one choice per
+line whatever ``n`` asked).
+
 Admin (not OpenAI's): ``GET /admin/stats`` is :meth:`OpenAICompatServer.stats`;
 ``POST /admin/limits`` with ``{"rpm": ..., "tpm": ...}`` changes the rate limits (a server run in
 its own process, by a bench or a test).
@@ -28,7 +35,18 @@ from typing import Any
 from relevancy.testing._faults import Reply, error_reply, json_reply
 from relevancy.testing._http import BadRequestError
 
-__all__ = ["BatchesMixin"]
+__all__ = ["BATCH_FAULTS", "BatchesMixin"]
+
+#: how a batch can be made to end badly (``batch_fault``)
+BATCH_FAULTS = (
+    "failed",
+    "expired",
+    "truncated",
+    "missing",
+    "unknown_ids",
+    "unusable",
+    "few_choices",
+)
 
 _ENDPOINTS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}
 
@@ -63,7 +81,10 @@ class BatchesMixin:
     seed: int
     _lock: threading.Lock
 
-    def _init_batches(self) -> None:
+    def _init_batches(self, fault: str | None = None) -> None:
+        if fault is not None and fault not in BATCH_FAULTS:
+            raise ValueError(f"unknown batch fault {fault!r}; expected one of {BATCH_FAULTS}")
+        self.batch_fault = fault
         self._files: dict[str, dict[str, Any]] = {}
         self._batches: dict[str, dict[str, Any]] = {}
         self._batch_ids = itertools.count(1)
@@ -191,6 +212,16 @@ class BatchesMixin:
             return self._public(batch)
 
     def _finish(self, batch: dict[str, Any]) -> None:
+        if self.batch_fault in ("failed", "expired"):
+            status = self.batch_fault
+            why = {"expired": "The batch expired before it was done."}.get(
+                status, "The input file failed validation."
+            )
+            error = {"code": f"batch_{status}", "message": why, "param": None, "line": None}
+            with self._lock:
+                batch.update(status=status, errors={"object": "list", "data": [error]})
+                batch[f"{status}_at"] = int(time.time())
+            return
         endpoint = _ENDPOINTS[batch["endpoint"]]
         out: list[str] = []
         errors: list[str] = []
@@ -210,10 +241,18 @@ class BatchesMixin:
                 errors.append(json.dumps({"id": f"batch_req_{number}", "custom_id": custom_id,
                                           "response": None, "error": error}))  # fmt: skip
                 continue
+            if self.batch_fault in ("missing", "unknown_ids") and number % 2 == 0:
+                if self.batch_fault == "missing":
+                    continue
+                custom_id = f"unknown-{number}"
+            self._spoil(payload)
             response = {"status_code": 200, "request_id": request_id, "body": payload}
             out.append(json.dumps({"id": f"batch_req_{number}", "custom_id": custom_id,
                                    "response": response, "error": None}))  # fmt: skip
-        output = self._store_file(("\n".join(out) + "\n").encode(), "output.jsonl", "batch_output")
+        content = ("\n".join(out) + "\n").encode()
+        if self.batch_fault == "truncated":
+            content = content[: len(content) // 2 + 7]
+        output = self._store_file(content, "output.jsonl", "batch_output")
         failed = None
         if errors:
             failed = self._store_file(("\n".join(errors) + "\n").encode(), "errors.jsonl",
@@ -226,3 +265,14 @@ class BatchesMixin:
                 error_file_id=failed and failed["id"],
             )
             batch["request_counts"].update(completed=len(out), failed=len(errors))
+
+    def _spoil(self, payload: dict[str, Any]) -> None:
+        """A line's answer as ``batch_fault`` spoils it (``unusable``, ``few_choices``)."""
+        choices = payload.get("choices")
+        if not isinstance(choices, list):
+            return
+        if self.batch_fault == "few_choices":
+            del choices[1:]
+        elif self.batch_fault == "unusable":
+            for choice in choices:
+                choice["message"]["content"] = "I would rather not write questions today."

@@ -61,37 +61,51 @@ def check_kind(kind: str | None) -> None:
 
 @dataclass
 class FaultPlan:
-    """Pick a fault for each request at random, reproducibly.
+    """Pick a fault for each request at random, reproducibly, or from a repeating pattern.
 
     With probability ``rate`` a request gets a fault, drawn uniformly among those of ``kinds``
     that fit its endpoint; otherwise it is served normally. The draws come from one RNG seeded
     with ``seed`` and guarded by a lock, so a given sequence of requests (sent one after another)
     always meets the same faults. Call :meth:`reset` to start the sequence over.
+
+    With a ``pattern`` (``(None, None, "429")``: a 429 on every third request) the requests take
+    its entries in turn, whatever their endpoint (a kind that does not fit is not applied), and
+    ``rate`` and ``kinds`` are not used.
     """
 
     rate: float = 0.3
     kinds: Sequence[str] = FAULT_KINDS
     seed: int = 0
+    pattern: Sequence[str | None] | None = None
     _rng: random.Random = field(init=False, repr=False, compare=False)
     _lock: threading.Lock = field(init=False, repr=False, compare=False)
+    _turn: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"rate must be within [0, 1], got {self.rate!r}")
         self.kinds = tuple(self.kinds)
-        for kind in self.kinds:
+        self.pattern = None if self.pattern is None else tuple(self.pattern)
+        for kind in (*self.kinds, *(self.pattern or ())):
             check_kind(kind)
+        if self.pattern is not None and not len(self.pattern):
+            raise ValueError("a fault pattern needs at least one entry")
         self._lock = threading.Lock()
         self.reset()
 
     def reset(self) -> None:
-        """Restart the random sequence from ``seed``."""
+        """Restart the random sequence from ``seed`` (the pattern from its first entry)."""
         with self._lock:
             self._rng = random.Random(self.seed)
+            self._turn = 0
 
     def draw(self, endpoint: str) -> str | None:
         """The fault for the next request to ``endpoint`` (``"chat"``, ``"embeddings"``,
         ``"models"``), or None."""
+        if self.pattern is not None:
+            with self._lock:
+                self._turn += 1
+                return self.pattern[(self._turn - 1) % len(self.pattern)]
         fitting = [kind for kind in self.kinds if kind in ENDPOINT_FAULTS[endpoint]]
         with self._lock:
             if self._rng.random() >= self.rate or not fitting:
@@ -133,8 +147,9 @@ def error_reply(
     return json_reply({"error": error}, status=status, headers=headers)
 
 
-def early_fault_reply(fault: str, endpoint: str, retry_after: float) -> Reply:
-    """The reply for one of :data:`EARLY_FAULTS`; a 429 announces ``retry_after`` seconds."""
+def early_fault_reply(fault: str, endpoint: str, retry_after: float | None) -> Reply:
+    """The reply for one of :data:`EARLY_FAULTS`; a 429 announces ``retry_after`` seconds
+    (None: a 429 with no header that says how long to wait)."""
     if fault == "drop":
         return Reply(drop=True)
     if fault == "invalid_json":
@@ -142,10 +157,12 @@ def early_fault_reply(fault: str, endpoint: str, retry_after: float) -> Reply:
         truncated = f'{{"id": "broken", "object": "list", "{key}": ['.encode()
         return Reply(status=200, body=truncated)
     if fault == "429":
-        headers = {
-            "Retry-After": f"{retry_after:g}",
-            "retry-after-ms": str(round(retry_after * 1000)),
-        }
+        headers = {}
+        if retry_after is not None:
+            headers = {
+                "Retry-After": f"{retry_after:g}",
+                "retry-after-ms": str(round(retry_after * 1000)),
+            }
         return error_reply(
             429,
             "Rate limit reached for requests. Please try again later.",

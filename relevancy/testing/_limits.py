@@ -16,6 +16,11 @@ embeddings, the input's tokens). Every answer from a limited endpoint carries
 A request over a limit is answered 429 with OpenAI's error body (``type`` ``"requests"`` or
 ``"tokens"``, ``code`` ``"rate_limit_exceeded"``) and, unless ``retry_after`` is off,
 ``retry-after`` (whole seconds, rounded up) and ``retry-after-ms``.
+
+The server's ``headers`` option (``--header NAME=VALUE``) overrides any of these, or adds its
+own, on every chat and embeddings answer, limits on or off: a server that lies
+(``x-ratelimit-remaining-requests: nan``) or asks for the impossible (a reset of ``23h``). A
+header the reply itself sets (a fault's ``Retry-After``) is the reply's.
 """
 
 from __future__ import annotations
@@ -180,6 +185,7 @@ class LimitsMixin:
     """The server's side: which requests count, and their tokens at admission."""
 
     limits: RateLimits
+    header_overrides: dict[str, str]
     _count: Callable[[str], int]
 
     def _limit_check(
@@ -187,13 +193,19 @@ class LimitsMixin:
     ) -> tuple[dict[str, str], Reply | None]:
         """Headers for a chat or embeddings request, and its 429 when over a limit (the tokens
         counted go to ``entry["counted_tokens"]``)."""
-        if endpoint not in ("chat", "embeddings") or not self.limits.active:
+        if endpoint not in ("chat", "embeddings"):
             return {}, None
+        if not self.limits.active:
+            return dict(self.header_overrides), None
         body = body if isinstance(body, dict) else {}
         model = str(body.get("model") or "")
         tokens = self._requested_tokens(endpoint, body)
         entry["counted_tokens"] = tokens
-        return self.limits.admit(model, tokens)
+        headers, refused = self.limits.admit(model, tokens)
+        headers.update(self.header_overrides)
+        if refused is not None:
+            refused.headers.update(self.header_overrides)
+        return headers, refused
 
     def _requested_tokens(self, endpoint: str, body: dict[str, Any]) -> int:
         if endpoint == "embeddings":

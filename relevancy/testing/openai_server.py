@@ -177,15 +177,16 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
     server), ``max_n`` (cap on choices), ``accept_json_schema`` / ``accept_json_object`` (False
     rejects that ``response_format`` with 400), ``text_mode`` (``"json"``, ``"prose"``,
     ``"lines"``: reply shape without ``response_format``), ``retry_after`` (seconds announced by a
-    429), ``slow_seconds`` (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and
-    the response ids), ``latency`` (fixed delay before every response), ``token_latency``,
-    ``slots``, ``tokenizer`` and ``usage_log`` (the cost model: see the module docstring),
+    429; None: none), ``headers`` (sent with every chat and embeddings answer), ``slow_seconds``
+    (delay of a ``"slow"`` fault), ``seed`` (salts the embedding hash and the response ids),
+    ``latency`` (fixed delay before every response), ``token_latency``, ``slots``, ``tokenizer``
+    and ``usage_log`` (the cost model: see the module docstring),
     ``log_requests`` (print an access log line per request to stderr), ``seeded`` (choice ``i``
     under ``seed`` s is question ``s + i``, as seed ``s + i`` alone gives; else question ``i``),
     ``rpm``, ``tpm``, ``limit_window`` and ``limit_retry_after`` (rate limits per model, like
     OpenAI's: see ``relevancy/testing/_limits.py``; :meth:`set_limits` or ``POST /admin/limits``
-    change them), ``batch_delay`` (seconds a ``/v1/batches`` job takes: see
-    ``relevancy/testing/_batches.py``).
+    change them), ``batch_delay`` (seconds a ``/v1/batches`` job takes) and ``batch_fault`` (how
+    batches fail: see ``relevancy/testing/_batches.py``).
     """
 
     def __init__(
@@ -201,7 +202,7 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
         accept_json_schema: bool = True,
         accept_json_object: bool = True,
         text_mode: str = "json",
-        retry_after: float = 1.0,
+        retry_after: float | None = 1.0,
         slow_seconds: float = 5.0,
         seed: int = 0,
         latency: float = 0.0,
@@ -216,6 +217,8 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
         limit_window: float = 60.0,
         limit_retry_after: bool = True,
         batch_delay: float = 0.0,
+        headers: dict[str, str] | None = None,
+        batch_fault: str | None = None,
     ) -> None:
         if embedding_dim < 1:
             raise ValueError("embedding_dim must be at least 1")
@@ -223,7 +226,7 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
             raise ValueError("max_n must be at least 1 (or None)")
         if text_mode not in TEXT_MODES:
             raise ValueError(f"text_mode must be one of {TEXT_MODES}, got {text_mode!r}")
-        if min(retry_after, slow_seconds, latency, token_latency) < 0:
+        if min(retry_after or 0.0, slow_seconds, latency, token_latency) < 0:
             raise ValueError(
                 "retry_after, slow_seconds, latency and token_latency must not be negative"
             )
@@ -256,7 +259,8 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
         self._in_flight = self._max_in_flight = 0  # requests being served (slots taken)
         self.limits = RateLimits(rpm, tpm, window=limit_window, retry_after=limit_retry_after)
         self.batch_delay = batch_delay
-        self._init_batches()
+        self.header_overrides = dict(headers or {})
+        self._init_batches(batch_fault)
 
         self._lock = threading.Lock()
         self._plan: FaultPlan | None = None
