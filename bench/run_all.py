@@ -73,7 +73,9 @@ BENCHES: dict[str, Entry] = {
     "ray_scaling": Entry("ray_scaling"),
     "faults": Entry("faults"),
     "reasons": Entry("reasons"),
+    "padding": Entry("padding"),
     "chance": Entry("chance"),
+    "cli_startup": Entry("cli_startup"),
     # the agreement harness's cheap step (its figures are in the hand-written section)
     "agreement": Entry("agreement", ("baselines", "--subset", "heldout", "--out",
                                      "/tmp/bench-agreement"),

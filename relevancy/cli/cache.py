@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from relevancy.backends.cache import Cache
+from relevancy.cli import add_command
 
 
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
-    p = sub.add_parser("cache", help="show or clear the persistent cache")
+    p = add_command(sub, "cache")
     p.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     p.add_argument("--cache-dir", default=None)
     p.set_defaults(func=cmd_cache)
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
+    from relevancy.backends.cache import Cache  # lazy: `relevancy cache --help` needs no numpy
+
     cache = Cache(args.cache_dir) if args.cache_dir else Cache()
     if args.action == "clear":
         before = cache.stats()

@@ -7,21 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from relevancy.analysis.compare import ignored_ids, regression_check
-from relevancy.cli.options import fmt
+from relevancy.cli import add_command
 from relevancy.errors import InputError
-from relevancy.io import read_table
-from relevancy.runs import RunStore
 
 
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
-    p = sub.add_parser(
-        "compare",
-        help="pair two scored result files (or run:ID) and judge NEW against BASE",
-    )
+    p = add_command(sub, "compare")
     p.add_argument("base", help="the baseline: a results file of `relevancy score`, or run:ID")
     p.add_argument("new", help="the candidate, the same way")
     p.add_argument(
@@ -43,6 +35,12 @@ def register(sub: Any) -> None:
 
 def _scored_table(spec: str, store_path: str | None) -> tuple[Any, str]:
     """A results file (an export of ``relevancy score``), or ``run:ID`` from the run store."""
+    # pandas, the reader and the store load when a comparison runs, not for --help
+    import pandas as pd
+
+    from relevancy.io import read_table  # lazy
+    from relevancy.runs import RunStore  # lazy
+
     if spec.startswith("run:"):
         store = RunStore(store_path) if store_path else RunStore()
         try:
@@ -66,6 +64,10 @@ def _scored_table(spec: str, store_path: str | None) -> tuple[Any, str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    # the analysis (numpy, pandas) loads when a comparison runs, not for --help
+    from relevancy.analysis.compare import ignored_ids, regression_check  # lazy
+    from relevancy.cli.options import fmt  # lazy
+
     base, base_name = _scored_table(args.base, args.store)
     new, new_name = _scored_table(args.new, args.store)
     check = regression_check(base, new, margin=args.fail_on_regression, tie_margin=args.tie_margin)

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relevancy.cli import add_command
 from relevancy.errors import ConfigError
 
 __all__ = [
@@ -35,11 +36,7 @@ __all__ = [
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub``: ``relevancy dashboard [--port N] [options]``,
     where options Streamlit knows (``--server.headless true``...) are passed to it."""
-    p = sub.add_parser(
-        "dashboard",
-        help="serve the dashboard (streamlit run app.py); options such as --server.headless "
-        "true are passed to Streamlit",
-    )
+    p = add_command(sub, "dashboard")
     p.add_argument("--port", type=int, default=None, help="port (default: Streamlit's, 8501)")
     p.set_defaults(func=cmd_dashboard, streamlit_options=[], passthrough=True)
 

@@ -8,17 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from relevancy.cli import add_command
 from relevancy.cli.options import add_backend_options, fmt, metric_from_args
 from relevancy.scoring.judge import EMBEDDED_DEFAULT, KINDS, check_judge
 
 
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
-    p = sub.add_parser(
-        "check-judge",
-        help="measure whether the configured LLM + embedder prefer complete answers, on a "
-        "small labelled set shipped with the package",
-    )
+    p = add_command(sub, "check-judge")
     p.add_argument(
         "--concurrency",
         type=int,

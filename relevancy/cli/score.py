@@ -22,6 +22,7 @@ from relevancy.analysis.cost import (
     usage_totals,
 )
 from relevancy.analysis.stability import NEAR_DUPLICATE, summarize_stability
+from relevancy.cli import add_command
 from relevancy.cli.options import (
     add_backend_options,
     cost_hint,
@@ -58,11 +59,7 @@ from relevancy.scoring.metric import is_embedded
 
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
-    p = sub.add_parser(
-        "score",
-        help="score a file of question/answer pairs: a table (CSV/JSON/JSONL/Parquet) or an export "
-        "of Langfuse, LangSmith, Phoenix, OpenAI chat logs or a Hugging Face dataset",
-    )
+    p = add_command(sub, "score")
     p.add_argument(
         "input",
         nargs="?",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from relevancy.cli import add_command
 from relevancy.cli.options import add_backend_options, embedded_line, metric_from_args
 from relevancy.core.modes import describe_mode
 from relevancy.core.noncommittal import evasive_wording
@@ -14,7 +15,7 @@ from relevancy.io import check_text
 
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
-    p = sub.add_parser("score-one", help="score one question/answer pair and explain it")
+    p = add_command(sub, "score-one")
     p.add_argument("question")
     p.add_argument("answer")
     p.add_argument(
