@@ -9,7 +9,8 @@ what it should be:
   (``demo_results.jsonl``) are read as they are;
 * the judge check set (``relevancy/data/judge_check.jsonl``, 40 questions): each complete
   answer should be ``ok``, each worse one its kind (partial, padded, drifting -> off_topic,
-  evasive -> noncommittal); scored here with the embedded default (cached).
+  evasive -> noncommittal, or evasive when the detector missed it and the answer says so in
+  so many words); scored here with the embedded default (cached).
 
 Gives a confusion table per set (label x reason), the share of rows whose reason matches the
 label, and how many rows are called ``ok`` below the threshold (0.5; none should be). A
@@ -40,7 +41,7 @@ EXPECTED = {
 }
 
 #: reasons that also match a label (besides ``EXPECTED``'s)
-ALSO = {"off-topic": ("drifting",), "drifting": ("drifting",)}
+ALSO = {"off-topic": ("drifting",), "drifting": ("drifting",), "evasive": ("evasive",)}
 
 THRESHOLD = 0.5
 
@@ -89,8 +90,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _table(fig: dict[str, Any]) -> str:
-    reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "language_mismatch",
-               "generator_suspect", "drifting", "error"]  # fmt: skip
+    reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "evasive",
+               "language_mismatch", "generator_suspect", "incomplete_generation", "drifting",
+               "error"]  # fmt: skip
     rows = [[f"{label} (→ {' or '.join((EXPECTED.get(label, '?'), *ALSO.get(label, ())))})",
              *(str(c.get(x, "")) for x in reasons),
              f"{fig['per_label'][label]['matched']}/{fig['per_label'][label]['rows']}"]

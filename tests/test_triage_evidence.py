@@ -55,11 +55,20 @@ def test_off_topic_never_sits_beside_a_sentence_table_that_finds_nothing():
 
 
 def test_padded_is_what_the_sentence_table_marks():
+    from relevancy.core.triage import PAD_SHARE
+
     for r in RESULTS:
         e = explain_result(r)
-        marked = [s for s in e.sentences if s.off_topic or s.padding]
+        real = [s for s in e.sentences if not s.fragment]
+        marked = [s for s in real if s.off_topic or s.padding]
+        share = sum(len(s.text.split()) for s in marked) / max(
+            1, sum(len(s.text.split()) for s in real)
+        )
         assert ("padded" in e.triage.flags) == (
-            bool(marked) and len(e.sentences) > 1 and max(s.similarity for s in e.sentences) >= 0.5
+            bool(marked)
+            and len(real) > 1
+            and max(s.similarity for s in real) >= 0.5
+            and share >= PAD_SHARE
         ), r.user_input
         if "padded" in e.triage.flags:
             assert all(s.note for s in marked)

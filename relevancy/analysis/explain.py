@@ -47,12 +47,14 @@ from relevancy.core.text import (
 from relevancy.core.triage import (
     DEFAULT_THRESHOLD,
     PAD_GAP,
+    PAD_SHARE,
     SENTENCE_HIGH,
     SENTENCE_LOW,
     SentenceScore,
     Triage,
     as_float,
     completeness,
+    padded_share,
     sentence_marks,
     sentences_from_parts,
     triage,
@@ -94,10 +96,15 @@ class SentenceRow:
     extra: dict[str, Any] = field(default_factory=dict)  #: other keys of a scored part
     #: far below the answer's closest sentence (see :func:`relevancy.core.triage.sentence_marks`)
     padding: bool = False
+    #: a citation marker, a list number, a word or two: part of its neighbour, never marked
+    fragment: bool = False
 
     @property
     def off_topic(self) -> bool:
-        """Far from the question, and (where the row has them) from each of its parts."""
+        """Far from the question, and (where the row has them) from each of its parts; never a
+        fragment."""
+        if self.fragment:
+            return False
         by_part = as_float(self.extra.get("part_similarity"))
         if math.isnan(by_part):
             return self.similarity < SENTENCE_LOW
@@ -109,7 +116,10 @@ class SentenceRow:
 
     @property
     def note(self) -> str:
-        """``"off topic"`` or ``"padding"``, ``"lowers the score"``, both, or ``""``."""
+        """``"off topic"`` or ``"padding"``, ``"lowers the score"``, both, ``"fragment"`` or
+        ``""``."""
+        if self.fragment:
+            return "fragment (read with its neighbour)"
         flags = ["off topic"] * self.off_topic + ["padding"] * (self.padding and not self.off_topic)
         return ", ".join(flags + ["lowers the score"] * self.lowers_score)
 
@@ -191,7 +201,7 @@ class Explanation:
     def sentence_verdict(self) -> str:
         """One line on the sentence table that agrees with the main reason: how many sentences
         are off topic, padding, or lower the score; or that none is close to the question."""
-        rows = self.sentences
+        rows = [s for s in self.sentences if not s.fragment]  # a fragment is its neighbour's
         if not rows:
             return ""
         off = sum(s.off_topic for s in rows)
@@ -224,6 +234,12 @@ class Explanation:
         )
         if far:
             found.append(f"none is close to the question (the closest {best:.2f} < 0.5)")
+        share = padded_share(self.result)
+        if (off or pad) and share < PAD_SHARE:
+            found.append(
+                f"they hold {share:.0%} of the answer's words, under the {PAD_SHARE:.0%} that "
+                "makes an answer padded"
+            )
         if found:
             return f"Of {len(rows)} sentences: {'; '.join(found)}."
         return f"None of the {len(rows)} sentences is off topic, padding or lowers the score."
@@ -422,7 +438,7 @@ def explain_result(
     marks = sentence_marks(result)
     if len(marks) == len(sentences):
         sentences = [
-            dataclasses.replace(row, padding=mark == "padding")
+            dataclasses.replace(row, padding=mark == "padding", fragment=mark == "fragment")
             for row, mark in zip(sentences, marks)
         ]
     return Explanation(

@@ -10,6 +10,7 @@ The words around them (causes, sentence tables) are in :mod:`relevancy.analysis.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,11 @@ __all__ = [
     "SentenceScore",
     "sentences_from_parts",
     "sentence_marks",
+    "is_fragment",
+    "padded_share",
+    "is_padded",
+    "FRAGMENT_WORDS",
+    "PAD_SHARE",
     "uncovered_parts",
 ]
 
@@ -85,6 +91,16 @@ PART_GAP = 0.3  #: ... when the best-covered part is at least this much better c
 
 
 GENERATOR_ANSWER_SIM = 0.6
+
+
+#: a "sentence" of fewer words than this (a citation marker "(ref 1)", a list number "2.", a
+#: word or two) belongs to its neighbour: it is never marked off topic or padding on its own
+FRAGMENT_WORDS = 3
+
+
+#: an answer is ``padded`` when its sentences marked off topic or padding hold at least this
+#: share of its words: one stray sentence in a long answer is not padding (bench/padding.py)
+PAD_SHARE = 0.2
 
 
 #: each row's main reason, in order of precedence (the first that applies wins), with its label
@@ -175,21 +191,28 @@ def sentence_marks(result: RelevancyResult) -> list[str]:
     ``"padding"``
         ``PAD_GAP`` or more below the answer's closest sentence, which is itself close to the
         question (``SENTENCE_HIGH``): the answer is elsewhere;
+    ``"fragment"``
+        fewer than ``FRAGMENT_WORDS`` words (a citation marker, a list number): part of its
+        neighbour, never marked on its own;
     ``""``
-        neither.
+        none of these.
 
-    The ``padded`` reason is these marks, so the table and the reason cannot disagree.
+    The ``padded`` reason is these marks (when they hold ``PAD_SHARE`` of the answer's words:
+    :func:`padded_share`), so the table and the reason cannot disagree.
     """
     parts = [p for p in result.parts if isinstance(p, dict) and "text" in p]
-    sims = [s.similarity for s in sentences_from_parts(parts)]
+    found = sentences_from_parts(parts)
+    sims = [s.similarity for s in found]
     if not sims:
         return []
     off = off_question([0.0 if math.isnan(x) else x for x in sims], _part_similarities(parts))
-    known = [x for x in sims if not math.isnan(x)]
+    known = [x for x, s in zip(sims, found) if not math.isnan(x) and not is_fragment(s.text)]
     best = max(known) if known else math.nan
     marks = []
-    for sim, far in zip(sims, off):
-        if math.isnan(sim):
+    for sim, far, sentence in zip(sims, off, found):
+        if is_fragment(sentence.text):
+            marks.append("fragment")
+        elif math.isnan(sim):
             marks.append("")
         elif far:
             marks.append("off topic")
@@ -198,6 +221,39 @@ def sentence_marks(result: RelevancyResult) -> list[str]:
         else:
             marks.append("")
     return marks
+
+
+def is_fragment(text: str) -> bool:
+    """Fewer than ``FRAGMENT_WORDS`` words of two letters or more: "(ref 1)", "2.", "[3]"."""
+    return len(re.findall(r"[^\W\d_]{2,}", text)) < FRAGMENT_WORDS
+
+
+def padded_share(result: RelevancyResult, marks: Sequence[str] | None = None) -> float:
+    """The share of the answer's words in sentences marked off topic or padding (fragments
+    count with no side); 0.0 without sentences."""
+    found = sentences_from_parts([p for p in result.parts if isinstance(p, dict) and "text" in p])
+    marks = sentence_marks(result) if marks is None else marks
+    words = [len(s.text.split()) for s, m in zip(found, marks) if m != "fragment"]
+    marked = [len(s.text.split()) for s, m in zip(found, marks) if m in ("off topic", "padding")]
+    return sum(marked) / sum(words) if sum(words) else 0.0
+
+
+def is_padded(result: RelevancyResult, share: float = PAD_SHARE) -> bool:
+    """Padded: besides a sentence close to the question (``SENTENCE_HIGH``), sentences marked
+    off topic or padding that hold at least ``share`` of the answer's words."""
+    marks = sentence_marks(result)
+    real = [m for m in marks if m != "fragment"]
+    sentences = [
+        s.similarity
+        for s, m in zip(sentences_from_parts(result.parts), marks)
+        if m != "fragment" and not math.isnan(s.similarity)
+    ]
+    return (
+        len(real) > 1
+        and any(m in ("off topic", "padding") for m in real)
+        and max(sentences, default=0.0) >= SENTENCE_HIGH
+        and padded_share(result, marks) >= share
+    )
 
 
 def uncovered_parts(result: RelevancyResult) -> list[tuple[str, float, float]]:
@@ -325,8 +381,7 @@ def triage(
         flags.append("off_topic")
     if uncovered_parts(result):
         flags.append("partial")
-    marks = sentence_marks(result)
-    if len(marks) > 1 and any(marks) and max(sentences, default=0.0) >= SENTENCE_HIGH:
+    if is_padded(result):
         flags.append("padded")
     if mismatched(result.languages) or (
         not result.languages and "language_mismatch" in result.flags  # stored, not recomputable
