@@ -77,9 +77,12 @@ def _prose(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
             found.append(" ".join(v.value for v in node.values if isinstance(v, ast.Constant)))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if id(node) not in docstrings:
-                found.append(node.value)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            found.append(node.value)
     css = re.compile(r"[\w-]+:\s*[^;]*;")  # style attributes and rules are not prose
     return [s for s in found if " " in s and re.search(r"[a-z]{3}", s) and not css.search(s)]
 
