@@ -110,8 +110,8 @@ st.caption(
     + f"{n_orig:,} questions asked (◆) and {len(points) - n_orig:,} generated questions (●), "
     f"{label} of their embeddings. A line joins each generated question to the question it "
     "should match: short lines and tight clusters mean relevant answers; long lines and "
-    "distant points mean the answer drifted. Hover for the text; draw a lasso (or a box, from "
-    "the chart's toolbar) around points to open their rows below."
+    "distant points mean the answer drifted. Hover for the text; click a point to open its "
+    "row below, or pick the lasso or the box in the chart's toolbar to select several."
 )
 event = st.plotly_chart(
     projection_chart.projection_scatter(points, coords, color_by=color_by, dims=int(dims)),

@@ -102,9 +102,12 @@ def test_embeddings_map(page: Page, app_url: str):
     expect(chart.locator(".main-svg").first).to_be_visible()
     expect(chart.locator(".scatterlayer .point").first).to_be_attached()
     expect(page.get_by_text("original questions").first).to_be_visible()
-    # lasso a generated question: its row opens below the map
+    # lasso a generated question (the lasso is picked in the chart's toolbar): its row opens
+    # below the map
     row = page.get_by_role("combobox", name="Row", exact=True)
     before = row.input_value()
+    chart.hover()
+    chart.locator('.modebar-btn[data-attr="dragmode"][data-val="lasso"]').click()
     points = chart.locator(".scatterlayer .trace .point")
     point = points.nth(points.count() - 1)
     point.scroll_into_view_if_needed()
@@ -124,6 +127,23 @@ def test_embeddings_map(page: Page, app_url: str):
     page.locator('[data-testid="stButtonGroup"] button').filter(has_text="3D").click()
     settle(page)
     expect(page.locator('[data-testid="stPlotlyChart"] .gl-container').first).to_be_attached()
+
+
+def test_a_click_on_a_point_opens_its_row(page: Page, app_url: str):
+    open_page(page, app_url, "Embeddings")
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    expect(chart.locator(".scatterlayer .point").first).to_be_attached()
+    row = page.get_by_role("combobox", name="Row", exact=True)
+    before = row.input_value()
+    points = chart.locator(".scatterlayer .trace .point")
+    point = points.nth(points.count() - 1)
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    settle(page)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    expect(row).not_to_have_value(before)
 
 
 def test_compare_two_variants(page: Page, app_url: str):

@@ -171,7 +171,9 @@ def projection_scatter(
     else:
         fig.update_xaxes(showticklabels=False, title_text="", zeroline=False)
         fig.update_yaxes(showticklabels=False, title_text="", zeroline=False)
-    fig.update_layout(dragmode="pan" if three else "lasso", clickmode="event+select")
+    # no dragmode of our own: with points selectable, Streamlit then pans on a drag and selects
+    # the point clicked (it turns clicks off in lasso or box mode, which the toolbar offers)
+    fig.update_layout(dragmode="pan") if three else None
     fig = layout(fig, title=title, height=height)
     # legend on the left: the chart's toolbar sits top right
     fig.update_layout(legend=dict(x=0, xanchor="left", y=1.02, yanchor="bottom"))
