@@ -26,7 +26,7 @@ from relevancy.backends._local_generator import (
     smollm_model_path,
 )
 from relevancy.backends._openai import OpenAIEmbedder, OpenAIGenerator
-from relevancy.backends._openai_batch import GenerationBatch
+from relevancy.backends._openai_batch import BatchGone, GenerationBatch
 from relevancy.backends._protocols import (
     Embedder,
     EmbedderBase,
@@ -57,6 +57,7 @@ __all__ = [
     "OpenAIGenerator",
     "OpenAIEmbedder",
     "GenerationBatch",
+    "BatchGone",
     "RateController",
     "RateLimitedError",
     "controllers",

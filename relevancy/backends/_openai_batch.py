@@ -6,26 +6,49 @@ tokens) as a JSON-lines file, uploads it (``/v1/files``, purpose ``batch``), cre
 (``/v1/batches``, 24 h window), polls it, downloads its output and turns each line back into the
 :class:`GenerationSet` a live request would have given. Any server that implements
 ``/v1/files`` and ``/v1/batches`` works (the toy server does).
+
+A batch that ended without its output (failed, expired, cancelled) or that the server does not
+know raises :class:`BatchGone`, so that the caller can submit a new one; a server that cannot be
+reached, or answers an error, raises a one-line :class:`GenerationError`. An output line that is
+not JSON (a file cut short) is counted and skipped, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from relevancy.backends._openai_client import describe_api_error
 from relevancy.core.prompt import chat_messages, output_schema, parse_output
 from relevancy.core.redact import redact
 from relevancy.core.result import Generation, GenerationSet
 from relevancy.errors import ConfigError, GenerationError
 
-__all__ = ["GenerationBatch", "BATCH_DONE", "BATCH_FAILED"]
+__all__ = ["GenerationBatch", "BatchGone", "BatchOutput", "BATCH_DONE", "BATCH_FAILED"]
 
 #: a batch's final states
 BATCH_DONE = "completed"
 BATCH_FAILED = ("failed", "expired", "cancelled")
 _ENDPOINT = "/v1/chat/completions"
+
+
+class BatchGone(GenerationError):
+    """The batch cannot give its output: it ended ``failed``, ``expired`` or ``cancelled``, or
+    the server does not know it (``status`` ``"unknown"``)."""
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class BatchOutput(dict):  # type: ignore[type-arg]
+    """The generation sets of a batch's output lines, by ``custom_id``; ``unreadable``: lines
+    that were not JSON objects (skipped)."""
+
+    unreadable: int = 0
 
 
 class GenerationBatch:
@@ -57,16 +80,38 @@ class GenerationBatch:
         """Upload the lines and create the batch; its id and input file's id."""
         client = self.generator.client()
         content = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-        uploaded = await client.files.create(
-            file=("relevancy-batch.jsonl", content.encode("utf-8")), purpose="batch"
-        )
-        batch = await client.batches.create(
-            input_file_id=uploaded.id,
-            endpoint=_ENDPOINT,
-            completion_window="24h",
-            metadata={"made_by": "relevancy"},
-        )
+        with self._errors("submitting the batch"):
+            uploaded = await client.files.create(
+                file=("relevancy-batch.jsonl", content.encode("utf-8")), purpose="batch"
+            )
+            batch = await client.batches.create(
+                input_file_id=uploaded.id,
+                endpoint=_ENDPOINT,
+                completion_window="24h",
+                metadata={"made_by": "relevancy"},
+            )
         return {"batch_id": batch.id, "input_file_id": uploaded.id, "requests": len(lines)}
+
+    @contextlib.contextmanager
+    def _errors(self, doing: str, batch_id: str | None = None) -> Iterator[None]:
+        """The SDK's errors while ``doing`` as one line: :class:`BatchGone` for a batch the
+        server does not know (404), a :class:`GenerationError` for the rest."""
+        import openai  # lazy: the SDK is only needed when a batch is used
+
+        where = self.generator.base_url
+        try:
+            yield
+        except openai.NotFoundError:
+            if batch_id is None:
+                raise GenerationError(f"{where} has no Batch API (HTTP 404 {doing})") from None
+            raise BatchGone(f"batch {batch_id} is not known to {where}", "unknown") from None
+        except openai.APIError as exc:
+            again = (
+                f": the batch goes on there; run the same command again to pick up {batch_id}"
+                if batch_id
+                else ""
+            )
+            raise GenerationError(f"{describe_api_error(exc, where)} {doing}{again}") from None
 
     async def wait(
         self,
@@ -81,7 +126,8 @@ class GenerationBatch:
         Raises :class:`GenerationError` when it failed, expired or was cancelled."""
         client = self.generator.client()
         while True:
-            batch = await client.batches.retrieve(batch_id)
+            with self._errors(f"while waiting for batch {batch_id}", batch_id):
+                batch = await client.batches.retrieve(batch_id)
             counts = getattr(batch, "request_counts", None)
             if progress is not None and counts is not None:
                 progress(int(counts.completed or 0), int(counts.total or 0))
@@ -90,24 +136,32 @@ class GenerationBatch:
             if batch.status in BATCH_FAILED:
                 errors = getattr(getattr(batch, "errors", None), "data", None) or []
                 why = "; ".join(str(getattr(e, "message", e)) for e in errors[:3])
-                raise GenerationError(
-                    redact(f"batch {batch_id} {batch.status}" + (f": {why}" if why else ""))
-                )
+                text = redact(f"batch {batch_id} {batch.status}" + (f" ({why})" if why else ""))
+                raise BatchGone(text, str(batch.status))
             await asyncio.sleep(poll)
             poll = min(poll * 1.5, longest_poll)
 
-    async def results(self, batch: Any, n: int) -> dict[str, GenerationSet]:
-        """Each line of the batch's output (and error file) as a generation set, by custom id."""
+    async def results(self, batch: Any, n: int) -> BatchOutput:
+        """Each line of the batch's output (and error file) as a generation set, by custom id;
+        lines that are not JSON objects are counted in ``unreadable`` and skipped."""
         client = self.generator.client()
-        found: dict[str, GenerationSet] = {}
+        found = BatchOutput()
         for file_id in (batch.output_file_id, getattr(batch, "error_file_id", None)):
             if not file_id:
                 continue
-            content = await client.files.content(file_id)
+            with self._errors(f"reading the output of batch {batch.id}", batch.id):
+                content = await client.files.content(file_id)
             for raw in content.text.splitlines():
-                if raw.strip():
+                if not raw.strip():
+                    continue
+                try:
                     line = json.loads(raw)
-                    found[str(line.get("custom_id"))] = self.generation_set(line, n)
+                except ValueError:
+                    line = None
+                if not isinstance(line, dict):
+                    found.unreadable += 1
+                    continue
+                found[str(line.get("custom_id"))] = self.generation_set(line, n)
         return found
 
     def generation_set(self, line: Mapping[str, Any], n: int) -> GenerationSet:
@@ -143,5 +197,6 @@ class GenerationBatch:
                 "completion_tokens": int(usage.get("completion_tokens") or 0),
             },
             requests=1,
-            cacheable=len(choices) >= n,  # fewer (a server that ignores n): a live run tops up
+            # fewer choices, or one unusable: not cached, so the live run asks again
+            cacheable=len(choices) >= n and all(g.error is None for g in good),
         )

@@ -48,7 +48,7 @@ from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
-from relevancy.scoring.batch_api import batch_cost, run_batch
+from relevancy.scoring.batch_api import batch_cost, live_generation, run_batch
 from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import Interrupted, score_path
 from relevancy.scoring.estimate import estimate, measure_sample
@@ -308,6 +308,8 @@ def _batch(args: argparse.Namespace, metric: Any, path: Any, out: Path, source_f
 
         batch = run_batch(metric, path, out, source_format=source_format,
                           chunk_rows=args.chunk_rows, progress=progress)  # fmt: skip
+    for note in batch.notes:
+        print(f"note: {note}", file=sys.stderr)
     print(f"batch           {batch.describe(prices)}", file=sys.stderr)
     return batch.to_settings()
 
@@ -379,6 +381,9 @@ def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> 
     spent = usage_totals(run.usage, prices)
     print(f"tokens          {spent.describe_tokens()}")
     print(f"cost            {cost_hint(spent.describe_cost(), spent.models, prices)}")
+    live = live_generation(run.usage, str(metric.llm.name), prices) if args.batch_api else None
+    if live:
+        print(f"batch, live     {live} (answers the batch did not give back usably)")
     _print_languages(run)
     if run.row_sd is not None:
         _print_stability(run)
