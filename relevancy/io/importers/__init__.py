@@ -39,7 +39,7 @@ from relevancy.io.importers.langsmith import is_langsmith_root, langsmith
 from relevancy.io.importers.mlflow import is_mlflow_trace, mlflow_traces
 from relevancy.io.importers.openai_batch import OpenAIRequests, batch_line, is_request_log
 from relevancy.io.importers.openai_chat import openai_chat
-from relevancy.io.importers.phoenix import is_otlp_span, is_phoenix_root, phoenix, span_record
+from relevancy.io.importers.phoenix import is_otlp_span, is_phoenix_root, phoenix, readable_span
 from relevancy.io.importers.phoenix_datasets import is_dataset_example, phoenix_examples
 from relevancy.io.importers.report import ImportReport
 
@@ -245,7 +245,9 @@ class Importer:
             report.label = "Phoenix dataset examples"
         elif report.format in ("langsmith", "phoenix"):
             is_root = is_langsmith_root if report.format == "langsmith" else is_phoenix_root
-            roots = [is_root(span_record(r) if report.format == "phoenix" else r) for r in records]
+            roots = [
+                is_root(readable_span(r) if report.format == "phoenix" else r) for r in records
+            ]
             self._options = {"roots_only": any(roots)}
             if report.format == "phoenix" and _mostly(is_otlp_span, sample):
                 report.label = "Phoenix spans (OTLP)"
@@ -268,7 +270,7 @@ class Importer:
         if kind == "phoenix":
             if is_dataset_example(record):
                 return True
-            flat = span_record(record)
+            flat = readable_span(record)
             return any(k.startswith(("attributes.input", "attributes.output")) for k in flat)
         if kind == "mlflow":
             return is_mlflow_trace(record)

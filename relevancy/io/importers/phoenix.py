@@ -36,22 +36,42 @@ def is_otlp_span(record: dict[str, Any]) -> bool:
     return isinstance(record.get("attributes"), list) and bool({"span_id", "spanId"} & set(record))
 
 
+class BadSpan(ValueError):
+    """An OTLP span holding a value of the wrong type (``int_value: "abc"``, an ``array_value``
+    that is not an object...): the span is skipped, and listed."""
+
+
+def _values(held: Any, kind: str) -> list[Any]:
+    """The ``values`` of an ``array_value`` or ``kvlist_value``: ``{"values": [...]}``."""
+    if held == {} or held == []:
+        return []
+    values = held.get("values") if isinstance(held, dict) else None
+    if not isinstance(values, list):
+        raise BadSpan(f"{kind} is not an object with a list of values: {str(held)[:40]!r}")
+    return values
+
+
 def otlp_value(value: Any) -> Any:
     """An OTLP ``AnyValue`` (``{"string_value": "x"}`` or ``{"stringValue": "x"}``...) as the
-    value it holds."""
+    value it holds; :class:`BadSpan` when it holds a value of the wrong type."""
     if not isinstance(value, dict):
         return value
     for key, held in value.items():
         if held is None:
             continue
-        kind = key.replace("_", "").lower()
+        kind = str(key).replace("_", "").lower()
         if kind == "arrayvalue":
-            return [otlp_value(v) for v in (held or {}).get("values") or []]
+            return [otlp_value(v) for v in _values(held, "array_value")]
         if kind == "kvlistvalue":
-            pairs = (held or {}).get("values") or []
-            return {p.get("key"): otlp_value(p.get("value")) for p in pairs if isinstance(p, dict)}
+            pairs = _values(held, "kvlist_value")
+            return {
+                str(p.get("key")): otlp_value(p.get("value")) for p in pairs if isinstance(p, dict)
+            }
         if kind == "intvalue":
-            return int(held)
+            whole = str(held).strip() if isinstance(held, (str, int)) else ""
+            if isinstance(held, bool) or not whole.lstrip("-").isdigit():
+                raise BadSpan(f"int_value {str(held)[:40]!r} is not a whole number")
+            return int(whole)
         return held
     return None
 
@@ -68,6 +88,8 @@ def span_record(record: dict[str, Any]) -> dict[str, Any]:
     }
     status = record.get("status") if isinstance(record.get("status"), dict) else {}
     code = status.get("code")
+    if code is not None and (isinstance(code, bool) or not isinstance(code, (int, str))):
+        raise BadSpan(f"status.code {str(code)[:40]} is neither a number nor a name")
     return {
         "context.span_id": first_of(record, "span_id", "spanId"),
         "context.trace_id": first_of(record, "trace_id", "traceId"),
@@ -80,6 +102,14 @@ def span_record(record: dict[str, Any]) -> dict[str, Any]:
         "status_message": status.get("message"),
         **{f"attributes.{k}": v for k, v in attributes.items()},
     }
+
+
+def readable_span(record: dict[str, Any]) -> dict[str, Any]:
+    """:func:`span_record`, or ``{}`` for a span that cannot be read (to detect a format)."""
+    try:
+        return span_record(record)
+    except BadSpan:
+        return {}
 
 
 def is_phoenix_root(r: dict[str, Any]) -> bool:
@@ -100,22 +130,44 @@ def phoenix(
     LLM span's input and output messages) of each trace's root span; child spans are skipped."""
     rows = []
     for record in records:
-        r = span_record(record)
-        if roots_only and not is_phoenix_root(r):
-            report.skip("child span", "")
-            report.note = "each trace read from its root span"
+        try:
+            row = _span_row(record, report, roots_only)
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:  # one span's fault
+            report.skip("span", "that could not be read")
+            why = str(exc) if isinstance(exc, BadSpan) else f"{type(exc).__name__}: {exc}"
+            report.bad_record(f"span {_span_id(record)}", why[:160])
             continue
-        question = text_of(r.get("attributes.input.value"), "q") or text_of(
-            messages_of(r, "llm.input_messages"), "q"
-        )
-        answer = text_of(r.get("attributes.output.value"), "a") or text_of(
-            messages_of(r, "llm.output_messages"), "a"
-        )
-        failed = str(r.get("status_code") or "").upper() == "ERROR"
-        if not keep_pair(report, "span", question, answer, failed=failed):
-            continue
-        rows.append(pair_row(question, answer, _extras(r)))
+        if row is not None:
+            rows.append(row)
     return pairs_table(rows)
+
+
+def _span_id(record: dict[str, Any]) -> str:
+    found = first_of(record, "span_id", "spanId", "context.span_id")
+    if found is None and isinstance(record.get("context"), dict):
+        found = record["context"].get("span_id")
+    return str(found)[:40] if found is not None else "(no span id)"
+
+
+def _span_row(
+    record: dict[str, Any], report: ImportReport, roots_only: bool
+) -> dict[str, Any] | None:
+    """One span's row, or None when it is skipped (a child span, no question or answer)."""
+    r = span_record(record)
+    if roots_only and not is_phoenix_root(r):
+        report.skip("child span", "")
+        report.note = "each trace read from its root span"
+        return None
+    question = text_of(r.get("attributes.input.value"), "q") or text_of(
+        messages_of(r, "llm.input_messages"), "q"
+    )
+    answer = text_of(r.get("attributes.output.value"), "a") or text_of(
+        messages_of(r, "llm.output_messages"), "a"
+    )
+    failed = str(r.get("status_code") or "").upper() == "ERROR"
+    if not keep_pair(report, "span", question, answer, failed=failed):
+        return None
+    return pair_row(question, answer, _extras(r))
 
 
 def _extras(r: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,10 @@ class ImportReport:
     #: first :data:`KEEP_BAD_LINES`; ``n_bad_lines`` counts them all
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
     n_bad_lines: int = 0
+    #: records read but not understood (a span with a value of the wrong type): (what, why),
+    #: the first :data:`KEEP_BAD_LINES`; ``n_bad_records`` counts them all
+    bad_records: list[tuple[str, str]] = field(default_factory=list)
+    n_bad_records: int = 0
 
     def bad_line(self, line: int, why: str) -> None:
         """Note a line of the file that could not be read (it is skipped)."""
@@ -31,11 +35,22 @@ class ImportReport:
         if len(self.bad_lines) < KEEP_BAD_LINES:
             self.bad_lines.append((line, why))
 
+    def bad_record(self, what: str, why: str) -> None:
+        """Note a record that could not be read (``what``: ``"span 5f2a..."``); it is skipped."""
+        self.n_bad_records += 1
+        if len(self.bad_records) < KEEP_BAD_LINES:
+            self.bad_records.append((what, why))
+
     def describe_bad_lines(self) -> list[str]:
-        """One line per skipped line kept, then one for the rest: for the CLI's notes."""
+        """One line per skipped line or record kept, then one for the rest of each: for the
+        CLI's notes."""
         lines = [f"line {n} skipped: {why}" for n, why in self.bad_lines]
         if self.n_bad_lines > len(self.bad_lines):
             lines.append(f"... and {self.n_bad_lines - len(self.bad_lines):,} more lines skipped")
+        lines += [f"{what} skipped: {why}" for what, why in self.bad_records]
+        if self.n_bad_records > len(self.bad_records):
+            more = self.n_bad_records - len(self.bad_records)
+            lines.append(f"... and {more:,} more records skipped")
         return lines
 
     def skip(self, noun: str, why: str, n: int = 1) -> None:
