@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from relevancy.core.result import GenerationSet
+from relevancy.errors import ConfigError
 from relevancy.paths import default_cache_dir
 
 __all__ = ["Cache", "cache_key"]
@@ -38,15 +39,31 @@ class Cache:
     path : str or Path or None
         A database file, or a folder (``cache.sqlite3`` inside it).
         Default: ``default_cache_dir()``.
+
+    Raises
+    ------
+    ConfigError
+        One line when the cache cannot be made or written there (a folder without write
+        permission, a file where a folder should be).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         p = Path(path) if path is not None else default_cache_dir()
         if p.suffix not in {".sqlite", ".sqlite3", ".db"}:
             p = p / "cache.sqlite3"
-        p.parent.mkdir(parents=True, exist_ok=True)
         self.path = p
         self._local = threading.local()
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            self._create()
+        except (OSError, sqlite3.Error) as exc:
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise ConfigError(
+                f"the cache {p} cannot be written ({why}): set $RELEVANCY_CACHE_DIR (or "
+                "--cache-dir) to a folder you can write, or score with --no-cache"
+            ) from None
+
+    def _create(self) -> None:
         with self._connect() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
