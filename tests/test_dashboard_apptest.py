@@ -88,6 +88,10 @@ def test_home_shows_demo_overview_and_precomputed_example():
     pairs = len(load_check_set())
     assert f"models on {pairs} labelled pairs" in shown and f"score {pairs} questions" in shown
     assert f"Run the judge check ({2 * pairs} answers)" in shown
+    # how long it should take, said before it starts (the embedded models' benchmark here)
+    assert "Estimate: about 2 min for 80 rows (1.75 s/row, the embedded models" in shown.replace(
+        "\\", ""
+    )
     assert f"(default {EMBEDDED_CONCURRENCY})" in shown and f"(default {API_CONCURRENCY}):" in shown
     charts = _charts(at)
     assert len(charts) == 2  # one similarity-bar chart per answer variant

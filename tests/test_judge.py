@@ -25,7 +25,7 @@ from relevancy.scoring.judge import (
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 from relevancy.testing.openai_server import CHAT_MODEL
 
-from helpers import cli_backends, write_rows
+from helpers import cli_backends, toy_metric, write_rows
 
 
 def test_check_set_is_balanced_for_length_and_kind():
@@ -104,7 +104,13 @@ def test_cli_check_judge_against_an_openai_compatible_server(tmp_path, capsys, t
     backends = cli_backends(toy_server)
     args = ["check-judge", "-q", *backends, "--json", str(out)]
     assert main(args) == 0
-    text = capsys.readouterr().out
+    printed = capsys.readouterr()
+    text = printed.out
+    # said before it starts: no run of the toy models measured yet
+    assert printed.err.startswith(
+        "estimate        80 rows to score: time unknown until the "
+        "first rows finish (no run of these models measured yet)"
+    )
     assert "agreement" in text and "95% CI" in text and "longer answer wins 0.500" in text
     assert f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f}" in text
     data = json.loads(out.read_text())
@@ -115,7 +121,12 @@ def test_cli_check_judge_against_an_openai_compatible_server(tmp_path, capsys, t
     assert main(["score", str(rows), "-q", "-o", str(tmp_path / "o.csv"), *backends]) == 0
     assert f"judge check: {data['agreement']:.2f} on 40 pairs" in capsys.readouterr().out
     code = main([*args, "--fail-under", "1.01"])
-    assert code == 1 and "below --fail-under 1.01" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 1 and "below --fail-under 1.01" in err
+    # the second check: every answer is in the cache
+    assert (
+        err.startswith("estimate        about 0 s for 0 rows") and "80 rows are in the cache" in err
+    )
 
 
 RECORD = Path(__file__).resolve().parent / "data" / "judge_embedded_default.json"
@@ -139,8 +150,9 @@ def test_the_quoted_figure_is_the_recorded_check():
     assert round(figure.value, 3) == EMBEDDED_DEFAULT["agreement"] == round(record.agreement, 3)
     assert round(figure.low, 3) == EMBEDDED_DEFAULT["ci_low"]
     assert round(figure.high, 3) == EMBEDDED_DEFAULT["ci_high"]
-    cosine = pairwise_accuracy([o.better_cosine for o in record.outcomes],
-                               [o.worse_cosine for o in record.outcomes])  # fmt: skip
+    cosine = pairwise_accuracy(
+        [o.better_cosine for o in record.outcomes], [o.worse_cosine for o in record.outcomes]
+    )
     assert round(cosine.value, 3) == EMBEDDED_DEFAULT["cosine_baseline"]
     assert len(record.outcomes) == EMBEDDED_DEFAULT["pairs"]
 
@@ -164,3 +176,18 @@ def test_the_embedded_default_scores_the_recorded_pairs_again():
         assert abs(better.value - want.better_score) < 0.02, (p.id, better.value, want)
         assert abs(worse.value - want.worse_score) < 0.02, (p.id, worse.value, want)
         assert float(better.value > worse.value) == want.outcome or want.outcome == 0.5, p.id
+
+
+def test_the_judge_check_is_estimated_before_it_starts(toy_server):
+    from relevancy.scoring.estimate import EMBEDDED_SECONDS_PER_ROW
+    from relevancy.scoring.judge import judge_estimate
+
+    embedded = judge_estimate(AnswerRelevancy(cache=False))
+    assert embedded.rows == 80 and embedded.seconds == pytest.approx(80 * EMBEDDED_SECONDS_PER_ROW)
+    assert "the embedded models' benchmark on 2 cores" in embedded.describe()
+    # a check on the toy server measures these models' speed: the next estimate uses it
+    metric = toy_metric(toy_server)
+    assert math.isnan(judge_estimate(metric).seconds)
+    check_judge(metric)
+    again = judge_estimate(metric)
+    assert again.cached == 80 and "measured on 80 rows" in again.basis

@@ -10,7 +10,7 @@ from typing import Any
 
 from relevancy.cli import add_command
 from relevancy.cli.options import add_backend_options, fmt, metric_from_args
-from relevancy.scoring.judge import EMBEDDED_DEFAULT, KINDS, check_judge
+from relevancy.scoring.judge import EMBEDDED_DEFAULT, KINDS, check_judge, judge_estimate
 
 
 def register(sub: Any) -> None:
@@ -35,6 +35,7 @@ def cmd_check_judge(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     metric = metric_from_args(args, concurrency=args.concurrency)
+    print(f"estimate        {judge_estimate(metric).describe()}", file=sys.stderr)
     with tqdm(total=80, unit="answer", desc="checking", file=sys.stderr, disable=args.quiet) as bar:
         check = check_judge(metric, progress=lambda done, total: bar.update(1))
     print(f"judge           {check.llm} + {check.embeddings} ({check.mode} mode, strictness "

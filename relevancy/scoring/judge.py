@@ -46,6 +46,7 @@ import numpy as np
 
 from relevancy.analysis.agreement import pairwise_accuracy, pairwise_wins
 from relevancy.backends.cache import Cache, cache_key
+from relevancy.scoring.estimate import cached_rows, estimate, record_speed
 
 __all__ = [
     "CheckPair",
@@ -58,6 +59,7 @@ __all__ = [
     "judge_key",
     "check_judge",
     "last_check",
+    "judge_estimate",
 ]
 
 KINDS = ("partial", "padded", "drifting", "evasive")
@@ -224,6 +226,14 @@ def judge_key(metric: Any) -> str:
     )
 
 
+def judge_estimate(metric: Any) -> Any:
+    """How long the check should take with ``metric`` (an :class:`Estimate`: the speed of these
+    models measured on this machine, else the embedded models' benchmark; rows already in the
+    cache count as instant), said before it starts."""
+    answers = [text for p in load_check_set() for text in (p.better, p.worse)]
+    return estimate(metric, len(answers), cached=cached_rows(metric, answers))
+
+
 def check_judge(
     metric: Any,
     *,
@@ -237,9 +247,11 @@ def check_judge(
     """
     pairs = load_check_set()
     rows = [(p.user_input, text) for p in pairs for text in (p.better, p.worse)]
+    cached = cached_rows(metric, [answer for _, answer in rows])
     started = time.perf_counter()
     results = metric.score_many(rows, progress=progress)
     seconds = time.perf_counter() - started
+    record_speed(metric, rows=len(rows) - cached, seconds=seconds)  # the next estimate's speed
     better, worse = results[0::2], results[1::2]
     figure = pairwise_accuracy([b.value for b in better], [w.value for w in worse])
     wins = pairwise_wins([b.value for b in better], [w.value for w in worse])

@@ -129,6 +129,19 @@ def test_embeddings_map(page: Page, app_url: str):
     expect(page.locator('[data-testid="stPlotlyChart"] .gl-container').first).to_be_attached()
 
 
+#: text a page shows cut short (an ellipsis, or clipped by its box)
+CLIPPED = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] *')).filter(
+    e => e.innerText && e.innerText.trim() && e.scrollWidth > e.clientWidth + 1 &&
+    (getComputedStyle(e).textOverflow === 'ellipsis' || getComputedStyle(e).overflow === 'hidden')
+).map(e => e.innerText.slice(0, 60))"""
+
+
+def test_the_dataset_filter_bar_shows_its_labels_whole_at_1400_px(page: Page, app_url: str):
+    open_page(page, app_url, "Dataset")  # the browser context is 1,400 px wide
+    expect(page.get_by_text("Only below 0.50")).to_be_visible()
+    assert page.evaluate(CLIPPED) == []
+
+
 def test_a_click_on_a_point_opens_its_row(page: Page, app_url: str):
     open_page(page, app_url, "Embeddings")
     chart = page.locator('[data-testid="stPlotlyChart"]').first

@@ -16,6 +16,7 @@ from relevancy.scoring.judge import (
     KINDS,
     JudgeCheck,
     check_judge,
+    judge_estimate,
     load_check_set,
 )
 
@@ -37,6 +38,8 @@ def render_judge_panel(settings: Settings) -> None:
         if check
         else f"Run the judge check ({2 * len(load_check_set())} answers)"
     )
+    if metric is not None:  # how long it should take, said before it starts
+        st.caption(f"Estimate: {esc(judge_estimate(metric).describe())}.")
     if st.button(label, key="home_judge_run", icon="⚖️", disabled=metric is None):
         bar = st.progress(0.0, text="Scoring the check set…")
         try:

@@ -100,7 +100,7 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
         search = f4.text_input(
             "Search text", placeholder="words in the question or answer", key="ds_search"
         )
-        g0, g4, g1, g2, g3 = st.columns([2, 2, 2, 1, 1])
+        g0, g4, g1, g2, g3 = st.columns([2, 2, 1.4, 1.9, 1.6], vertical_alignment="bottom")
         reasons = g0.multiselect(
             "Reason",
             list(REASONS),

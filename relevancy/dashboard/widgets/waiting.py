@@ -21,30 +21,33 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 from relevancy.runs import RunStore
 from relevancy.scoring.estimate import duration
 
-__all__ = ["FIRST_SECONDS", "expected_seconds", "run_with_progress"]
+__all__ = ["NOT_MEASURED", "expected_seconds", "run_with_progress"]
 
 T = TypeVar("T")
 
-#: before any measurement on this machine: what a first run may take (the first UMAP imports
-#: umap-learn and compiles it with numba: 161 s on a busy 2-core machine, issue 24)
-FIRST_SECONDS = {"umap": 150.0, "tsne": 30.0}
+#: before any measurement on this machine there is no estimate: the first UMAP also compiles
+#: its code, which takes from seconds to minutes with the machine (26 s here, 161 s on a busier
+#: 2-core machine, issue 24), so the bar says how long it has been, not how long it will be
+NOT_MEASURED = {
+    "umap": "no UMAP measured on this machine yet: the first also compiles its code",
+    "tsne": "no t-SNE measured on this machine yet",
+}
 
 
 def _key(method: str) -> str:
     return f"projection:{method}"
 
 
-def expected_seconds(store: RunStore, method: str, points: int) -> tuple[float, str]:
-    """The expected seconds of a ``method`` projection of ``points`` points on this machine, and
-    where the figure comes from (in words)."""
+def expected_seconds(store: RunStore, method: str, points: int) -> tuple[float | None, str]:
+    """The expected seconds of a ``method`` projection of ``points`` points on this machine,
+    from the last one measured here (None when there is none), and where the figure comes from
+    (in words)."""
     text = store.get_meta(_key(method))
     if text:
         last = json.loads(text)
         per_point = float(last["seconds"]) / max(int(last["points"]), 1)
         return per_point * points, f"the last one here took {duration(float(last['seconds']))}"
-    first = FIRST_SECONDS.get(method, 10.0)
-    why = "the first UMAP on a machine compiles its code" if method == "umap" else "a first guess"
-    return first, why
+    return None, NOT_MEASURED.get(method, f"no {method} measured on this machine yet")
 
 
 def run_with_progress(
@@ -67,14 +70,19 @@ def run_with_progress(
     thread.start()
     thread.join(0.5)  # a cached or quick result: no bar at all
     if thread.is_alive():
-        bar = st.progress(0.0, text=f"Computing the {label}… about {duration(expected)} ({why})")
+        bar = st.progress(0.0, text=f"Computing the {label}… ({why})")
         while thread.is_alive():
             elapsed = time.perf_counter() - started
-            bar.progress(
-                min(elapsed / max(expected, 1.0), 0.99),
-                text=f"Computing the {label}: {duration(elapsed)} of about "
-                f"{duration(max(expected, elapsed))} ({why})",
-            )
+            if expected is None:  # no estimate: the bar creeps, the text says how long so far
+                share = elapsed / (elapsed + 30.0)
+                text = f"Computing the {label}: {duration(elapsed)} so far ({why})"
+            else:
+                share = min(elapsed / max(expected, 1.0), 0.99)
+                text = (
+                    f"Computing the {label}: {duration(elapsed)} of about "
+                    f"{duration(max(expected, elapsed))} ({why})"
+                )
+            bar.progress(share, text=text)
             thread.join(0.5)
         bar.empty()
     seconds = time.perf_counter() - started
@@ -83,8 +91,6 @@ def run_with_progress(
     if seconds >= 2.0:  # measured, not a cache hit: the next estimate learns from it
         record = {"seconds": seconds, "points": points, "measured": time.strftime("%Y-%m-%d")}
         store.set_meta(_key(method), json.dumps(record))
-        st.caption(
-            f"{label[0].upper()}{label[1:]}: {duration(seconds)} (expected about "
-            f"{duration(expected)}; {why})."
-        )
+        said = f"expected about {duration(expected)}; {why}" if expected is not None else why
+        st.caption(f"{label[0].upper()}{label[1:]}: {duration(seconds)} ({said}).")
     return outcome["value"]
