@@ -197,19 +197,30 @@ def check_tokenizers() -> Check:
     return Check("tokenizers", "ok", version)
 
 
-def _model_line(path_of: Callable[[], Path], what: str) -> Check:
+def _model_line(path_of: Callable[[], Path], what: str, magic: bytes = b"") -> Check:
+    """The model file ``path_of()`` gives: there, readable, not empty, and starting with
+    ``magic`` (the format's signature) when one is given."""
     try:
         path = path_of()
     except RelevancyError as exc:
         return Check(what, "fail", str(exc))
     if not path.exists():
         return Check(what, "fail", f"file missing: {path} (reinstall its wheel)")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(max(len(magic), 1))
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        return Check(what, "fail", f"cannot read {path} ({why}): reinstall its wheel")
+    if not head or not head.startswith(magic):
+        kind = f"not a {magic.decode()} file" if head else "empty"
+        return Check(what, "fail", f"{path} is {kind}: reinstall its wheel")
     return Check(what, "ok", f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
 
 
 def check_models() -> list[Check]:
     return [
-        _model_line(smollm_model_path, "generator model"),
+        _model_line(smollm_model_path, "generator model", magic=b"GGUF"),
         _model_line(minilm_model_path, "embedder model"),
     ]
 
