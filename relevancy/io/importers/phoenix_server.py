@@ -99,10 +99,17 @@ def fetch_spans(
     limit: int = 100_000,
 ) -> int:
     """The project's root spans (started in ``[since, until)``) written to ``path`` (Parquet);
-    the number of spans. A one-line :class:`InputError` when the server cannot be read."""
+    the number of spans. A one-line :class:`InputError` when the server cannot be read, or is
+    not Phoenix (the client reads a web page as no spans: the server's projects are asked for
+    then, to tell the two apart)."""
+    import logging  # the client's warning of a page that is not spans is said below, in one line
+
     client = phoenix_client(source.base_url)
     from phoenix.client.types.spans import SpanQuery  # lazy: the phoenix extra
 
+    quiet = logging.getLogger("phoenix.client.resources.spans")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         frame = client.spans.get_spans_dataframe(
             query=SpanQuery().where("parent_id is None"), project_identifier=source.project,
@@ -110,7 +117,16 @@ def fetch_spans(
         )  # fmt: skip
     except Exception as exc:  # httpx errors, a project that is not there...
         raise InputError(f"cannot read spans from {source.url}: {_why(exc)}") from None
+    finally:
+        quiet.setLevel(level)
     if frame is None or not len(frame):
+        try:
+            client.projects.list()
+        except Exception as exc:
+            raise InputError(
+                f"{source.url} does not answer as a Phoenix server does ({_why(exc)}): check "
+                "the address and the port"
+            ) from None
         window = "" if since is None and until is None else " in that time window"
         raise InputError(f"{source.url} has no spans{window}: check the project's name")
     write_span_frame(frame, path)
@@ -152,5 +168,7 @@ def _why(exc: Exception) -> str:
         return "no such project (HTTP 404)"
     if status is not None:
         return f"HTTP {status}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"its answer is not JSON: {exc.doc[:40].strip()!r}..."
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return f"{type(exc).__name__}: {text[:160]}"
