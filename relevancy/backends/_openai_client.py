@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from relevancy.backends._ratelimit import Outcome, RateController
 from relevancy.backends._ratelimit_registry import controller_for
@@ -30,10 +31,18 @@ def make_async_client(
     azure: bool = False,
     api_version: str | None = None,
 ) -> Any:
-    """An ``openai.AsyncOpenAI`` (or Azure) client; a clear ConfigError when no key is found."""
+    """An ``openai.AsyncOpenAI`` (or Azure) client; a clear ConfigError when no key is found.
+    A password in ``base_url`` (``http://user:PW@host/v1``) is registered for redaction."""
     import openai
 
     base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    try:
+        password = urlsplit(base_url or "").password
+    except ValueError:  # a malformed address: the client says so
+        password = None
+    if password:
+        register_secret(password)
+        register_secret(unquote(password))
     if azure:
         api_key = api_key or os.environ.get("AZURE_OPENAI_API_KEY")
         endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
