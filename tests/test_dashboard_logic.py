@@ -29,11 +29,12 @@ from relevancy.analysis.projection import pca, project, stratified_sample
 from relevancy.core.result import QuestionScore
 from relevancy.core.text import split_question_parts, split_sentences
 from relevancy.core.triage import SentenceScore
-from relevancy.dashboard.views import charts, compare_charts, projection_chart, sentence_table
+from relevancy.dashboard.views import projection_chart, sentence_table
 from relevancy.dashboard.views.datasets import read_upload, validate
-from relevancy.dashboard.views.report import build_report
 from relevancy.errors import InputError
 from relevancy.io import apply_mapping, guess_mapping
+from relevancy.report import charts, compare_charts
+from relevancy.report.html import build_report
 from relevancy.runs import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-1234567890abcdef"
@@ -290,7 +291,7 @@ def test_import_projection_does_not_import_umap_or_streamlit():
     code = (
         "import sys, relevancy.analysis.projection, relevancy.runs.store, "
         "relevancy.analysis.compare, relevancy.analysis.explain, relevancy.analysis.summary, "
-        "relevancy.dashboard.views.report, relevancy.dashboard.views.charts, "
+        "relevancy.report.html, relevancy.report.charts, "
         "relevancy.dashboard.views.datasets, relevancy.dashboard.views.format, "
         "relevancy.dashboard.views.compare_table, relevancy.dashboard.views.examples;"
         "print(sorted(m for m in ('umap', 'streamlit', 'sklearn') if m in sys.modules))"
@@ -389,7 +390,10 @@ def test_explain_reasons_follow_the_main_reason():
     nan.error = "all 3 generations failed"
     assert codes(nan) == ["error"] and triage(nan).reason == "error"
     analysis = Analysis(
-        sentences=[SentenceScore("On topic.", 0.8), SentenceScore("Filler.", 0.1)],
+        sentences=[
+            SentenceScore("France is in western Europe.", 0.8),
+            SentenceScore("My cat sleeps on warm windowsills.", 0.1),
+        ],
         parts=[PartCoverage("Where is France", 0.82, 0.8), PartCoverage("its capital", 0.08, 0.2)],
     )
     with_analysis = codes(_result(sims=(0.7, 0.75)), analysis=analysis)
@@ -421,7 +425,8 @@ def test_triage_puts_a_partial_answer_before_a_padded_one():
     from relevancy.core.triage import REASONS, triage
 
     both = _result(sims=(0.8, 0.75, 0.7))
-    both.parts = [{"text": "On topic.", "similarity": 0.8}, {"text": "Filler.", "similarity": 0.05}]
+    both.parts = [{"text": "France is in Europe.", "similarity": 0.8},
+                  {"text": "Filler words here.", "similarity": 0.05}]  # fmt: skip
     both.question_parts = [{"part": "Where is France", "coverage": 0.8},
                            {"part": "its capital", "coverage": 0.1}]  # fmt: skip
     t = triage(both)
@@ -593,7 +598,7 @@ def test_report_is_self_contained_and_escaped(store):
         }
     )
     run_id = _four_row_run(store, f"run {evil}", inputs)
-    from relevancy.dashboard.views.report import build_report
+    from relevancy.report.html import build_report
 
     html = build_report(store, run_id, threshold=0.5)
     assert evil not in html
@@ -884,7 +889,7 @@ def test_shipped_demo_loads_as_a_ragas_run(store):
 
 def test_summary_table_and_report_name_the_mode(store):
     from relevancy.analysis.summary import frame_modes, summary_table
-    from relevancy.dashboard.views.report import build_report
+    from relevancy.report.html import build_report
 
     inputs = pd.DataFrame(
         {"user_input": ["q1", "q2"], "response": ["a", "b"], "variant": ["A", "B"]}
@@ -988,7 +993,7 @@ def test_comparable_value_and_mode_label():
 
 
 def test_histogram_counts_whole_rows():
-    from relevancy.dashboard.views import charts
+    from relevancy.report import charts
 
     frame = pd.DataFrame({"score": [0.1, 0.5, 0.52, 0.9], "user_input": list("abcd")})
     fig = charts.score_histogram(frame)

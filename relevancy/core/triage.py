@@ -94,8 +94,8 @@ GENERATOR_ANSWER_SIM = 0.6
 
 
 #: a "sentence" of fewer words than this (a citation marker "(ref 1)", a list number "2.", a
-#: word or two) belongs to its neighbour: it is never marked off topic or padding on its own
-FRAGMENT_WORDS = 3
+#: lone word) belongs to its neighbour: it is never marked off topic or padding on its own
+FRAGMENT_WORDS = 2
 
 
 #: an answer is ``padded`` when its sentences marked off topic or padding hold at least this
