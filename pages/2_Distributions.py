@@ -8,7 +8,6 @@ import streamlit as st
 from relevancy import bootstrap_ci
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label, summary_table
 from relevancy.core.stats import NORMAL_ABOVE
-from relevancy.dashboard.views import charts
 from relevancy.dashboard.views.claims import demo_scale
 from relevancy.dashboard.views.datasets import reason_table
 from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
@@ -17,6 +16,7 @@ from relevancy.dashboard.widgets.labels import chance_caption, run_chance
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
 from relevancy.dashboard.widgets.state import get_store, list_runs, run_columns, scored_run
+from relevancy.report import charts
 
 settings = setup_page(
     "Distributions",

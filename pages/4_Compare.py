@@ -12,7 +12,6 @@ from relevancy.analysis.compare import (
     summarize_pairs,
 )
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
-from relevancy.dashboard.views import compare_charts
 from relevancy.dashboard.views.compare_table import pairs_table, verdict
 from relevancy.dashboard.views.format import esc, fmt
 from relevancy.dashboard.views.links import row_url
@@ -21,6 +20,7 @@ from relevancy.dashboard.widgets.drilldown import render_result
 from relevancy.dashboard.widgets.models import embedder_for
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.state import list_runs, run_distinct, run_result, scored_run
+from relevancy.report import compare_charts
 
 settings = setup_page(
     "Compare",

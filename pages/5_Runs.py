@@ -9,7 +9,6 @@ import streamlit as st
 
 from relevancy import RelevancyError
 from relevancy.dashboard.views.format import esc, fmt, mode_text
-from relevancy.dashboard.views.report import build_report
 from relevancy.dashboard.widgets.cost_panel import current_prices, usage_metrics
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.permalink import dashboard_url
@@ -17,6 +16,7 @@ from relevancy.dashboard.widgets.stability_panel import run_stability_figures
 from relevancy.dashboard.widgets.state import active_run, get_store, list_runs, set_active_run
 from relevancy.dashboard.widgets.tables import run_models, runs_table
 from relevancy.dashboard.widgets.writeback_panel import writeback_panel
+from relevancy.report.html import build_report
 from relevancy.runs import RunStore, import_demo
 
 settings = setup_page(

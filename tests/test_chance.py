@@ -13,8 +13,8 @@ import pytest
 import relevancy.analysis.chance
 from relevancy.analysis.chance import chance_level
 from relevancy.core.result import QuestionScore, RelevancyResult
-from relevancy.dashboard.views.charts import score_histogram
 from relevancy.dashboard.views.reference import add_band, chance_summary, row_notes, run_chance
+from relevancy.report.charts import score_histogram
 from relevancy.runs import RunStore, demo_results, import_demo
 
 

@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from relevancy import bootstrap_ci
 from relevancy.core.stats import NORMAL_ABOVE
-from relevancy.dashboard.views.charts import DOTS_UP_TO
 from relevancy.paths import default_store_path
+from relevancy.report.charts import DOTS_UP_TO
 from relevancy.runs import DEMO_RUN_NAME, RunStore
 from relevancy.scoring.judge import load_check_set
 from relevancy.scoring.metric import API_CONCURRENCY, EMBEDDED_CONCURRENCY
@@ -394,7 +394,7 @@ def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
     assert FAKE_KEY not in dump
     for fmt in ("csv", "json", "parquet"):
         assert FAKE_KEY.encode() not in store.export_bytes(newest.id, fmt)
-    from relevancy.dashboard.views.report import build_report
+    from relevancy.report.html import build_report
 
     assert FAKE_KEY not in build_report(store, newest.id)
 
@@ -562,7 +562,7 @@ def test_a_store_from_the_previous_version_opens_everywhere():
     assert list(runs["mode"]) == ["ragas", "ragas"] and "ragas_mean" not in runs.columns
     at.sidebar.selectbox(key="_w_active_run").set_value(run).run()
     ok(at)
-    from relevancy.dashboard.views.report import build_report
+    from relevancy.report.html import build_report
 
     assert "Lowest 6 rows" in build_report(RunStore(path), run)
     visit(at, "4_Compare.py")

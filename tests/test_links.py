@@ -166,7 +166,7 @@ def test_pages_without_a_drill_down_ignore_the_row():
 
 # --- the report ----------------------------------------------------------------------------
 def _report(dashboard_url: str | None) -> tuple[str, int]:
-    from relevancy.dashboard.views.report import build_report
+    from relevancy.report.html import build_report
     from relevancy.runs import RunStore, import_demo
 
     store = RunStore()  # the per-test store (tests/conftest.py)

@@ -294,7 +294,7 @@ def _report(run: Any, store: RunStore | None, threshold: float, stack: Any) -> l
     if store is None or run.run_id is None:
         return []
     try:  # lazy: an optional import (the report needs plotly, from the dashboard extra)
-        from relevancy.dashboard.views.report import build_report
+        from relevancy.report.html import build_report
     except ImportError:
         print(
             'note: no HTML report in the MLflow run: pip install "relevancy[dashboard]"',

@@ -24,7 +24,7 @@ from relevancy.analysis.agreement import (
     disagreements,
     positive_labels,
 )
-from relevancy.dashboard.views.charts import PALETTE, hover_text
+from relevancy.report.charts import PALETTE, hover_text
 from relevancy.runs import RunStore
 
 __all__ = [

@@ -9,9 +9,9 @@ import math
 import re
 from typing import Any
 
-from relevancy.core.modes import MODE_DESCRIPTIONS
 from relevancy.core.redact import redact
-from relevancy.dashboard.views.charts import score_color
+from relevancy.report.charts import score_color
+from relevancy.report.html import MODE_SHORT
 from relevancy.scoring.config import EMBEDDED_NOTE
 from relevancy.scoring.judge import EMBEDDED_DEFAULT, JudgeCheck
 
@@ -29,8 +29,6 @@ __all__ = [
     "reason_counts",
 ]
 
-#: what a result's ``value`` is, in a few plain words per scoring mode
-MODE_SHORT = {mode: MODE_DESCRIPTIONS[mode] for mode in ("ragas", "focus", "blend")}
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$:])")
 

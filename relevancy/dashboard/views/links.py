@@ -14,15 +14,22 @@ not scored yet) and says what to do in one line each.
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 from relevancy.dashboard.views.format import esc
+from relevancy.report.links import (
+    ROW,
+    ROW_PAGE,
+    RUN,
+    app_base,
+    link_params,
+    page_path,
+    row_anchor,
+    row_url,
+)
 from relevancy.runs import RunInfo
 
 __all__ = [
@@ -39,10 +46,6 @@ __all__ = [
     "row_anchor",
 ]
 
-#: the query parameters: the run's id, and a row (1-based)
-RUN, ROW = "run", "row"
-#: the page (its URL path) that opens a linked row in its drill-down
-ROW_PAGE = "Dataset"
 _NUMBER = re.compile(r"[ \t]*\+?[0-9]{1,18}[ \t]*")  # ASCII digits only: "٣" is no run
 
 
@@ -169,51 +172,3 @@ def check_link(
         )
         row = None
     return replace(link, run=info.id if info else None, row=row, problems=tuple(problems))
-
-
-def link_params(run: int | None, row: int | None = None) -> dict[str, str]:
-    """The query parameters of a run (and a row of it, **0-based** in, 1-based out)."""
-    if run is None:
-        return {}
-    params = {RUN: str(int(run))}
-    if row is not None:
-        params[ROW] = str(int(row) + 1)
-    return params
-
-
-def page_path(script: str) -> str:
-    """A page's URL path from its script, as Streamlit names it: ``pages/1_Dataset.py`` →
-    ``Dataset``; the main script (``app.py``) → ``""``."""
-    path = PurePosixPath(script.replace("\\", "/"))
-    if path.parent.name != "pages":
-        return ""
-    return re.sub(r"^\d+[_ -]*", "", path.stem)
-
-
-def app_base(url: str | None, pages: Iterable[str]) -> str | None:
-    """The dashboard's own address from a page's (``st.context.url``): the page's path, a
-    trailing slash, any query and fragment taken off. ``None`` for anything but an http(s) URL
-    (a link is then relative)."""
-    if not url:
-        return None
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return None
-    path = parts.path.rstrip("/")
-    last = path.rsplit("/", 1)[-1]
-    if last and last in {p for p in pages if p}:
-        path = path[: -len(last)].rstrip("/")
-    return f"{parts.scheme}://{parts.netloc}{path}"
-
-
-def row_url(run: int, row: int, base: str | None = None) -> str:
-    """The address that opens ``row`` (0-based) of ``run`` in the Dataset page's drill-down:
-    ``{base}/Dataset?run=12&row=37``, or relative (``Dataset?run=12&row=37``, right from any page
-    of the dashboard) without a base."""
-    query = urlencode(link_params(run, row))
-    return f"{base.rstrip('/')}/{ROW_PAGE}?{query}" if base else f"{ROW_PAGE}?{query}"
-
-
-def row_anchor(row: int) -> str:
-    """The HTML id of a row (0-based) in the report: ``row-37`` for the 37th row."""
-    return html.escape(f"row-{int(row) + 1}")

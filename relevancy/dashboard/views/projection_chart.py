@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from relevancy.dashboard.views.charts import (
+from relevancy.report.charts import (
     PALETTE,
     SCORE_SCALE,
     WEBGL_ABOVE,

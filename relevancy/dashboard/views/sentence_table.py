@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from relevancy.dashboard.views.charts import rgb, score_color
+from relevancy.report.charts import rgb, score_color
 
 __all__ = [
     "sentence_shading_html",

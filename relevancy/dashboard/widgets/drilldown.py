@@ -20,12 +20,13 @@ from relevancy.analysis.explain import Analysis, Explanation, aanalyze, explain_
 from relevancy.core.redact import redact
 from relevancy.core.result import QuestionScore, RelevancyResult
 from relevancy.core.triage import REASONS, incomplete_text
-from relevancy.dashboard.views import charts, reference
+from relevancy.dashboard.views import reference
 from relevancy.dashboard.views import sentence_table as sentence_html
 from relevancy.dashboard.views.format import MODE_SHORT, esc, fmt, score_badge
 from relevancy.dashboard.widgets import labels
 from relevancy.dashboard.widgets.stability_panel import draw_band
 from relevancy.dashboard.widgets.state import get_store
+from relevancy.report import charts
 
 __all__ = ["render_result", "render_row", "analysis_for", "sentence_table"]
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import streamlit as st
 
 from relevancy.dashboard.views.format import esc
-from relevancy.dashboard.views.report import build_report
 from relevancy.errors import RelevancyError
 from relevancy.io.exporters import ANNOTATION_NAME, WriteBack, origin_tool
 from relevancy.io.exporters.mlflow import (
@@ -23,6 +22,7 @@ from relevancy.io.exporters.mlflow import (
 )
 from relevancy.io.exporters.phoenix import IDENTIFIER, annotate_spans
 from relevancy.io.importers.phoenix_server import DEFAULT_URL
+from relevancy.report.html import build_report
 from relevancy.runs import RunInfo, RunStore
 
 __all__ = ["writeback_panel"]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from relevancy.dashboard.views.charts import hover_text, layout
-from relevancy.dashboard.views.charts import label as plain
+from relevancy.report.charts import hover_text, layout
+from relevancy.report.charts import label as plain
 
 __all__ = [
     "ab_scatter",

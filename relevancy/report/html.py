@@ -16,13 +16,16 @@ from typing import Any
 
 from relevancy.analysis.compare import pair_variants, summarize_pairs
 from relevancy.analysis.summary import frame_modes, mode_label, summary_table
+from relevancy.core.modes import MODE_DESCRIPTIONS
 from relevancy.core.triage import SENTENCE_LOW, sentences_from_parts, triage
-from relevancy.dashboard.views import charts, compare_charts
-from relevancy.dashboard.views.format import MODE_SHORT
-from relevancy.dashboard.views.links import app_base, row_anchor, row_url
+from relevancy.report import charts, compare_charts
+from relevancy.report.links import app_base, row_anchor, row_url
 from relevancy.runs import RowQuery, RunStore
 
 __all__ = ["build_report"]
+
+#: what a result's ``value`` is, in a few plain words per scoring mode (as the pages say it)
+MODE_SHORT = {mode: MODE_DESCRIPTIONS[mode] for mode in ("ragas", "focus", "blend")}
 
 _CSS = """
 body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2937;
