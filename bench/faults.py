@@ -1,6 +1,6 @@
 """Faults and fuzz: ``relevancy score`` against a misbehaving server, and hostile input files.
 
-Two parts, each through the command line as a user runs it:
+Three parts, each through the command line as a user runs it:
 
 1. **Faults.** The toy OpenAI-compatible server (``relevancy.testing.openai_server``) in this
    process injects a seeded mix of every fault kind (429, 500, 503, slow replies, dropped
@@ -18,7 +18,14 @@ Two parts, each through the command line as a user runs it:
    file (exit 0) or one line on stderr with exit 2; anything raised out of ``main`` is a
    traceback, and several lines on stderr with exit 2 is counted apart.
 
-Target: no traceback in either part, no row lost.
+3. **Probe** (``bench/fault_probe.py``): the second fault probe's cases (issue 35), each with
+   a bound on its time: waits past the patience, 429s without Retry-After, lying rate-limit
+   headers, Batch API jobs that end badly, stranded sidecars, a server that stops, a password
+   in ``--base-url``, OTLP spans of the wrong types, an unwritable cache, a web page taken for
+   Phoenix, a model file doctor cannot read.
+
+Target: no traceback in any part, no row lost, every probe case within its bound.
+``--parts`` measures some of them (with ``--save --merge``, the others' figures are kept).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.fault_probe import probe, probe_tables
 from bench.harness import ROOT, against, fmt, log, main, r, table
 
 #: the words a NaN row's error starts with, for grouping (the rest names rows and numbers)
@@ -343,15 +351,21 @@ def fuzz(files: int, seed: int, folder: Path, base_url: str) -> dict[str, Any]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from relevancy.testing.openai_server import OpenAICompatServer
 
+    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    figures: dict[str, Any] = {"faults": {}, "fuzz": {}, "probe": []}
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as tmp:
         folder = Path(tmp)
         os.environ["RELEVANCY_CACHE_DIR"] = str(folder / "cache")
         os.environ["RELEVANCY_STORE"] = str(folder / "runs.sqlite3")
-        faults = fault_run(args.rows, args.fault_rate, args.seed, folder)
-        faults["preflight"] = preflight_faults(folder)
-        with OpenAICompatServer() as srv:
-            fuzzed = fuzz(args.files, args.seed, folder, srv.base_url)
-    return {"faults": faults, "fuzz": fuzzed}
+        if "faults" in parts:
+            figures["faults"] = fault_run(args.rows, args.fault_rate, args.seed, folder)
+            figures["faults"]["preflight"] = preflight_faults(folder)
+        if "fuzz" in parts:
+            with OpenAICompatServer() as srv:
+                figures["fuzz"] = fuzz(args.files, args.seed, folder, srv.base_url)
+        if "probe" in parts:
+            figures["probe"] = probe(folder, args.probe_rows, log)
+    return figures
 
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
@@ -393,6 +407,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     return {
         "": f"{faults}\n\nFaults injected: {kinds}.\n\nNaN rows by reason: {reasons}.\n\n"
         f"{preflight}\n\n{fuzz_table}\n\n{problems}\n\n{targets}",
+        "probe": probe_tables(fig.get("probe") or []),
     }
 
 
@@ -400,8 +415,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fault-rate", type=float, default=0.3, help="share of requests faulted")
     p.add_argument("--seed", type=int, default=7, help="the fault plan's and the fuzz's seed")
     p.add_argument("--files", type=int, default=80, help="hostile files (fixed ones, then fuzz)")
+    p.add_argument("--parts", default="faults,fuzz,probe", help="which parts: faults, fuzz, probe")
+    p.add_argument(
+        "--probe-rows", type=int, default=60, help="rows of the probe's rate-limit cases"
+    )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main("faults", measure, arguments, rows=300,
-                          quick=["--rows", "40", "--files", "30"]))  # fmt: skip
+    quick = ["--rows", "40", "--files", "30", "--probe-rows", "12"]
+    raise SystemExit(main("faults", measure, arguments, rows=300, quick=quick))

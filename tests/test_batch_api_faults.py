@@ -190,7 +190,7 @@ def test_a_server_that_stops_while_the_batch_is_polled_is_one_line(tmp_path) -> 
 @pytest.mark.parametrize(
     "fault, said",
     [
-        ("truncated", "output lines unreadable"),
+        ("truncated", "unreadable"),
         ("missing", "3 missing from its output"),
         ("unknown_ids", "3 under unknown custom_ids (ignored)"),
         ("unusable", "6 failed, short or unusable"),

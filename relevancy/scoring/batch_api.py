@@ -96,7 +96,7 @@ class BatchRun:
         for n, what in (
             (self.failed, "failed, short or unusable"),
             (0 if self.ended else self.missing, "missing from its output"),
-            (self.unreadable, "output lines unreadable"),
+            (self.unreadable, "output line" + "s" * (self.unreadable != 1) + " unreadable"),
             (self.unknown, "under unknown custom_ids (ignored)"),
         ):
             if n:
