@@ -85,7 +85,8 @@ Run it by hand with::
     python -m relevancy.testing.openai_server --port 8765 [--api-key K] [--fault-rate 0.3]
         [--embedding-dim 64] [--no-n] [--latency 0.3 --token-latency 0.01 --tokenizer approx]
         [--slots 1] [--usage-log usage.jsonl] [--rpm 60 --tpm 40000 --limit-window 6]
-        [--batch-delay 5]
+        [--batch-delay 5] [--batch-fault expired] [--header NAME=VALUE]
+        [--fault-pattern ok,ok,429] [--no-retry-after] [--seed 7 --seeded]
 """
 
 from __future__ import annotations
