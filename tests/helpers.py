@@ -9,6 +9,7 @@ holds a ``conftest.py`` and no ``__init__.py``). Fixtures (``toy_server``) are i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -77,8 +78,9 @@ def visit(at: AppTest, page: str) -> AppTest:
 
 
 def metrics(at: AppTest) -> dict[str, str]:
-    """The page's metrics, label to value as drawn."""
-    return {m.label: m.value for m in at.metric}
+    """The page's metrics, label to value as drawn (a label is Markdown: its escapes, which
+    keep text from the data inert, are not drawn)."""
+    return {re.sub(r"\\(.)", r"\1", m.label): m.value for m in at.metric}
 
 
 def choose_toy_backend(at: AppTest, srv: OpenAICompatServer) -> AppTest:

@@ -304,11 +304,11 @@ def test_compare_variants_and_regressions():
     assert len(pairs) == 24 and pairs["B − A"].is_monotonic_increasing
     assert len(at.expander) >= 5  # the biggest regressions, side by side
     # swapping A and B swaps wins and losses: B's wins become A's, the mean difference flips
-    before = [(m.label, m.value) for m in at.metric]
+    before = list(metrics(at).items())
     at.selectbox(key="cmp_a").set_value("prompt-B")
     at.selectbox(key="cmp_b").set_value("prompt-A").run()
     ok(at)
-    after = [(m.label, m.value) for m in at.metric]
+    after = list(metrics(at).items())
     assert after[1] == ("prompt-A better", str(losses)) and after[1] == before[3]
     assert after[3] == ("prompt-B better", str(wins)) and after[3] == before[1]
     assert after[2] == ("Ties", str(ties))

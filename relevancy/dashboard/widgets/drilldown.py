@@ -199,6 +199,9 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
             )
         main = e.triage.reason
         said = REASONS.get(main, "")
+        head, _, rest = said.partition(": ")
+        if rest and head.replace(" ", "_") == main:  # "noncommittal · noncommittal: ..." once
+            said = rest
         if main == "ok":  # "complete" only where each part was checked and found
             said = f"{said}; {e.completeness}"
         st.markdown(
