@@ -90,6 +90,11 @@ def old_client(old_python, *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def cli(toy_server, path: str, out: str, *options: str) -> list[str]:
+    """``relevancy score PATH -o OUT OPTIONS...`` on the toy server's models."""
+    return ["score", path, "-o", out, *options, *cli_backends(toy_server)]
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -133,16 +138,7 @@ def test_a_store_made_by_an_older_mlflow_is_never_migrated(
     assert digest(db) == before and revision(db) == OLD_REVISION
     # the Runs page refuses it the same way
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
-    args = [
-        "score",
-        str(export),
-        "-o",
-        str(out),
-        "-q",
-        "--save-run",
-        "old store",
-        *cli_backends(toy_server),
-    ]
+    args = cli(toy_server, str(export), str(out), "-q", "--save-run", "old store")
     assert main(args) == 0
     run = next(r for r in RunStore(default_store_path()).list_runs() if r.name == "old store")
     at = app()
@@ -166,17 +162,9 @@ def test_through_the_teams_server_feedback_lands_once_and_names_its_run(
     db = tmp_path / "old" / "mlflow.db"
     out = tmp_path / "scores.csv"
     with MlflowServer(tmp_path / "server", uri) as server:
-        args = [
-            "score",
-            str(export),
-            "-o",
-            str(out),
-            "--to-mlflow",
-            server.url,
-            "--mlflow-run",
-            "-q",
-            *cli_backends(toy_server),
-        ]
+        args = cli(
+            toy_server, str(export), str(out), "--to-mlflow", server.url, "--mlflow-run", "-q"
+        )
         assert main(args) == 0
         printed = capsys.readouterr()
         assert f"mlflow          8 feedback '{NAME}' written to {server.url}\n" in printed.out
@@ -205,18 +193,16 @@ def test_through_the_teams_server_feedback_lands_once_and_names_its_run(
         # a person overrides one score; scoring at another threshold replaces only ours
         person = next(iter(seen["traces"]))
         old_client(old_python, "override", server.url, person, seen["traces"][person][0]["id"], "0")
-        args = [
-            "score",
+        args = cli(
+            toy_server,
             str(export),
-            "-o",
             str(out),
             "--to-mlflow",
             server.url,
             "--threshold",
             "0.99",
             "-q",
-            *cli_backends(toy_server),
-        ]
+        )
         assert main(args) == 0
         printed = capsys.readouterr()
         assert (
@@ -254,16 +240,7 @@ def test_a_server_killed_mid_write_is_said_at_once_and_a_rerun_writes_the_rest(
     try:
         watcher = threading.Thread(target=kill_after, args=(40,), daemon=True)
         watcher.start()
-        args = [
-            "score",
-            str(export),
-            "-o",
-            str(out),
-            "--to-mlflow",
-            server.url,
-            "-q",
-            *cli_backends(toy_server),
-        ]
+        args = cli(toy_server, str(export), str(out), "--to-mlflow", server.url, "-q")
         assert main(args) == 1
         ended = time.monotonic()
         watcher.join(5)
@@ -306,16 +283,7 @@ def test_unreachable_is_not_missing_and_missing_traces_are_listed(
     out = tmp_path / "scores.csv"
     # nothing listens: the server is said not to answer, within a bound
     nobody = f"http://127.0.0.1:{free_port()}"
-    args = [
-        "score",
-        str(export),
-        "-o",
-        str(out),
-        "--to-mlflow",
-        nobody,
-        "-q",
-        *cli_backends(toy_server),
-    ]
+    args = cli(toy_server, str(export), str(out), "--to-mlflow", nobody, "-q")
     started = time.monotonic()
     assert main(args) == 1
     assert time.monotonic() - started < 120  # MLflow's own retries took 246 s a trace
@@ -329,16 +297,7 @@ def test_unreachable_is_not_missing_and_missing_traces_are_listed(
     mixed = tmp_path / "mixed.json"
     mixed.write_text(json.dumps(rows + strangers))
     with MlflowServer(tmp_path / "server", uri) as server:
-        args = [
-            "score",
-            str(mixed),
-            "-o",
-            str(out),
-            "--to-mlflow",
-            server.url,
-            "-q",
-            *cli_backends(toy_server),
-        ]
+        args = cli(toy_server, str(mixed), str(out), "--to-mlflow", server.url, "-q")
         assert main(args) == 1
         printed = capsys.readouterr()
         assert f"mlflow          5 feedback '{NAME}' written to {server.url}\n" in printed.out
@@ -358,17 +317,7 @@ def test_a_file_store_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch,
     out = tmp_path / "scores.csv"
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     for uri in (store.as_uri(), str(store)):
-        args = [
-            "score",
-            str(data),
-            "-o",
-            str(out),
-            "--mlflow-run",
-            "--to-mlflow",
-            uri,
-            "-q",
-            *cli_backends(toy_server),
-        ]
+        args = cli(toy_server, str(data), str(out), "--mlflow-run", "--to-mlflow", uri, "-q")
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err[-1] == (
@@ -377,17 +326,7 @@ def test_a_file_store_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch,
         )
         assert not any(line.startswith("Traceback") for line in err)
     store.mkdir()
-    args = [
-        "score",
-        str(data),
-        "-o",
-        str(out),
-        "--mlflow-run",
-        "--to-mlflow",
-        store.as_uri(),
-        "-q",
-        *cli_backends(toy_server),
-    ]
+    args = cli(toy_server, str(data), str(out), "--mlflow-run", "--to-mlflow", store.as_uri(), "-q")
     assert main(args) == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith(
