@@ -127,3 +127,27 @@ def test_a_429_whose_wait_is_not_a_number_backs_off() -> None:
     rate = RateController("m", clock=Clock())
     rate.throttled({"retry-after": "inf", "x-ratelimit-reset-requests": "nan"})
     assert 0 < rate.pause_until <= 1.25  # the backoff, not forever
+
+
+@pytest.mark.parametrize(
+    "refused, headers",
+    [
+        (True, {"retry-after": "2"}),  # a 429's pause
+        (False, {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s"}),
+    ],
+)
+def test_a_wait_for_the_rate_limit_is_shown_and_counted(refused, headers) -> None:
+    # what the progress line and the summary read: waiting while a request sleeps for the
+    # rate limit (a 429's pause or a spent window), and the seconds it slept
+    loop = VirtualLoop()
+    rate = controller(loop, maximum=4)
+    seen: list[bool] = []
+    loop.call_at(1.0, lambda: seen.append(rate.waiting))
+
+    def reply(k: int, now: float) -> tuple[float, bool, dict[str, str]]:
+        return (LATENCY, refused and k == 0, dict(headers) if k == 0 else {})
+
+    calls = drive(rate, loop, [0.0, 0.5], reply)
+    assert all(c.ok for c in calls)
+    assert seen == [True] and not rate.waiting  # waiting at 1 s, not once all is done
+    assert 1.5 <= rate.snapshot()["waited_s"] <= 2.5  # on the virtual clock: about 2 s
