@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pandas as pd
 import pytest
@@ -29,9 +30,12 @@ HANG = 240
 
 
 @pytest.fixture(autouse=True)
-def fresh_controllers() -> None:
-    """Each test's models start with fresh rate controllers (a port the system hands out again
-    would otherwise find the last test's, its state and its longest wait)."""
+def fresh_controllers() -> Iterator[None]:
+    """Each test's models start with fresh rate controllers, and leave none behind (a port the
+    system hands out again would otherwise find the last test's, its state and its longest
+    wait)."""
+    forget_controllers()
+    yield
     forget_controllers()
 
 
