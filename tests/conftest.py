@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from relevancy.backends import forget_controllers
 from relevancy.testing.openai_server import OpenAICompatServer
 
 
@@ -18,6 +19,9 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     yield
+    # the rate controllers are shared per process and keyed by the server's address: a later
+    # test on a reused port must not inherit this one's (a max_wait set here, a learned limit)
+    forget_controllers()
 
 
 @pytest.fixture
