@@ -183,11 +183,21 @@ class _Figures:
             by_q[q].append(i)
         self.pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name, labels in PAIRS[self.kind].items():
-            found = [(a, b) for idx in by_q.values() for a in idx for b in idx
-                     if (self.label[a] > self.label[b] if labels is None
-                         else (self.label[a], self.label[b]) == labels)]  # fmt: skip
-            self.pairs[name] = (np.array([a for a, _ in found], dtype=np.int64),
-                                np.array([b for _, b in found], dtype=np.int64))  # fmt: skip
+            found = [
+                (a, b)
+                for idx in by_q.values()
+                for a in idx
+                for b in idx
+                if (
+                    self.label[a] > self.label[b]
+                    if labels is None
+                    else (self.label[a], self.label[b]) == labels
+                )
+            ]
+            self.pairs[name] = (
+                np.array([a for a, _ in found], dtype=np.int64),
+                np.array([b for _, b in found], dtype=np.int64),
+            )
 
     def __call__(self, score: np.ndarray, idx: np.ndarray) -> list[float]:
         """The figures of the rows at ``idx`` (a resample: rows repeat as often as drawn)."""
@@ -319,8 +329,11 @@ def cmd_run(args: argparse.Namespace) -> None:
         done = {i for i in idx if all(math.isfinite(v[i]) for v in earlier.values())}
         print(f"resuming: {len(done)} of {len(idx)} rows already scored in {args.resume_from}_*")
         idx = [i for i in idx if i not in done]
-    metric = AnswerRelevancy(llm=SmolLMGenerator(seed=args.seed), mode=args.mode,
-                             cache=str(args.cache) if args.cache else False)  # fmt: skip
+    metric = AnswerRelevancy(
+        llm=SmolLMGenerator(seed=args.seed),
+        mode=args.mode,
+        cache=str(args.cache) if args.cache else False,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     stem = f"{_stem(rows, args.subset)}_{args.mode}_s{args.seed}"
     started = time.perf_counter()
@@ -336,9 +349,12 @@ def cmd_run(args: argparse.Namespace) -> None:
             fh.write(json.dumps({"row": idx[k], **result.to_dict(embeddings=False)}) + "\n")
             fh.flush()
 
-        results = metric.score_many([(rows[i]["user_input"], rows[i]["response"]) for i in idx],
-                                    concurrency=args.concurrency, progress=progress,
-                                    on_result=keep)  # fmt: skip
+        results = metric.score_many(
+            [(rows[i]["user_input"], rows[i]["response"]) for i in idx],
+            concurrency=args.concurrency,
+            progress=progress,
+            on_result=keep,
+        )
     value = earlier.get("value", [float("nan")] * len(rows))
     ragas = earlier.get("ragas", [float("nan")] * len(rows))
     for i, r in zip(idx, results):
@@ -364,21 +380,31 @@ def cmd_extract(args: argparse.Namespace) -> None:
             i = d["row"]
             if rows[i]["response"] != d["response"]:
                 raise SystemExit(f"row {i} of {args.jsonl} does not match the data set")
-            for key, field in (("value", "value"), ("ragas", "ragas_value"),
-                               ("cosqa", "answer_similarity")):  # fmt: skip
+            for key, field in (
+                ("value", "value"),
+                ("ragas", "ragas_value"),
+                ("cosqa", "answer_similarity"),
+            ):
                 cols[key][i] = nan if d.get(field) is None else float(d[field])
     stem = args.jsonl.with_suffix("")
     for key, values in cols.items():
         write_scores(Path(f"{stem}_{key}.txt"), values)
-    length = [-float(len(r["response"])) if math.isfinite(v) else nan
-              for r, v in zip(rows, cols["value"])]  # fmt: skip
+    length = [
+        -float(len(r["response"])) if math.isfinite(v) else nan for r, v in zip(rows, cols["value"])
+    ]
     write_scores(Path(f"{stem}_length_shorter.txt"), length)
     write_scores(Path(f"{stem}_length_longer.txt"), [-x for x in length])
     print(f"wrote {stem}_{{value,ragas,cosqa,length_shorter,length_longer}}.txt")
 
 
-def report_tables(rows: list[dict], mask: list[bool], files: list[Path], *,
-                  paired: bool = False, n_boot: int = 2000) -> str:  # fmt: skip
+def report_tables(
+    rows: list[dict],
+    mask: list[bool],
+    files: list[Path],
+    *,
+    paired: bool = False,
+    n_boot: int = 2000,
+) -> str:
     """Markdown: one row of figures per scores file, then (``paired``) first file minus each.
     Only the rows every file scored count, and whole questions only (a cut run scores fewer)."""
     for path in files:
@@ -412,8 +438,9 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.agreement",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.agreement", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("split")
@@ -429,10 +456,14 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--concurrency", type=int, default=2)
     r.add_argument("--cache", type=Path, default=None, help="cache folder (default: none)")
     r.add_argument("--out", type=Path, default=SCORES_DIR)
-    r.add_argument("--resume-from", default=None, metavar="STEM",
-                   help="STEM_value.txt and STEM_ragas.txt of a cut run: score only the rows "
-                   "they lack and write the merged figures (generations are per-row "
-                   "deterministic for a seed)")  # fmt: skip
+    r.add_argument(
+        "--resume-from",
+        default=None,
+        metavar="STEM",
+        help="STEM_value.txt and STEM_ragas.txt of a cut run: score only the rows "
+        "they lack and write the merged figures (generations are per-row "
+        "deterministic for a seed)",
+    )
     x = sub.add_parser("extract")
     x.add_argument("jsonl", type=Path)
     p = sub.add_parser("report")
@@ -441,8 +472,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--paired", action="store_true", help="also: first file minus each other")
     p.add_argument("scores", type=Path, nargs="+")
     args = parser.parse_args(argv)
-    commands = {"split": cmd_split, "baselines": cmd_baselines, "run": cmd_run,
-                "extract": cmd_extract, "report": cmd_report}  # fmt: skip
+    commands = {
+        "split": cmd_split,
+        "baselines": cmd_baselines,
+        "run": cmd_run,
+        "extract": cmd_extract,
+        "report": cmd_report,
+    }
     commands[args.command](args)
 
 

@@ -41,8 +41,10 @@ def first_and_rerun(rows: list[tuple[str, str]], make_metric: Any) -> dict[str, 
             cached = sum(x.cached for x in results)
             log(f"  {label}: {seconds[label]:.2f} s, {sum(not x.ok for x in results)} NaN rows")
         size_mb = sum(f.stat().st_size for f in Path(tmp).glob("*")) / 2**20
-    same = all(a == b or (math.isnan(a) and math.isnan(b))
-               for a, b in zip(values["first"], values["rerun"]))  # fmt: skip
+    same = all(
+        a == b or (math.isnan(a) and math.isnan(b))
+        for a, b in zip(values["first"], values["rerun"])
+    )
     n = len(rows)
     return {
         "rows": n,
@@ -89,13 +91,34 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
-    header = ["set-up", "rows", "first s", "re-run s", "first pairs/s", "re-run pairs/s",
-              "first / re-run", "re-run rows from cache", "same values", "cache MiB"]  # fmt: skip
-    keys = ["rows", "first_s", "rerun_s", "first_pairs_per_s", "rerun_pairs_per_s",
-            "first_over_rerun", "rerun_rows_from_cache", "rerun_values_identical",
-            "cache_file_mb"]  # fmt: skip
-    rows = [[d["generator"], *(f"{d[k]:.1f}x" if k == "first_over_rerun" else d[k] for k in keys)]
-            for d in (fig.get("api"), fig.get("embedded")) if d]  # fmt: skip
+    header = [
+        "set-up",
+        "rows",
+        "first s",
+        "re-run s",
+        "first pairs/s",
+        "re-run pairs/s",
+        "first / re-run",
+        "re-run rows from cache",
+        "same values",
+        "cache MiB",
+    ]
+    keys = [
+        "rows",
+        "first_s",
+        "rerun_s",
+        "first_pairs_per_s",
+        "rerun_pairs_per_s",
+        "first_over_rerun",
+        "rerun_rows_from_cache",
+        "rerun_values_identical",
+        "cache_file_mb",
+    ]
+    rows = [
+        [d["generator"], *(f"{d[k]:.1f}x" if k == "first_over_rerun" else d[k] for k in keys)]
+        for d in (fig.get("api"), fig.get("embedded"))
+        if d
+    ]
     return {"": table(header, rows) + f"\n\nPeak RSS {fig.get('peak_rss_mb', 0):,.0f} MiB."}
 
 

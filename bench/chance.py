@@ -39,7 +39,7 @@ def demo_set() -> dict[str, Any]:
         "user_inputs": [x.user_input for x in results],
         "questions": [
             [q.question for q in x.questions if q.similarity is not None] for x in results
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -60,7 +60,7 @@ def dev_set(rows: int, cache: str | None) -> dict[str, Any] | None:
         "user_inputs": [x["user_input"] for x in chosen],
         "questions": [
             [q.question for q in x.questions if q.similarity is not None] for x in results
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -97,7 +97,7 @@ def measure_set(data: dict[str, Any], spec: str) -> dict[str, Any]:
             k: (r(v, 4) if isinstance(v, float) else v)
             for k, v in level.to_dict().items()
             if k != "embedder"
-        },  # fmt: skip
+        },
         "own_median": r(float(np.median(own)), 4),
         "own_p5": r(float(np.quantile(own, 0.05)), 4),
         "own_below_p95": r(float((own < level.p95).mean()), 4),
@@ -123,15 +123,28 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
     rows = [
-        [f"`{x['embedder']}` ({x['embedder_name']})", x["set"], x["pairs"],
-         f"**{fmt(x['median'])}** ({fmt(x['p5'])} to {fmt(x['p95'])})",
-         f"{fmt(x['cosine_p95'])} / {100 * x['negative_share']:.0f}%", x["own_median"],
-         f"{100 * x['own_below_p95']:.0f}%", f"{x['own_negative_rows']} of {x['rows']}"]
+        [
+            f"`{x['embedder']}` ({x['embedder_name']})",
+            x["set"],
+            x["pairs"],
+            f"**{fmt(x['median'])}** ({fmt(x['p5'])} to {fmt(x['p95'])})",
+            f"{fmt(x['cosine_p95'])} / {100 * x['negative_share']:.0f}%",
+            x["own_median"],
+            f"{100 * x['own_below_p95']:.0f}%",
+            f"{x['own_negative_rows']} of {x['rows']}",
+        ]
         for x in fig["levels"]
-    ]  # fmt: skip
-    header = ["embedder", "set", "unrelated pairs", "chance median (p5 to p95)",
-              "one question: p95 / negative", "rows' median", "rows below chance p95",
-              "rows with a negative cosine"]  # fmt: skip
+    ]
+    header = [
+        "embedder",
+        "set",
+        "unrelated pairs",
+        "chance median (p5 to p95)",
+        "one question: p95 / negative",
+        "rows' median",
+        "rows below chance p95",
+        "rows with a negative cosine",
+    ]
     return {"": table(header, rows)}
 
 

@@ -39,8 +39,14 @@ from typing import Any
 from bench.harness import RESULTS_DIR, ROOT, against, fmt, log, main, r, table, vm_hwm_mb
 from bench.setups import ToyServer
 
-PAGES = ["app.py", "1_Dataset.py", "2_Distributions.py", "3_Embeddings.py", "4_Compare.py",
-         "5_Runs.py"]  # fmt: skip
+PAGES = [
+    "app.py",
+    "1_Dataset.py",
+    "2_Distributions.py",
+    "3_Embeddings.py",
+    "4_Compare.py",
+    "5_Runs.py",
+]
 BEFORE = RESULTS_DIR / "dashboard_scale_before.json"
 TARGETS = {  # rows -> (first render of every page, filter change, peak RSS MiB)
     10_000: (2.0, 0.5, None),
@@ -99,8 +105,10 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
             started = time.perf_counter()
             at.switch_page(f"pages/{page}")
         at.run()
-        renders[page] = {"s": r(time.perf_counter() - started),
-                         "exceptions": [str(e.value)[:200] for e in at.exception]}  # fmt: skip
+        renders[page] = {
+            "s": r(time.perf_counter() - started),
+            "exceptions": [str(e.value)[:200] for e in at.exception],
+        }
         log(f"  {n:,} rows, first render {page}: {renders[page]['s']} s")
     out: dict[str, Any] = {"first_render": renders}
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
@@ -130,15 +138,34 @@ def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
     import pandas as pd
 
     src = folder / f"rows_{n}.csv"
-    pd.DataFrame({
-        "question": [f"What is the tallest mountain in range {i}?" for i in range(n)],
-        "answer": [f"The tallest peak of range {i} rises above valley {i * 7 % 1000}." for i in
-                   range(n)],
-    }).to_csv(src, index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "question": [f"What is the tallest mountain in range {i}?" for i in range(n)],
+            "answer": [
+                f"The tallest peak of range {i} rises above valley {i * 7 % 1000}."
+                for i in range(n)
+            ],
+        }
+    ).to_csv(src, index=False)
     env = {**os.environ, "RELEVANCY_CACHE_DIR": str(folder / f"cache_{n}")}
-    cmd = [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
-           str(folder / f"out_{n}.jsonl"), "-q", "--concurrency", "16", "--llm", "openai:toy-chat",
-           "--embeddings", "openai:toy-embed", "--base-url", base_url]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "relevancy.cli",
+        "score",
+        str(src),
+        "-o",
+        str(folder / f"out_{n}.jsonl"),
+        "-q",
+        "--concurrency",
+        "16",
+        "--llm",
+        "openai:toy-chat",
+        "--embeddings",
+        "openai:toy-embed",
+        "--base-url",
+        base_url,
+    ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -165,8 +192,9 @@ def sentence_rows(n: int, seed: int = 0) -> Any:
     from bench.rows import make_rows
 
     base = make_rows(max(n, 50), seed=seed)
-    sentences = sorted({s.strip().rstrip(".") for row in base
-                        for s in row["response"].split(". ") if s.strip()})  # fmt: skip
+    sentences = sorted(
+        {s.strip().rstrip(".") for row in base for s in row["response"].split(". ") if s.strip()}
+    )
     rng = random.Random(seed)
     return pd.DataFrame(
         {
@@ -174,7 +202,7 @@ def sentence_rows(n: int, seed: int = 0) -> Any:
             "response": [
                 ". ".join(rng.sample(sentences, rng.randint(1, 8))) + f". Note {i}."
                 for i in range(n)
-            ],  # fmt: skip
+            ],
         }
     )
 
@@ -184,11 +212,27 @@ def local_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
     (``--llm openai:toy-chat --embeddings local``) on ``n`` rows of 1-8 sentences: peak RSS."""
     src = folder / f"sentences_{n}.csv"
     sentence_rows(n).to_csv(src, index=False)
-    env = {**os.environ, "RELEVANCY_CACHE_DIR": str(folder / f"local_cache_{n}"),
-           "OMP_WAIT_POLICY": "PASSIVE"}  # fmt: skip
-    cmd = [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
-           str(folder / f"local_out_{n}.jsonl"), "-q", "--llm", "openai:toy-chat",
-           "--embeddings", "local", "--base-url", base_url]  # fmt: skip
+    env = {
+        **os.environ,
+        "RELEVANCY_CACHE_DIR": str(folder / f"local_cache_{n}"),
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "relevancy.cli",
+        "score",
+        str(src),
+        "-o",
+        str(folder / f"local_out_{n}.jsonl"),
+        "-q",
+        "--llm",
+        "openai:toy-chat",
+        "--embeddings",
+        "local",
+        "--base-url",
+        base_url,
+    ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -211,8 +255,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"dashboard": [], "cli": []}
     for n in args.sizes:
         with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-            cmd = [sys.executable, "-m", "bench.dashboard_scale", "--one", str(n), "--json",
-                   tmp.name, "--timeout", str(args.timeout)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "bench.dashboard_scale",
+                "--one",
+                str(n),
+                "--json",
+                tmp.name,
+                "--timeout",
+                str(args.timeout),
+            ]
             done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if done.returncode:
                 out["dashboard"].append({"rows": n, "error": done.stderr[-2000:]})
@@ -275,7 +328,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         "filter_change_s",
     )
     line("Embeddings with all points (WebGL), s", None, "embeddings_all_points_s")
-    line("peak RSS, MiB", before.get("peak_rss_mb"), "peak_rss_mb", 0)  # fmt: skip
+    line("peak RSS, MiB", before.get("peak_rss_mb"), "peak_rss_mb", 0)
     targets = []
     for d in sizes:
         render, change, rss = TARGETS.get(d["rows"], (None, None, None))
@@ -310,13 +363,25 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             for p, v in d["first_render"].items()
             if v.get("exceptions")
         ]
-    targets += [(f"{d['rows']:,} rows: failed", d["error"][-300:], "", False)
-                for d in fig.get("dashboard", []) if "error" in d]  # fmt: skip
+    targets += [
+        (f"{d['rows']:,} rows: failed", d["error"][-300:], "", False)
+        for d in fig.get("dashboard", [])
+        if "error" in d
+    ]
     head = ["", "before: 10,000 rows (Dec 2)", *(f"{d['rows']:,} rows" for d in sizes)]
-    cli = table(["rows", "exit", "wall s", "rows/s", "peak RSS MiB"],
-                [[f"{c['rows']:,}", c.get("exit"), fmt(c.get("wall_s"), 0),
-                  fmt(c.get("rows_per_s"), 1), fmt(c.get("peak_rss_mb"), 0)]
-                 for c in fig.get("cli") or []])  # fmt: skip
+    cli = table(
+        ["rows", "exit", "wall s", "rows/s", "peak RSS MiB"],
+        [
+            [
+                f"{c['rows']:,}",
+                c.get("exit"),
+                fmt(c.get("wall_s"), 0),
+                fmt(c.get("rows_per_s"), 1),
+                fmt(c.get("peak_rss_mb"), 0),
+            ]
+            for c in fig.get("cli") or []
+        ],
+    )
     local = fig.get("local") or []
     blocks = {"": table(head, rows) + "\n\n" + against(targets), "cli": cli}
     if local:
@@ -325,10 +390,15 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         large = next((c for c in local if c["rows"] == 3_000), local[-1])
         grows = (large.get("peak_rss_mb") or 0) - (small.get("peak_rss_mb") or 0)
         beyond = [
-            (f"peak RSS, {c['rows']:,} rows less {large['rows']:,} rows, MiB",
-             (c.get("peak_rss_mb") or 0) - (large.get("peak_rss_mb") or 0), "–", None)
-            for c in local if c["rows"] > large["rows"]
-        ]  # fmt: skip
+            (
+                f"peak RSS, {c['rows']:,} rows less {large['rows']:,} rows, MiB",
+                (c.get("peak_rss_mb") or 0) - (large.get("peak_rss_mb") or 0),
+                "–",
+                None,
+            )
+            for c in local
+            if c["rows"] > large["rows"]
+        ]
         blocks["local"] = (
             table(
                 ["rows", "exit", "wall s", "rows/s", "peak RSS MiB"],
@@ -342,7 +412,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
                     ]
                     for c in local
                 ],
-            )  # fmt: skip
+            )
             + "\n\n"
             + against(
                 [
@@ -354,19 +424,29 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
                     ),
                     *beyond,
                 ]
-            )  # fmt: skip
+            )
         )
     return blocks
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000],
-                   help="dashboard run sizes")  # fmt: skip
-    p.add_argument("--cli-rows", type=int, nargs="*", default=[10_000, 100_000],
-                   help="CLI run sizes (none: skip)")  # fmt: skip
-    p.add_argument("--local-rows", type=int, nargs="*", default=[500, 3_000],
-                   help="CLI run sizes with the embedded embedder, answers of 1-8 sentences "
-                   "(none: skip)")  # fmt: skip
+    p.add_argument(
+        "--sizes", type=int, nargs="*", default=[10_000, 100_000], help="dashboard run sizes"
+    )
+    p.add_argument(
+        "--cli-rows",
+        type=int,
+        nargs="*",
+        default=[10_000, 100_000],
+        help="CLI run sizes (none: skip)",
+    )
+    p.add_argument(
+        "--local-rows",
+        type=int,
+        nargs="*",
+        default=[500, 3_000],
+        help="CLI run sizes with the embedded embedder, answers of 1-8 sentences (none: skip)",
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
     p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
 

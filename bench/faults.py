@@ -89,9 +89,25 @@ def fault_run(n: int, rate: float, seed: int, folder: Path) -> dict[str, Any]:
     out = folder / "faults_out.csv"
     plan = FaultPlan(rate=rate, seed=seed)
     with OpenAICompatServer(faults=plan, retry_after=0.05, slow_seconds=1.0) as srv:
-        cmd = [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o", str(out),
-               "--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-               "--base-url", srv.base_url, "--no-cache", "--timeout", "2", "-q"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "relevancy.cli",
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--llm",
+            f"openai:{CHAT_MODEL}",
+            "--embeddings",
+            f"openai:{EMBEDDING_MODEL}",
+            "--base-url",
+            srv.base_url,
+            "--no-cache",
+            "--timeout",
+            "2",
+            "-q",
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         # the preflight's requests are served normally here (a faulted preflight is measured
         # on its own: preflight_faults); the rows meet the faults
@@ -106,8 +122,10 @@ def fault_run(n: int, rate: float, seed: int, folder: Path) -> dict[str, Any]:
     reasons = collections.Counter(_reason(e) for e in nan.get("error", []))
     ids = set(written.get("id", pd.Series(dtype=str)).astype(str))
     lost = [row["id"] for row in _rows(n) if row["id"] not in ids]
-    log(f"  faults: {n} rows, {sum(stats['by_fault'].values())} faults, exit {done.returncode}, "
-        f"{len(written)} written, {len(nan)} NaN, {wall:.0f} s")  # fmt: skip
+    log(
+        f"  faults: {n} rows, {sum(stats['by_fault'].values())} faults, exit {done.returncode}, "
+        f"{len(written)} written, {len(nan)} NaN, {wall:.0f} s"
+    )
     return {
         "rows": n,
         "fault_rate": rate,
@@ -148,16 +166,36 @@ def preflight_faults(folder: Path) -> list[dict[str, Any]]:
     for kind in [*sorted(EARLY_FAULTS), "missing_fields"]:
         with OpenAICompatServer(retry_after=0.05) as srv:
             srv.script([kind])
-            cmd = [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
-                   str(folder / "preflight_out.csv"), "--llm", f"openai:{CHAT_MODEL}",
-                   "--embeddings", f"openai:{EMBEDDING_MODEL}", "--base-url", srv.base_url,
-                   "--no-cache", "--timeout", "2", "-q"]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "relevancy.cli",
+                "score",
+                str(src),
+                "-o",
+                str(folder / "preflight_out.csv"),
+                "--llm",
+                f"openai:{CHAT_MODEL}",
+                "--embeddings",
+                f"openai:{EMBEDDING_MODEL}",
+                "--base-url",
+                srv.base_url,
+                "--no-cache",
+                "--timeout",
+                "2",
+                "-q",
+            ]
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
         lines = done.stderr.strip().splitlines()
-        out.append({"fault": kind, "exit": done.returncode,
-                    "traceback": "Traceback (most recent call last)" in done.stderr,
-                    "last_line": lines[-1][:160] if lines else ""})  # fmt: skip
+        out.append(
+            {
+                "fault": kind,
+                "exit": done.returncode,
+                "traceback": "Traceback (most recent call last)" in done.stderr,
+                "last_line": lines[-1][:160] if lines else "",
+            }
+        )
     log(f"  preflight faults: {[(p['fault'], p['exit'], p['traceback']) for p in out]}")
     return out
 
@@ -297,8 +335,18 @@ def _mutated(rng: random.Random) -> tuple[str, str, bytes]:
         buf = buf[: rng.randrange(1, len(buf))]
     else:
         i = rng.randrange(len(buf))
-        junk = rng.choice([b"\x00" * 20, b'"' * 9, b"[" * 2000, b"{" * 2000, b"\n\n\n",
-                           "\u202e\ufeff".encode(), b"\xc0\xaf", b",,,,,"])  # fmt: skip
+        junk = rng.choice(
+            [
+                b"\x00" * 20,
+                b'"' * 9,
+                b"[" * 2000,
+                b"{" * 2000,
+                b"\n\n\n",
+                "\u202e\ufeff".encode(),
+                b"\xc0\xaf",
+                b",,,,,",
+            ]
+        )
         buf[i:i] = junk
     return f"{how} of a {kind.lstrip('.')} file", kind, bytes(buf)
 
@@ -321,9 +369,22 @@ def fuzz(files: int, seed: int, folder: Path, base_url: str) -> dict[str, Any]:
         else:
             path.mkdir()
         out = folder / f"fuzz_{i}_out.csv"
-        argv = ["score", str(path), "-o", str(out), "--llm", f"openai:{CHAT_MODEL}",
-                "--embeddings", f"openai:{EMBEDDING_MODEL}", "--base-url", base_url,
-                "--no-cache", "--timeout", "5", "-q"]  # fmt: skip
+        argv = [
+            "score",
+            str(path),
+            "-o",
+            str(out),
+            "--llm",
+            f"openai:{CHAT_MODEL}",
+            "--embeddings",
+            f"openai:{EMBEDDING_MODEL}",
+            "--base-url",
+            base_url,
+            "--no-cache",
+            "--timeout",
+            "5",
+            "-q",
+        ]
         err, std = io.StringIO(), io.StringIO()
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(std):
@@ -373,13 +434,33 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     kinds = ", ".join(f"{k} {v}" for k, v in (f.get("faults_by_kind") or {}).items())
     reasons = "; ".join(f"{k} ({v})" for k, v in (f.get("nan_reasons") or {}).items()) or "none"
     faults = table(
-        ["rows", "fault rate", "requests", "faults injected", "rows written", "rows lost",
-         "NaN rows", "exit", "tracebacks", "wall s"],
-        [[fmt(f.get("rows"), 0), fmt(f.get("fault_rate")), fmt(f.get("requests"), 0),
-          fmt(f.get("faults_injected"), 0), fmt(f.get("rows_written"), 0),
-          fmt(f.get("rows_lost"), 0), fmt(f.get("nan_rows"), 0), f.get("exit"),
-          fmt(f.get("tracebacks"), 0), fmt(f.get("wall_s"), 0)]],
-    )  # fmt: skip
+        [
+            "rows",
+            "fault rate",
+            "requests",
+            "faults injected",
+            "rows written",
+            "rows lost",
+            "NaN rows",
+            "exit",
+            "tracebacks",
+            "wall s",
+        ],
+        [
+            [
+                fmt(f.get("rows"), 0),
+                fmt(f.get("fault_rate")),
+                fmt(f.get("requests"), 0),
+                fmt(f.get("faults_injected"), 0),
+                fmt(f.get("rows_written"), 0),
+                fmt(f.get("rows_lost"), 0),
+                fmt(f.get("nan_rows"), 0),
+                f.get("exit"),
+                fmt(f.get("tracebacks"), 0),
+                fmt(f.get("wall_s"), 0),
+            ]
+        ],
+    )
     outcomes = z.get("outcomes") or {}
     fuzz_table = table(["hostile files", *outcomes], [[fmt(z.get("files"), 0), *outcomes.values()]])
     problems = (
@@ -393,17 +474,25 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     pre = f.get("preflight") or []
     preflight = table(
         ["fault on the preflight's first request", "exit", "traceback", "last line on stderr"],
-        [[p["fault"], p["exit"], "**yes**" if p["traceback"] else "no", p["last_line"]]
-         for p in pre],
-    )  # fmt: skip
+        [
+            [p["fault"], p["exit"], "**yes**" if p["traceback"] else "no", p["last_line"]]
+            for p in pre
+        ],
+    )
     pre_tb = sum(bool(p["traceback"]) for p in pre)
     tracebacks = (f.get("tracebacks") or 0) + outcomes.get("traceback", 0) + pre_tb
-    targets = against([
-        ("tracebacks (faults + fuzz)", tracebacks, "0", tracebacks == 0),
-        ("rows lost", f.get("rows_lost"), "0", f.get("rows_lost") == 0),
-        ("NaN rows without a reason", (f.get("nan_reasons") or {}).get("(empty)", 0), "0",
-         not (f.get("nan_reasons") or {}).get("(empty)")),
-    ])  # fmt: skip
+    targets = against(
+        [
+            ("tracebacks (faults + fuzz)", tracebacks, "0", tracebacks == 0),
+            ("rows lost", f.get("rows_lost"), "0", f.get("rows_lost") == 0),
+            (
+                "NaN rows without a reason",
+                (f.get("nan_reasons") or {}).get("(empty)", 0),
+                "0",
+                not (f.get("nan_reasons") or {}).get("(empty)"),
+            ),
+        ]
+    )
     return {
         "": f"{faults}\n\nFaults injected: {kinds}.\n\nNaN rows by reason: {reasons}.\n\n"
         f"{preflight}\n\n{fuzz_table}\n\n{problems}\n\n{targets}",

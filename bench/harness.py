@@ -156,8 +156,11 @@ def merge_record(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, A
     """
     if not old or not isinstance(old.get("figures"), dict):
         return new
-    measured = {k: v for k, v in (new.get("figures") or {}).items()
-                if k not in _COMMON and v not in (None, [], {})}  # fmt: skip
+    measured = {
+        k: v
+        for k, v in (new.get("figures") or {}).items()
+        if k not in _COMMON and v not in (None, [], {})
+    }
     common = {k: v for k, v in (new.get("figures") or {}).items() if k in _COMMON}
     figures = {**old["figures"], **measured, **common}
     runs = [*_runs(old["command"]), (new["command"], list(measured))]
@@ -165,12 +168,16 @@ def merge_record(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, A
     for index, (_, parts) in enumerate(runs):
         for part in parts or ():
             owner[part] = index
-    kept = [(command, [part for part, index in owner.items() if index == at])
-            for at, (command, _) in enumerate(runs)]  # fmt: skip
+    kept = [
+        (command, [part for part, index in owner.items() if index == at])
+        for at, (command, _) in enumerate(runs)
+    ]
     last = len(runs) - 1  # the newest stays named: the wall time and load are its
     kept = [(c, parts) for at, (c, parts) in enumerate(kept) if parts or at == last]
-    steps = [kept[0][0]] + [f"{command} (measured again: {', '.join(parts) or 'nothing'})"
-                            for command, parts in kept[1:]]  # fmt: skip
+    steps = [kept[0][0]] + [
+        f"{command} (measured again: {', '.join(parts) or 'nothing'})"
+        for command, parts in kept[1:]
+    ]
     return {**new, "command": "; then ".join(steps), "figures": figures}
 
 

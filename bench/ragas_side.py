@@ -148,8 +148,9 @@ def collections_metric(args: argparse.Namespace) -> t.Any:
         llm = llm_factory(args.model, client=client)
     else:
         patched = instructor.from_openai(client, mode=instructor.Mode.JSON_SCHEMA)
-        llm = InstructorLLM(client=patched, model=args.model, provider="openai",
-                            model_args=InstructorModelArgs())  # fmt: skip
+        llm = InstructorLLM(
+            client=patched, model=args.model, provider="openai", model_args=InstructorModelArgs()
+        )
     original = llm.agenerate
 
     async def recording(prompt: str, response_model: t.Any) -> t.Any:
@@ -186,8 +187,12 @@ async def _score(metric: t.Any, rows: list[dict], args: argparse.Namespace) -> l
             except Exception as exc:  # a failed row is NaN, as in Ragas' evaluate()
                 value, error = float("nan"), f"{type(exc).__name__}: {str(exc)[:160]}"
                 print(f"    ragas row failed: {error}", file=sys.stderr, flush=True)
-            return {"value": None if math.isnan(value) else value, "error": error,
-                    "seconds": time.perf_counter() - start, "generations": questions}  # fmt: skip
+            return {
+                "value": None if math.isnan(value) else value,
+                "error": error,
+                "seconds": time.perf_counter() - start,
+                "generations": questions,
+            }
 
     return await asyncio.gather(*(one(r) for r in rows))
 
@@ -216,13 +221,23 @@ def run_legacy(args: argparse.Namespace, rows: list[dict]) -> dict:
     )
     config = RunConfig(timeout=int(args.row_timeout)) if args.row_timeout else RunConfig()
     start = time.perf_counter()
-    result = evaluate(data, metrics=[ResponseRelevancy(strictness=args.strictness)],
-                      llm=LangchainLLMWrapper(chat), embeddings=embeddings, run_config=config,
-                      show_progress=False, raise_exceptions=False)  # fmt: skip
+    result = evaluate(
+        data,
+        metrics=[ResponseRelevancy(strictness=args.strictness)],
+        llm=LangchainLLMWrapper(chat),
+        embeddings=embeddings,
+        run_config=config,
+        show_progress=False,
+        raise_exceptions=False,
+    )
     wall = time.perf_counter() - start
     values = [float(v) for v in result.to_pandas()["answer_relevancy"].tolist()]
-    return {"wall_s": wall, "rows": [{"value": None if math.isnan(v) else v, "error": None,
-                                      "seconds": None} for v in values]}  # fmt: skip
+    return {
+        "wall_s": wall,
+        "rows": [
+            {"value": None if math.isnan(v) else v, "error": None, "seconds": None} for v in values
+        ],
+    }
 
 
 def run_parity(cases: list[dict]) -> dict:
@@ -240,13 +255,18 @@ def run_parity(cases: list[dict]) -> dict:
         k = len(case["questions"])
         metric = ResponseRelevancy(strictness=k)
         metric.embeddings = LegacyVectors(vectors)
-        answers = [ResponseRelevanceOutput(question=q, noncommittal=int(f))
-                   for q, f in zip(case["questions"], case["flags"])]  # fmt: skip
+        answers = [
+            ResponseRelevanceOutput(question=q, noncommittal=int(f))
+            for q, f in zip(case["questions"], case["flags"])
+        ]
         legacy.append(float(metric._calculate_score(answers, {"user_input": case["user_input"]})))
-        outputs = [AnswerRelevanceOutput(question=q, noncommittal=int(f))
-                   for q, f in zip(case["questions"], case["flags"])]  # fmt: skip
-        m2 = AnswerRelevancy(llm=_ScriptedLLM(outputs), embeddings=ModernVectors(vectors),
-                             strictness=k)  # fmt: skip
+        outputs = [
+            AnswerRelevanceOutput(question=q, noncommittal=int(f))
+            for q, f in zip(case["questions"], case["flags"])
+        ]
+        m2 = AnswerRelevancy(
+            llm=_ScriptedLLM(outputs), embeddings=ModernVectors(vectors), strictness=k
+        )
         res = asyncio.run(m2.ascore(user_input=case["user_input"], response="(fixed)"))
         modern.append(float(res.value))
     return {"legacy": legacy, "collections": modern}
@@ -277,8 +297,15 @@ def main() -> int:
         out = run_parity(rows)
     else:
         out = (run_legacy if args.mode == "legacy" else run_collections)(args, rows)
-    out.update({"mode": args.mode, "ragas_version": ragas.__version__, "import_s": IMPORT_S,
-                "concurrency": args.concurrency, "peak_rss_mb": _hwm()})  # fmt: skip
+    out.update(
+        {
+            "mode": args.mode,
+            "ragas_version": ragas.__version__,
+            "import_s": IMPORT_S,
+            "concurrency": args.concurrency,
+            "peak_rss_mb": _hwm(),
+        }
+    )
     json.dump(out, sys.stdout, default=float)
     return 0
 

@@ -38,9 +38,15 @@ def _metric(base_url: str, cache: Any, concurrency: int | None, adaptive: bool) 
     from relevancy.scoring.config import build_metric
 
     forget_controllers()  # each side starts afresh
-    return build_metric(llm=f"openai:{CHAT}", embeddings=f"openai:{EMBED}", base_url=base_url,
-                        strictness=STRICTNESS, cache=cache, concurrency=concurrency,
-                        adaptive=adaptive)  # fmt: skip
+    return build_metric(
+        llm=f"openai:{CHAT}",
+        embeddings=f"openai:{EMBED}",
+        base_url=base_url,
+        strictness=STRICTNESS,
+        cache=cache,
+        concurrency=concurrency,
+        adaptive=adaptive,
+    )
 
 
 def ours(rows: list[dict], base_url: str, concurrency: int | None, adaptive: bool) -> dict:
@@ -75,9 +81,12 @@ def batch(rows: list[dict], base_url: str) -> dict[str, Any]:
         done = run_batch(metric, src, Path(tmp) / "out.csv", poll=0.5)
         results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
         wall = time.perf_counter() - start
-    return {"wall_s": wall, "usage": done.usage, "batch_id": done.batch_id,
-            "rows": [{"value": x.value if x.ok else None, "error": x.error}
-                     for x in results]}  # fmt: skip
+    return {
+        "wall_s": wall,
+        "usage": done.usage,
+        "batch_id": done.batch_id,
+        "rows": [{"value": x.value if x.ok else None, "error": x.error} for x in results],
+    }
 
 
 def summarize(rows: list[dict], wall: float, usage: list[dict], limits: dict) -> dict[str, Any]:
@@ -142,14 +151,25 @@ def _ragas_sides(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
 
 def _setting(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> tuple[list, dict, dict]:
     """The rows, the limits and the toy server's options for ``n`` rows at ``rpm`` / ``tpm``."""
-    rows = [{"user_input": x["user_input"], "response": x["response"]}
-            for x in make_rows(n, seed=5)]  # fmt: skip
+    rows = [
+        {"user_input": x["user_input"], "response": x["response"]} for x in make_rows(n, seed=5)
+    ]
     window = 60.0 / args.scale
     limits = {"rpm": rpm, "tpm": tpm, "window_s": window}
-    server = {"latency": args.latency / args.scale,
-              "token_latency": args.token_latency / args.scale,
-              "extra": ["--rpm", str(rpm), "--tpm", str(tpm), "--limit-window", str(window),
-                        "--batch-delay", str(args.batch_delay)]}  # fmt: skip
+    server = {
+        "latency": args.latency / args.scale,
+        "token_latency": args.token_latency / args.scale,
+        "extra": [
+            "--rpm",
+            str(rpm),
+            "--tpm",
+            str(tpm),
+            "--limit-window",
+            str(window),
+            "--batch-delay",
+            str(args.batch_delay),
+        ],
+    }
     return rows, limits, server
 
 
@@ -172,12 +192,17 @@ def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: boo
     """Every side on ``n`` rows at ``rpm`` / ``tpm`` per model, against one toy server."""
     rows, limits, server_options = _setting(args, n, rpm, tpm)
     window = limits["window_s"]
-    out: dict[str, Any] = {"rows": len(rows), "limits": {**limits, "scale": args.scale},
-                           "load_average_start": load_average()}  # fmt: skip
+    out: dict[str, Any] = {
+        "rows": len(rows),
+        "limits": {**limits, "scale": args.scale},
+        "load_average_start": load_average(),
+    }
     ragas_sides = _ragas_sides(args) if ragas_ok else {}  # a bad --ragas-tuned fails first
     with ToyServer(**server_options) as server:
-        log(f"rate_limits: {n} rows at {rpm} RPM / {tpm} TPM, server at {server.base_url}, "
-            f"window {window:g} s, load {load_average()}")  # fmt: skip
+        log(
+            f"rate_limits: {n} rows at {rpm} RPM / {tpm} TPM, server at {server.base_url}, "
+            f"window {window:g} s, load {load_average()}"
+        )
         ours(rows[:2], server.base_url, None, True)  # warm-up: imports, connections
         results: dict[str, Any] = {}
         for name, conc in _our_sides(args).items():
@@ -188,25 +213,37 @@ def one_size(args: argparse.Namespace, n: int, rpm: int, tpm: int, ragas_ok: boo
             offset = server.offset()
             mode = "legacy" if kind == "ragas evaluate" else "collections"
             options = {} if conc is None else {"concurrency": conc}
-            got = ragas(rows, server.base_url, mode=mode, llm="stock", model=CHAT,
-                        embeddings=f"api:{EMBED}", **options)  # fmt: skip
-            results[name] = summarize(got["rows"], got["wall_s"], server.usage_since(offset),
-                                      limits)  # fmt: skip
+            got = ragas(
+                rows,
+                server.base_url,
+                mode=mode,
+                llm="stock",
+                model=CHAT,
+                embeddings=f"api:{EMBED}",
+                **options,
+            )
+            results[name] = summarize(
+                got["rows"], got["wall_s"], server.usage_since(offset), limits
+            )
             _log_side(name, results[name])
         time.sleep(window + 0.5)
         offset = server.offset()
         got = batch(rows, server.base_url)
         used = server.usage_since(offset)
-        results["ours --batch-api"] = {**summarize(got["rows"], got["wall_s"], used, limits),
-                                       "batch_usage": got["usage"]}  # fmt: skip
+        results["ours --batch-api"] = {
+            **summarize(got["rows"], got["wall_s"], used, limits),
+            "batch_usage": got["usage"],
+        }
     out["sides"] = results
     out["cost"] = _costs(results, len(rows))
     return out
 
 
 def _log_side(name: str, done: dict[str, Any]) -> None:
-    log(f"    {name:<36} {done['rows_per_s']} rows/s ({done['of_ceiling']} of ceiling), "
-        f"{done['http_429']} 429s, {done['failed_rows']} failed")  # fmt: skip
+    log(
+        f"    {name:<36} {done['rows_per_s']} rows/s ({done['of_ceiling']} of ceiling), "
+        f"{done['http_429']} 429s, {done['failed_rows']} failed"
+    )
 
 
 def repeated_size(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> dict[str, Any]:
@@ -222,10 +259,16 @@ def repeated_size(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> dict[
             for name, conc in sides.items():
                 runs[name].append(_run_ours(rows, server, conc, limits))
                 done = runs[name][-1]
-                log(f"    run {k + 1} {name:<18} {done['rows_per_s']} rows/s, "
-                    f"{done['http_429']} 429s, {done['failed_rows']} failed")  # fmt: skip
-    out: dict[str, Any] = {"rows": n, "limits": {**limits, "scale": args.scale},
-                           "runs": args.repeats, "sides": {}}  # fmt: skip
+                log(
+                    f"    run {k + 1} {name:<18} {done['rows_per_s']} rows/s, "
+                    f"{done['http_429']} 429s, {done['failed_rows']} failed"
+                )
+    out: dict[str, Any] = {
+        "rows": n,
+        "limits": {**limits, "scale": args.scale},
+        "runs": args.repeats,
+        "sides": {},
+    }
     for name, done in runs.items():
         out["sides"][name] = {
             "http_429": [d["http_429"] for d in done],
@@ -239,13 +282,21 @@ def repeated_size(args: argparse.Namespace, n: int, rpm: int, tpm: int) -> dict[
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     sizes = args.size or [_size(x) for x in DEFAULT_SIZES]
     if args.repeats > 1:  # our sides only, several runs each: the 429 comparison
-        return {"bench": "rate_limits", "repeats": [repeated_size(args, n, rpm, tpm)
-                                                    for n, rpm, tpm in sizes]}  # fmt: skip
+        return {
+            "bench": "rate_limits",
+            "repeats": [repeated_size(args, n, rpm, tpm) for n, rpm, tpm in sizes],
+        }
     missing = ragas_missing(minilm=False) if not args.no_ragas else "--no-ragas"
-    out: dict[str, Any] = {"bench": "rate_limits", "strictness": STRICTNESS,
-                           "server": {"latency_s": args.latency, "token_latency_s":
-                                      args.token_latency, "batch_delay_s": args.batch_delay},
-                           "load_average_start": load_average()}  # fmt: skip
+    out: dict[str, Any] = {
+        "bench": "rate_limits",
+        "strictness": STRICTNESS,
+        "server": {
+            "latency_s": args.latency,
+            "token_latency_s": args.token_latency,
+            "batch_delay_s": args.batch_delay,
+        },
+        "load_average_start": load_average(),
+    }
     if missing:
         out["ragas_skipped"] = missing
         log("rate_limits: Ragas' sides skipped:", missing)
@@ -264,8 +315,9 @@ def _costs(results: dict[str, Any], n: int) -> dict[str, Any]:
     live = results["ours adaptive"]
     batch_usage = results["ours --batch-api"]["batch_usage"]
     completion = live.get("completion_tokens_per_row")
-    live_row = (live["prompt_tokens_per_row"] * price.input
-                + (completion or 0) * price.output) / 1e6  # fmt: skip
+    live_row = (
+        live["prompt_tokens_per_row"] * price.input + (completion or 0) * price.output
+    ) / 1e6
     batch_row = (
         BATCH_DISCOUNT
         * (
@@ -275,8 +327,12 @@ def _costs(results: dict[str, Any], n: int) -> dict[str, Any]:
         / 1e6
         / n
     )
-    return {"priced_as": PRICED_AS, "live_per_row": live_row, "batch_per_row": batch_row,
-            "batch_over_live": r(batch_row / live_row) if live_row else None}  # fmt: skip
+    return {
+        "priced_as": PRICED_AS,
+        "live_per_row": live_row,
+        "batch_per_row": batch_row,
+        "batch_over_live": r(batch_row / live_row) if live_row else None,
+    }
 
 
 def _best_tuned(sides: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -305,26 +361,48 @@ def _size_table(fig: dict[str, Any], size: dict[str, Any]) -> str:
     )
     rows = []
     for name, s in size["sides"].items():
-        at_once = (f"{s['lowest_at_once']}-{s['peak_at_once']}" if "peak_at_once" in s
-                   else "all rows" if name == "Ragas collections (defaults)"
-                   else "16 workers" if "evaluate" in name
-                   else name.split(", ")[1].split(" ")[0] if name.startswith("Ragas")
-                   else "–")  # fmt: skip
+        at_once = (
+            f"{s['lowest_at_once']}-{s['peak_at_once']}"
+            if "peak_at_once" in s
+            else "all rows"
+            if name == "Ragas collections (defaults)"
+            else "16 workers"
+            if "evaluate" in name
+            else name.split(", ")[1].split(" ")[0]
+            if name.startswith("Ragas")
+            else "–"
+        )
         rows.append([name, at_once, *(s.get(k) for k in keys)])
     lim = size["limits"]
     srv = fig["server"]
-    head = (f"**{size['rows']:,} rows at {lim['rpm']} RPM / {lim['tpm']:,} TPM** per model, "
-            f"strictness {fig['strictness']}, on a clock {lim['scale']:g}x faster (the minute "
-            f"window {lim['window_s']:g} s; {srv['latency_s']} s per request plus "
-            f"{1000 * srv['token_latency_s']:.0f} ms per completion token, also scaled); the "
-            f"batch's delay {srv['batch_delay_s']} s. Load at the start "
-            f"{', '.join(str(x) for x in size['load_average_start'])}.")  # fmt: skip
-    header = ["side", "at once", "rows/s", "scored rows/s", "ceiling rows/s", "of ceiling",
-              "429s", "retries", "failed rows", "prompt tok/row", "counted tok/row", "least wall s",
-              "wall s"]  # fmt: skip
+    head = (
+        f"**{size['rows']:,} rows at {lim['rpm']} RPM / {lim['tpm']:,} TPM** per model, "
+        f"strictness {fig['strictness']}, on a clock {lim['scale']:g}x faster (the minute "
+        f"window {lim['window_s']:g} s; {srv['latency_s']} s per request plus "
+        f"{1000 * srv['token_latency_s']:.0f} ms per completion token, also scaled); the "
+        f"batch's delay {srv['batch_delay_s']} s. Load at the start "
+        f"{', '.join(str(x) for x in size['load_average_start'])}."
+    )
+    header = [
+        "side",
+        "at once",
+        "rows/s",
+        "scored rows/s",
+        "ceiling rows/s",
+        "of ceiling",
+        "429s",
+        "retries",
+        "failed rows",
+        "prompt tok/row",
+        "counted tok/row",
+        "least wall s",
+        "wall s",
+    ]
     cost = size["cost"]
-    money = (f"Generation per row at {cost['priced_as']} prices: live "
-             f"${cost['live_per_row']:.7f}, Batch API ${cost['batch_per_row']:.7f}.")  # fmt: skip
+    money = (
+        f"Generation per row at {cost['priced_as']} prices: live "
+        f"${cost['live_per_row']:.7f}, Batch API ${cost['batch_per_row']:.7f}."
+    )
     return head + "\n\n" + table(header, rows) + "\n\n" + money
 
 
@@ -366,41 +444,78 @@ def _targets(
     adaptive = s["ours adaptive"]
     cost = size["cost"]
     targets = [
-        (label + "ours adaptive, rows/s as a share of its ceiling",
-         fmt(adaptive["of_ceiling"], 3), "≥ 0.9", (adaptive["of_ceiling"] or 0) >= 0.9),
-        (label + "ours adaptive, failed rows", adaptive["failed_rows"], "0",
-         adaptive["failed_rows"] == 0),
+        (
+            label + "ours adaptive, rows/s as a share of its ceiling",
+            fmt(adaptive["of_ceiling"], 3),
+            "≥ 0.9",
+            (adaptive["of_ceiling"] or 0) >= 0.9,
+        ),
+        (
+            label + "ours adaptive, failed rows",
+            adaptive["failed_rows"],
+            "0",
+            adaptive["failed_rows"] == 0,
+        ),
         _fewer_429s(label, s),
-        (label + f"Batch API generation cost per row / live ({cost['priced_as']} prices)",
-         cost["batch_over_live"], "0.5", None),
-    ]  # fmt: skip
+        (
+            label + f"Batch API generation cost per row / live ({cost['priced_as']} prices)",
+            cost["batch_over_live"],
+            "0.5",
+            None,
+        ),
+    ]
     ragas_side = s.get("Ragas collections (defaults)")
     if ragas_side and ragas_side.get("scored_rows_per_s"):
         # rows scored a second: Ragas at its defaults loses rows to 429s, and the more it
         # loses the sooner it ends, so its rows/s counting lost rows rises as it does worse
         ratio = r(adaptive["scored_rows_per_s"] / ragas_side["scored_rows_per_s"])
-        targets.append((label + "ours adaptive / Ragas at its defaults, scored rows/s", ratio,
-                        "≥ 3.0", ratio >= 3.0))  # fmt: skip
+        targets.append(
+            (
+                label + "ours adaptive / Ragas at its defaults, scored rows/s",
+                ratio,
+                "≥ 3.0",
+                ratio >= 3.0,
+            )
+        )
     if ragas_side and ragas_side["rows_per_s"]:
         ratio = r(adaptive["rows_per_s"] / ragas_side["rows_per_s"])
-        targets.append((label + "ours adaptive / Ragas at its defaults, rows/s counting the "
-                        f"{ragas_side['failed_rows']:,} rows it lost as done", ratio, "–",
-                        None))  # fmt: skip
+        targets.append(
+            (
+                label + "ours adaptive / Ragas at its defaults, rows/s counting the "
+                f"{ragas_side['failed_rows']:,} rows it lost as done",
+                ratio,
+                "–",
+                None,
+            )
+        )
     best = _best_tuned(s)
     if best and best[1]["rows_per_s"]:
         ratio = r(adaptive["rows_per_s"] / best[1]["rows_per_s"])
-        targets.append((label + f"ours adaptive / {best[0]} (Ragas tuned by hand), rows/s",
-                        ratio, "–", None))  # fmt: skip
+        targets.append(
+            (label + f"ours adaptive / {best[0]} (Ragas tuned by hand), rows/s", ratio, "–", None)
+        )
     ev = s.get("Ragas evaluate() (defaults)")
     if ev and ev["rows_per_s"]:
-        targets.append((label + "ours adaptive / Ragas evaluate() at its defaults, rows/s",
-                        r(adaptive["rows_per_s"] / ev["rows_per_s"]), "–", None))  # fmt: skip
+        targets.append(
+            (
+                label + "ours adaptive / Ragas evaluate() at its defaults, rows/s",
+                r(adaptive["rows_per_s"] / ev["rows_per_s"]),
+                "–",
+                None,
+            )
+        )
     if repeated is not None:  # several runs a side say more than the one run above
         targets[2] = _fewer_429s(label, repeated["sides"], repeated["runs"])
         shares = repeated["sides"]["ours adaptive"]["of_ceiling"]
-        targets.insert(1, (label + "ours adaptive, the same in each of the repeats",
-                           ", ".join(fmt(x, 3) for x in shares), "≥ 0.9",
-                           all((x or 0) >= 0.9 for x in shares)))  # fmt: skip
+        targets.insert(
+            1,
+            (
+                label + "ours adaptive, the same in each of the repeats",
+                ", ".join(fmt(x, 3) for x in shares),
+                "≥ 0.9",
+                all((x or 0) >= 0.9 for x in shares),
+            ),
+        )
     return targets
 
 
@@ -409,10 +524,18 @@ def _repeats_table(repeats: list[dict[str, Any]]) -> str:
     parts = []
     for size in repeats:
         lim = size["limits"]
-        rows = [[name, ", ".join(str(x) for x in v["http_429"]), fmt(_mean(v["http_429"]), 2),
-                 ", ".join(fmt(x, 1) for x in v["rows_per_s"]), fmt(_mean(v["rows_per_s"]), 2),
-                 fmt(_mean(v["of_ceiling"]), 2), v["failed_rows"]]
-                for name, v in size["sides"].items()]  # fmt: skip
+        rows = [
+            [
+                name,
+                ", ".join(str(x) for x in v["http_429"]),
+                fmt(_mean(v["http_429"]), 2),
+                ", ".join(fmt(x, 1) for x in v["rows_per_s"]),
+                fmt(_mean(v["rows_per_s"]), 2),
+                fmt(_mean(v["of_ceiling"]), 2),
+                v["failed_rows"],
+            ]
+            for name, v in size["sides"].items()
+        ]
         parts.append(
             f"**{size['rows']:,} rows at {lim['rpm']:,} RPM / {lim['tpm']:,} TPM**, "
             f"{size['runs']} runs a side, in turn:\n\n"
@@ -427,23 +550,28 @@ def _repeats_table(repeats: list[dict[str, Any]]) -> str:
                     "failed rows",
                 ],
                 rows,
-            )  # fmt: skip
+            )
         )
     return "\n\n".join(parts)
 
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
     sizes = fig.get("sizes") or [fig]  # a record from before the sizes: one size
-    note = ("The ceiling: the most rows/s the limits allow for that side's requests and "
-            "counted tokens per row (no window may hold more than its limit: a window's worth "
-            "at once, then one more as each window ends); of ceiling = least wall / wall. "
-            "Ragas tuned by hand: its collections metric at a few rows-at-once settings, the "
-            "fastest that lost no row is the one set against ours.")  # fmt: skip
+    note = (
+        "The ceiling: the most rows/s the limits allow for that side's requests and "
+        "counted tokens per row (no window may hold more than its limit: a window's worth "
+        "at once, then one more as each window ends); of ceiling = least wall / wall. "
+        "Ragas tuned by hand: its collections metric at a few rows-at-once settings, the "
+        "fastest that lost no row is the one set against ours."
+    )
     body = "\n\n".join(_size_table(fig, size) for size in sizes)
     repeats = {x["rows"]: x for x in fig.get("repeats") or []}
-    blocks = {"": note + "\n\n" + body,
-              "targets": against([t for size in sizes
-                                  for t in _targets(size, repeats.get(size["rows"]))])}  # fmt: skip
+    blocks = {
+        "": note + "\n\n" + body,
+        "targets": against(
+            [t for size in sizes for t in _targets(size, repeats.get(size["rows"]))]
+        ),
+    }
     if repeats:
         blocks["repeats"] = _repeats_table(list(repeats.values()))
     return blocks
@@ -453,22 +581,34 @@ DEFAULT_SIZES = ("120:60:40000", "1000:500:200000")
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--size", type=_size, action="append", metavar="ROWS:RPM:TPM",
-                   help="rows and limits per model (repeat; default "
-                   f"{' and '.join(DEFAULT_SIZES)})")  # fmt: skip
+    p.add_argument(
+        "--size",
+        type=_size,
+        action="append",
+        metavar="ROWS:RPM:TPM",
+        help=f"rows and limits per model (repeat; default {' and '.join(DEFAULT_SIZES)})",
+    )
     p.add_argument("--scale", type=float, default=10.0, help="how much faster the clock runs")
     p.add_argument("--latency", type=float, default=0.3, help="seconds per request (unscaled)")
-    p.add_argument("--token-latency", type=float, default=0.01,
-                   help="seconds per completion token (unscaled)")  # fmt: skip
+    p.add_argument(
+        "--token-latency", type=float, default=0.01, help="seconds per completion token (unscaled)"
+    )
     p.add_argument("--batch-delay", type=float, default=5.0, help="the toy batch's seconds")
     p.add_argument("--fixed", default="4,16,60", help="fixed concurrencies of ours")
     p.add_argument("--no-ragas", action="store_true", help="skip Ragas' sides")
-    p.add_argument("--ragas-tuned", default="2,4,8",
-                   help="Ragas' rows-at-once settings tried by hand ('' for none)")  # fmt: skip
+    p.add_argument(
+        "--ragas-tuned",
+        default="2,4,8",
+        help="Ragas' rows-at-once settings tried by hand ('' for none)",
+    )
     p.add_argument("--no-evaluate", action="store_true", help="skip Ragas' evaluate()")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="above 1: only our live sides, this many runs each (the 429 "
-                   "comparison), in place of the other figures")  # fmt: skip
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="above 1: only our live sides, this many runs each (the 429 "
+        "comparison), in place of the other figures",
+    )
 
 
 QUICK = ["--size", "20:60:40000", "--fixed", "4", "--no-ragas", "--batch-delay", "1"]

@@ -42,13 +42,30 @@ class Cluster:
 
         self.temp = Path(tempfile.mkdtemp(prefix="rb-", dir="/tmp"))  # short socket paths
         port = free_port()
-        ports = [f"--{name}={free_port()}" for name in (
-            "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
-            "metrics-export-port", "node-manager-port", "object-manager-port")]  # fmt: skip
+        ports = [
+            f"--{name}={free_port()}"
+            for name in (
+                "dashboard-agent-listen-port",
+                "dashboard-agent-grpc-port",
+                "runtime-env-agent-port",
+                "metrics-export-port",
+                "node-manager-port",
+                "object-manager-port",
+            )
+        ]
         ray_cli = Path(sys.executable).with_name("ray")
-        cmd = [str(ray_cli), "start", "--head", "--block", f"--port={port}",
-               f"--num-cpus={cpus}", "--include-dashboard=false", "--disable-usage-stats",
-               f"--temp-dir={self.temp}", *ports]  # fmt: skip
+        cmd = [
+            str(ray_cli),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            f"--num-cpus={cpus}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            f"--temp-dir={self.temp}",
+            *ports,
+        ]
         self.log = self.temp / "ray-start.log"
         started = time.perf_counter()
         with self.log.open("wb") as fh:
@@ -95,8 +112,12 @@ def cli_run(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "relevancy.cli", "score", *args, "-q", "--no-cache"],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=1800,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=1800,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"relevancy score {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
@@ -127,10 +148,23 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     os.environ["RAY_AUTH_MODE"] = "disabled"
     server = ToyServer(latency=args.latency)
     base = server.base_url
-    backend = ["--llm", "openai:toy-chat", "--embeddings", "openai:toy-embed", "--base-url", base,
-               "--concurrency", str(args.concurrency)]  # fmt: skip
-    settings = {"llm": "openai:toy-chat", "embeddings": "openai:toy-embed", "base_url": base,
-                "concurrency": args.concurrency, "cache": False}  # fmt: skip
+    backend = [
+        "--llm",
+        "openai:toy-chat",
+        "--embeddings",
+        "openai:toy-embed",
+        "--base-url",
+        base,
+        "--concurrency",
+        str(args.concurrency),
+    ]
+    settings = {
+        "llm": "openai:toy-chat",
+        "embeddings": "openai:toy-embed",
+        "base_url": base,
+        "concurrency": args.concurrency,
+        "cache": False,
+    }
     cluster = None
     try:
         cluster = Cluster(args.cpus, env)
@@ -177,9 +211,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             for kind in kinds if k % 2 == 0 else list(kinds)[::-1]:
                 suffix = "csv" if kind == "plain" else "parquet"
                 res = cli_run(
-                    [str(small), "-o", str(tmp / f"small-{kind}-{k}.{suffix}"), *kinds[kind],
-                     *backend], small_env, tmp,
-                )  # fmt: skip
+                    [
+                        str(small),
+                        "-o",
+                        str(tmp / f"small-{kind}-{k}.{suffix}"),
+                        *kinds[kind],
+                        *backend,
+                    ],
+                    small_env,
+                    tmp,
+                )
                 walls[kind].append(res)
                 log(f"  small {kind}: {res['wall_s']:.1f} s (scoring {res['scoring_s']:.1f} s)")
         med = {k: min(x["wall_s"] for x in v) for k, v in walls.items()}
@@ -204,32 +245,61 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     sc, ov = fig["scaling"], fig["overhead"]
     scaling = table(
         ["", "rows/s", "x 1 worker", "runs (s)"],
-        [[f"Ray, {w} worker{'s' if w != '1' else ''}", sc["rows_per_s"][w],
-          sc["speedup_over_1"][w], fmt(sc["walls_s"][w], 1)] for w in sc["rows_per_s"]]
-        + [["plain CLI (`relevancy score`, one process)", sc["plain_cli_rows_per_s"], None,
-            fmt(sc["plain_cli_walls_s"], 1)]],
-    )  # fmt: skip
-    labels = {"plain": "`relevancy score` (plain)",
-              "ray_address": "`--engine ray --address` (a running cluster, 1 worker)",
-              "ray_local": "`--engine ray` (starts a local Ray, 1 worker)"}  # fmt: skip
+        [
+            [
+                f"Ray, {w} worker{'s' if w != '1' else ''}",
+                sc["rows_per_s"][w],
+                sc["speedup_over_1"][w],
+                fmt(sc["walls_s"][w], 1),
+            ]
+            for w in sc["rows_per_s"]
+        ]
+        + [
+            [
+                "plain CLI (`relevancy score`, one process)",
+                sc["plain_cli_rows_per_s"],
+                None,
+                fmt(sc["plain_cli_walls_s"], 1),
+            ]
+        ],
+    )
+    labels = {
+        "plain": "`relevancy score` (plain)",
+        "ray_address": "`--engine ray --address` (a running cluster, 1 worker)",
+        "ray_local": "`--engine ray` (starts a local Ray, 1 worker)",
+    }
     cost = table(
-        [f"{fig['small_rows']} rows, each a fresh process", "wall s (best)",
-         "of which scoring s", "runs (s)"],
-        [[label, ov["best_wall_s"][k], min(ov["scoring_s"][k]), fmt(ov["walls_s"][k], 1)]
-         for k, label in labels.items()],
-    )  # fmt: skip
-    setup = facts([
-        ("Ray; cluster CPUs; machine cores", f"{fig['ray_version']}; {fig['cluster_cpus']}; "
-                                             f"{fig['cores']}"),
-        ("rows; runs per setting", f"{fig['rows']}; {len(sc['walls_s']['1'])}"),
-        ("toy server latency per request, s", fig["latency_s"]),
-        ("rows at once per worker", fig["concurrency_per_worker"]),
-        ("Ray's cost on a running cluster / starting its own, s",
-         f"{ov['ray_address_minus_plain_s']:.1f} / {ov['ray_local_minus_plain_s']:.1f}"),
-        ("cluster start alone, s", fig.get("cluster_start_s")),
-        ("load average at the start / the end",
-         f"{fmt(fig.get('load_average_start'))} / {fmt(fig.get('load_average_end'))}"),
-    ])  # fmt: skip
+        [
+            f"{fig['small_rows']} rows, each a fresh process",
+            "wall s (best)",
+            "of which scoring s",
+            "runs (s)",
+        ],
+        [
+            [label, ov["best_wall_s"][k], min(ov["scoring_s"][k]), fmt(ov["walls_s"][k], 1)]
+            for k, label in labels.items()
+        ],
+    )
+    setup = facts(
+        [
+            (
+                "Ray; cluster CPUs; machine cores",
+                f"{fig['ray_version']}; {fig['cluster_cpus']}; {fig['cores']}",
+            ),
+            ("rows; runs per setting", f"{fig['rows']}; {len(sc['walls_s']['1'])}"),
+            ("toy server latency per request, s", fig["latency_s"]),
+            ("rows at once per worker", fig["concurrency_per_worker"]),
+            (
+                "Ray's cost on a running cluster / starting its own, s",
+                f"{ov['ray_address_minus_plain_s']:.1f} / {ov['ray_local_minus_plain_s']:.1f}",
+            ),
+            ("cluster start alone, s", fig.get("cluster_start_s")),
+            (
+                "load average at the start / the end",
+                f"{fmt(fig.get('load_average_start'))} / {fmt(fig.get('load_average_end'))}",
+            ),
+        ]
+    )
     return {"": scaling, "cost": cost + "\n\n" + setup}
 
 

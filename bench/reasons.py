@@ -90,13 +90,27 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _table(fig: dict[str, Any]) -> str:
-    reasons = ["ok", "partial", "padded", "off_topic", "noncommittal", "evasive",
-               "language_mismatch", "generator_suspect", "incomplete_generation", "drifting",
-               "error"]  # fmt: skip
-    rows = [[f"{label} (→ {' or '.join((EXPECTED.get(label, '?'), *ALSO.get(label, ())))})",
-             *(str(c.get(x, "")) for x in reasons),
-             f"{fig['per_label'][label]['matched']}/{fig['per_label'][label]['rows']}"]
-            for label, c in fig["counts"].items()]  # fmt: skip
+    reasons = [
+        "ok",
+        "partial",
+        "padded",
+        "off_topic",
+        "noncommittal",
+        "evasive",
+        "language_mismatch",
+        "generator_suspect",
+        "incomplete_generation",
+        "drifting",
+        "error",
+    ]
+    rows = [
+        [
+            f"{label} (→ {' or '.join((EXPECTED.get(label, '?'), *ALSO.get(label, ())))})",
+            *(str(c.get(x, "")) for x in reasons),
+            f"{fig['per_label'][label]['matched']}/{fig['per_label'][label]['rows']}",
+        ]
+        for label, c in fig["counts"].items()
+    ]
 
     def share(n: int) -> str:
         return f"{n}/{fig['rows']} ({100 * n / max(1, fig['rows']):.0f}%)"

@@ -63,8 +63,12 @@ class Entry:
 
 BENCHES: dict[str, Entry] = {
     "throughput": Entry("throughput"),
-    "instant_api": Entry("throughput", ("--rows", "0", "--api-rows", "300"),
-                         ("--rows", "0", "--api-rows", "20"), tables="instant_api_tables"),
+    "instant_api": Entry(
+        "throughput",
+        ("--rows", "0", "--api-rows", "300"),
+        ("--rows", "0", "--api-rows", "20"),
+        tables="instant_api_tables",
+    ),
     "vs_ragas": Entry("vs_ragas"),
     "vs_ragas_api": Entry("vs_ragas_api"),
     "rate_limits": Entry("rate_limits"),
@@ -77,15 +81,27 @@ BENCHES: dict[str, Entry] = {
     "chance": Entry("chance"),
     "cli_startup": Entry("cli_startup"),
     # the agreement harness's cheap step (its figures are in the hand-written section)
-    "agreement": Entry("agreement", ("baselines", "--subset", "heldout", "--out",
-                                     "/tmp/bench-agreement"),
-                       ("baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"),
-                       tables=None),
+    "agreement": Entry(
+        "agreement",
+        ("baselines", "--subset", "heldout", "--out", "/tmp/bench-agreement"),
+        ("baselines", "--subset", "dev", "--out", "/tmp/bench-agreement"),
+        tables=None,
+    ),
     "stability": Entry("stability", extra=True),  # 5 seeds x 24 rows of HaluQuestQA
     "side_by_side": Entry("side_by_side", extra=True),  # four CLI runs, two of them at once
-}  # fmt: skip
-PACKAGES = ("relevancy", "llama-cpp-python", "onnxruntime", "tokenizers", "numpy", "openai",
-            "streamlit", "umap-learn", "numba", "ray")  # fmt: skip
+}
+PACKAGES = (
+    "relevancy",
+    "llama-cpp-python",
+    "onnxruntime",
+    "tokenizers",
+    "numpy",
+    "openai",
+    "streamlit",
+    "umap-learn",
+    "numba",
+    "ray",
+)
 
 
 def _sh(cmd: list[str]) -> str:
@@ -97,8 +113,9 @@ def _sh(cmd: list[str]) -> str:
 
 def machine() -> dict[str, Any]:
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    cpu = next((x.split(":", 1)[1].strip() for x in info.splitlines()
-                if x.startswith("model name")), "")  # fmt: skip
+    cpu = next(
+        (x.split(":", 1)[1].strip() for x in info.splitlines() if x.startswith("model name")), ""
+    )
     kb = int(Path("/proc/meminfo").read_text().split()[1]) if Path("/proc/meminfo").exists() else 0
     versions = {}
     for pkg in PACKAGES:
@@ -107,14 +124,22 @@ def machine() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[pkg] = "not installed"
     python = ragas_python()
-    code = ("from importlib import metadata as m; print(' '.join(f'{p}=={m.version(p)}' "
-            "for p in ('ragas', 'instructor', 'langchain-community', 'openai')))")  # fmt: skip
+    code = (
+        "from importlib import metadata as m; print(' '.join(f'{p}=={m.version(p)}' "
+        "for p in ('ragas', 'instructor', 'langchain-community', 'openai')))"
+    )
     ragas = (_sh([str(python), "-c", code]) or "unreadable") if python else "absent"
     versions["ragas venv"] = ragas
-    return {"date_utc": _sh(["date", "-u"]), "cpu": cpu, "cores": os.cpu_count(),
-            "memory": f"{kb / 2**20:.1f} GiB", "os": platform.platform(),
-            "python": platform.python_version(), "versions": versions,
-            "git": _sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])}  # fmt: skip
+    return {
+        "date_utc": _sh(["date", "-u"]),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory": f"{kb / 2**20:.1f} GiB",
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "git": _sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+    }
 
 
 def run_bench(name: str, args: list[str], timeout: float, logs: Path) -> dict[str, Any]:
@@ -129,8 +154,9 @@ def run_bench(name: str, args: list[str], timeout: float, logs: Path) -> dict[st
     start = time.perf_counter()
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
     with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         status, deadline = "ok", time.monotonic() + timeout
         while True:
             pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -154,10 +180,15 @@ def run_bench(name: str, args: list[str], timeout: float, logs: Path) -> dict[st
         figures = None
     tmp.unlink(missing_ok=True)
     shown = ["python", "-m", f"bench.{entry.module}", *args]
-    return make_record(status, shown, time.perf_counter() - start, load_before, figures,
-                       log=str(log_path.relative_to(ROOT) if log_path.is_relative_to(ROOT)
-                               else log_path),
-                       max_rss_children_mb=round(usage.ru_maxrss / 1024, 1))  # fmt: skip
+    return make_record(
+        status,
+        shown,
+        time.perf_counter() - start,
+        load_before,
+        figures,
+        log=str(log_path.relative_to(ROOT) if log_path.is_relative_to(ROOT) else log_path),
+        max_rss_children_mb=round(usage.ru_maxrss / 1024, 1),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -167,27 +198,42 @@ def run_bench(name: str, args: list[str], timeout: float, logs: Path) -> dict[st
 
 def machine_block(meta: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
-    return "\n".join([
-        f"The last `python -m bench.run_all` ran on **{meta['date_utc']}** (git "
-        f"{meta.get('git') or '?'}) for {meta.get('total_s', 0) / 60:.1f} min (budget "
-        f"{meta.get('budget_s', 0) / 60:.0f} min); a bench it did not run keeps its older "
-        "record.",
-        "",
-        f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory']} RAM, {meta['os']}, "
-        f"Python {meta['python']}.",
-        "",
-        f"Packages: {versions}.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"The last `python -m bench.run_all` ran on **{meta['date_utc']}** (git "
+            f"{meta.get('git') or '?'}) for {meta.get('total_s', 0) / 60:.1f} min (budget "
+            f"{meta.get('budget_s', 0) / 60:.0f} min); a bench it did not run keeps its older "
+            "record.",
+            "",
+            f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory']} RAM, {meta['os']}, "
+            f"Python {meta['python']}.",
+            "",
+            f"Packages: {versions}.",
+        ]
+    )
 
 
 def runs_block(records: dict[str, dict[str, Any]]) -> str:
-    rows = [[name, rec["status"], rec.get("wall_s"),
-             f"{fmt((rec.get('figures') or {}).get('peak_rss_mb'), 0)} / "
-             f"{fmt(rec.get('max_rss_children_mb'), 0)}",
-             " ".join(map(str, rec.get("load_average_before") or [])), f"`{rec['command']}`"]
-            for name, rec in records.items()]  # fmt: skip
-    header = ["bench", "status", "wall s", "peak RSS MiB (bench / with children)",
-              "load before", "command"]  # fmt: skip
+    rows = [
+        [
+            name,
+            rec["status"],
+            rec.get("wall_s"),
+            f"{fmt((rec.get('figures') or {}).get('peak_rss_mb'), 0)} / "
+            f"{fmt(rec.get('max_rss_children_mb'), 0)}",
+            " ".join(map(str, rec.get("load_average_before") or [])),
+            f"`{rec['command']}`",
+        ]
+        for name, rec in records.items()
+    ]
+    header = [
+        "bench",
+        "status",
+        "wall s",
+        "peak RSS MiB (bench / with children)",
+        "load before",
+        "command",
+    ]
     return table(header, rows, digits=1)
 
 
@@ -204,8 +250,10 @@ def blocks(records: dict[str, dict[str, Any]], meta: dict[str, Any] | None) -> d
         try:
             made = getattr(module, entry.tables)(rec["figures"])
         except (KeyError, TypeError) as exc:
-            print(f"[run_all] {name}: figures incomplete ({exc!r}); its tables are left as they "
-                  "were", file=sys.stderr)  # fmt: skip
+            print(
+                f"[run_all] {name}: figures incomplete ({exc!r}); its tables are left as they were",
+                file=sys.stderr,
+            )
             continue
         for part, text in made.items():
             if rec["status"] != "ok":
@@ -232,11 +280,18 @@ def write_report(out: Path) -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run); its records "
-                   "go to a temporary folder and RESULTS.md is left alone")  # fmt: skip
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes (a smoke run); its records "
+        "go to a temporary folder and RESULTS.md is left alone",
+    )
     p.add_argument("--only", default="", help="comma-separated bench names")
-    p.add_argument("--all", action="store_true", help="also the extra benches: " + ", ".join(
-        n for n, e in BENCHES.items() if e.extra))  # fmt: skip
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also the extra benches: " + ", ".join(n for n, e in BENCHES.items() if e.extra),
+    )
     p.add_argument("--budget", type=float, default=1800.0, help="overall seconds (default 1800)")
     p.add_argument(
         "--grace",
@@ -249,7 +304,7 @@ def main() -> int:
     args = p.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()] or [
         n for n, e in BENCHES.items() if args.all or not e.extra
-    ]  # fmt: skip
+    ]
     unknown = set(names) - set(BENCHES)
     if unknown:
         p.error(f"unknown bench(es): {', '.join(sorted(unknown))}; known: {', '.join(BENCHES)}")
@@ -266,8 +321,9 @@ def main() -> int:
             continue
         entry = BENCHES[name]
         print(f"[run_all] {name}: up to {left + args.grace:.0f} s", flush=True)
-        record = run_bench(name, list(entry.quick if args.quick else entry.args),
-                           left + args.grace, logs)  # fmt: skip
+        record = run_bench(
+            name, list(entry.quick if args.quick else entry.args), left + args.grace, logs
+        )
         print(f"[run_all] {name}: {record['status']} in {record['wall_s']} s", flush=True)
         failed |= record["status"] != "ok"
         if not args.quick:

@@ -33,14 +33,20 @@ class _Server:
         self.folder = Path(self._tmp.name)
         self.log_path = self.folder / "server.log"
 
-    def _start(self, cmd: list[str], url: str, *, env: dict[str, str] | None = None,
-               timeout: float = 60.0) -> None:  # fmt: skip
+    def _start(
+        self, cmd: list[str], url: str, *, env: dict[str, str] | None = None, timeout: float = 60.0
+    ) -> None:
         from relevancy.testing.processes import ServerProcess
 
         self.process = ServerProcess(
-            cmd, url_to_poll=url, env=env, log_path=self.log_path, timeout=timeout,
-            poll_interval=0.2, stop_timeout=15,
-        ).start()  # fmt: skip
+            cmd,
+            url_to_poll=url,
+            env=env,
+            log_path=self.log_path,
+            timeout=timeout,
+            poll_interval=0.2,
+            stop_timeout=15,
+        ).start()
         self.start_s = self.process.start_s or 0.0
 
     def stop(self) -> None:
@@ -59,8 +65,14 @@ class ToyServer(_Server):
     remote API's cost model (``latency`` per request, ``token_latency`` per completion token,
     usage counted like a BPE tokenizer and logged a line per request: :meth:`usage_since`)."""
 
-    def __init__(self, *, latency: float = 0.0, token_latency: float = 0.0,
-                 honour_n: bool = True, extra: Sequence[str] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        token_latency: float = 0.0,
+        honour_n: bool = True,
+        extra: Sequence[str] = (),
+    ) -> None:
         from relevancy.testing.processes import free_port
 
         super().__init__()
@@ -68,9 +80,21 @@ class ToyServer(_Server):
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.usage_log = self.folder / "usage.jsonl"
         self.usage_log.touch()
-        cmd = [sys.executable, "-m", "relevancy.testing.openai_server", "--port", str(port),
-               "--latency", str(latency), "--token-latency", str(token_latency),
-               "--tokenizer", "approx", "--usage-log", str(self.usage_log)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "relevancy.testing.openai_server",
+            "--port",
+            str(port),
+            "--latency",
+            str(latency),
+            "--token-latency",
+            str(token_latency),
+            "--tokenizer",
+            "approx",
+            "--usage-log",
+            str(self.usage_log),
+        ]
         cmd += list(extra)  # e.g. the rate limits: --rpm, --tpm, --limit-window
         self._start(cmd if honour_n else [*cmd, "--no-n"], self.base_url + "/models")
 
@@ -119,10 +143,23 @@ class LlamaServer(_Server):
         env = dict(os.environ)
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.omp_wait_policy = env["OMP_WAIT_POLICY"]
-        cmd = [sys.executable, "-m", "relevancy.testing.llama_cpp_server",
-               "--model", str(smollm_model_path()),
-               "--model_alias", LLAMA_MODEL, "--host", "127.0.0.1", "--port", str(port),
-               "--n_threads", str(threads), "--n_ctx", str(n_ctx)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "relevancy.testing.llama_cpp_server",
+            "--model",
+            str(smollm_model_path()),
+            "--model_alias",
+            LLAMA_MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            str(threads),
+            "--n_ctx",
+            str(n_ctx),
+        ]
         self._start(cmd, self.base_url + "/models", env=env, timeout=120)
 
     def hwm_mb(self) -> float:
@@ -144,9 +181,16 @@ class LlamaServer(_Server):
         for m in _PERF.finditer(text):
             hits = _HIT.findall(text, start, m.start())
             reused, evaluated = (int(hits[-1][0]), int(hits[-1][1])) if hits else (0, int(m[2]))
-            out.append({"reused": reused, "evaluated": evaluated, "completion": int(m[4]),
-                        "prompt_s": float(m[1]) / 1000, "decode_s": float(m[3]) / 1000,
-                        "total_s": float(m[5]) / 1000})  # fmt: skip
+            out.append(
+                {
+                    "reused": reused,
+                    "evaluated": evaluated,
+                    "completion": int(m[4]),
+                    "prompt_s": float(m[1]) / 1000,
+                    "decode_s": float(m[3]) / 1000,
+                    "total_s": float(m[5]) / 1000,
+                }
+            )
             start = m.end()
         return out
 
@@ -157,8 +201,9 @@ class LlamaServer(_Server):
 
 
 def ragas_python() -> Path | None:
-    return next((v / "bin" / "python" for v in RAGAS_VENVS if (v / "bin" / "python").exists()),
-                None)  # fmt: skip
+    return next(
+        (v / "bin" / "python" for v in RAGAS_VENVS if (v / "bin" / "python").exists()), None
+    )
 
 
 def ragas_missing(*, minilm: bool) -> str | None:
@@ -169,8 +214,10 @@ def ragas_missing(*, minilm: bool) -> str | None:
     imports = "ragas, instructor, langchain_openai" + (", onnxruntime" if minilm else "")
     proc = subprocess.run(
         [str(python), "-c", f"import {imports}"],
-        capture_output=True, text=True, env={**os.environ, **RAGAS_ENV},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env={**os.environ, **RAGAS_ENV},
+    )
     if proc.returncode != 0:
         return "Ragas venv cannot import its pieces: " + proc.stderr.strip().splitlines()[-1]
     return None
@@ -192,8 +239,9 @@ def ragas(rows: list[dict[str, Any]], base_url: str, **options: Any) -> dict[str
     env = {**os.environ, **RAGAS_ENV, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT,
-                              timeout=3600)  # fmt: skip
+        proc = subprocess.run(
+            cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT, timeout=3600
+        )
     finally:
         os.unlink(fh.name)
     if proc.returncode != 0:

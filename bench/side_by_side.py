@@ -69,7 +69,7 @@ def _run(files: list[Path], work: Path, env: dict[str, str]) -> dict[str, Any]:
             text=True,
             env=env,
             cwd=ROOT,
-        )  # fmt: skip
+        )
         for i, f in enumerate(files)
     ]
     errors = [p.communicate()[1] for p in procs]
@@ -96,12 +96,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     base = {k: v for k, v in os.environ.items() if k not in chosen}
     base["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), base.get("PYTHONPATH")) if p)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    out: dict[str, Any] = {"bench": "side_by_side", "rows_per_process": args.rows,
-                           "cores": cores}  # fmt: skip
+    out: dict[str, Any] = {"bench": "side_by_side", "rows_per_process": args.rows, "cores": cores}
     with tempfile.TemporaryDirectory(prefix="bench-side-") as tmp:
         work = Path(tmp)
-        files = [_write(rows[i * args.rows : (i + 1) * args.rows], work / f"part{i}.csv")
-                 for i in range(4)]  # fmt: skip
+        files = [
+            _write(rows[i * args.rows : (i + 1) * args.rows], work / f"part{i}.csv")
+            for i in range(4)
+        ]
         log(f"side_by_side: {args.rows} rows a process, {cores} cores")
         out["alone_before"] = _run(files[:1], work, base)
         log(f"  alone: {out['alone_before']['wall_s']} s")
@@ -120,8 +121,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
-    header = ["set-up", "processes", "rows", "wall s", "rows/s (all processes)",
-              "/ one alone", "rows with a question lost", "NaN rows", "load before"]  # fmt: skip
+    header = [
+        "set-up",
+        "processes",
+        "rows",
+        "wall s",
+        "rows/s (all processes)",
+        "/ one alone",
+        "rows with a question lost",
+        "NaN rows",
+        "load before",
+    ]
     names = {
         "alone_before": "one alone (before)",
         "pair_one_thread": "two side by side, one thread each",
@@ -132,11 +142,23 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     for key, label in names.items():
         d = fig[key]
         ratio = d.get("over_alone")
-        lines.append([label, d["processes"], d["rows"], d["wall_s"], d["rows_per_s"],
-                      "-" if ratio is None else f"{ratio:.2f}x", d["fewer_questions_rows"],
-                      d["nan_rows"], " ".join(f"{x:.2f}" for x in d["load_before"])])  # fmt: skip
-    note = (f"\n\n{fig['rows_per_process']} rows a process, {fig['cores']} cores; one alone: "
-            f"{fig['alone_rows_per_s']:.3f} rows/s (mean of before and after).")  # fmt: skip
+        lines.append(
+            [
+                label,
+                d["processes"],
+                d["rows"],
+                d["wall_s"],
+                d["rows_per_s"],
+                "-" if ratio is None else f"{ratio:.2f}x",
+                d["fewer_questions_rows"],
+                d["nan_rows"],
+                " ".join(f"{x:.2f}" for x in d["load_before"]),
+            ]
+        )
+    note = (
+        f"\n\n{fig['rows_per_process']} rows a process, {fig['cores']} cores; one alone: "
+        f"{fig['alone_rows_per_s']:.3f} rows/s (mean of before and after)."
+    )
     return {"": table(header, lines) + note}
 
 

@@ -40,8 +40,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     by_seed = rescore(metric, pairs, seeds)
     log(f"{len(seeds)} seeds x {len(pairs)} rows: {time.perf_counter() - started:.0f} s")
-    frame = stability_frame([row_stability(seeds, [run[i] for run in by_seed])
-                             for i in range(len(pairs))])  # fmt: skip
+    frame = stability_frame(
+        [row_stability(seeds, [run[i] for run in by_seed]) for i in range(len(pairs))]
+    )
     out: dict[str, Any] = {"rows": len(pairs), "seeds": list(seeds), "mode": args.mode}
     for name, column in ((args.mode, "score_sd"), ("ragas", "ragas_sd")):
         out[name] = {k: v for k, v in summarize_stability(frame[column]).items() if k != "rows"}
@@ -76,7 +77,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             for name in (f.get("mode", "focus"), "ragas")
         ]
     header = ["seeds: value", "median per-row sd", "p95", "max", "flips", "near duplicates"]
-    return {"": f"{fig['rows']} rows.\n\n" + table(header, rows, digits=3)}  # fmt: skip
+    return {"": f"{fig['rows']} rows.\n\n" + table(header, rows, digits=3)}
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

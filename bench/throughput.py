@@ -293,38 +293,65 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     fl, o = fig["floor"], fig["ours"]
     sides = table(
         ["", "wall s", "pairs/s", "p50 row s", "p95 row s"],
-        [[label, d["wall_s"], d["pairs_per_s"], d["p50_row_s"], d["p95_row_s"]]
-         for label, d in (("floor: llama-cpp-python alone", fl),
-                          ("ours: `AnswerRelevancy().score_many`", o))],
-    )  # fmt: skip
+        [
+            [label, d["wall_s"], d["pairs_per_s"], d["p50_row_s"], d["p95_row_s"]]
+            for label, d in (
+                ("floor: llama-cpp-python alone", fl),
+                ("ours: `AnswerRelevancy().score_many`", o),
+            )
+        ],
+    )
     parts = ("generation", "embedding", "cache", "overhead")
     split = table(
         ["generation", "embedding (outside generation)", "cache", "overhead"],
         [[f"{o['split_s'][k]:,.2f} s ({o['split_pct'][k]:.1f}%)" for k in parts]],
     )
-    ratio = against([
-        ("ours / floor, wall time", fig["ours_over_floor"], "≤ 1.1", fig["ours_over_floor"] <= 1.1),
-        (f"median over the {len(fig['ours_over_floor_per_chunk'])} chunk pairs",
-         fig["ours_over_floor_median_chunk"], "", None),
-        ("per chunk", fig["ours_over_floor_per_chunk"], "", None),
-        ("NaN rows, ours", o["nan_rows"], "0", o["nan_rows"] == 0),
-    ])  # fmt: skip
-    rest = facts([
-        ("rows, strictness, our concurrency", f"{fig['rows']}, {fig['strictness']}, "
-                                              f"{fig['concurrency']}"),
-        ("threads: llama.cpp, onnxruntime", f"{fig['threads']['llama']}, "
-                                            f"{fig['threads']['onnx']}"),
-        ("OMP_WAIT_POLICY (both sides)", fig.get("omp_wait_policy")),
-        ("questions identical to the floor's", o["questions_identical_to_floor"]),
-        ("embedding busy in all, s (mostly overlapping generation)", o["embedding_busy_s"]),
-        ("embedding backend calls / texts", f"{o['embed_backend_calls']} / "
-                                            f"{o['embed_backend_texts']}"),
-        ("model load, s", fig["model_load_s"]),
-        ("RSS after load / peak RSS, MiB", f"{fig['rss_after_load_mb']:,.0f} / "
-                                          f"{fig['peak_rss_mb']:,.0f}"),
-        ("floor tokens: prompt (most reused from the KV cache) / completion / calls",
-         f"{fl['prompt_tokens']} / {fl['completion_tokens']} / {fl['llama_calls']}"),
-    ])  # fmt: skip
+    ratio = against(
+        [
+            (
+                "ours / floor, wall time",
+                fig["ours_over_floor"],
+                "≤ 1.1",
+                fig["ours_over_floor"] <= 1.1,
+            ),
+            (
+                f"median over the {len(fig['ours_over_floor_per_chunk'])} chunk pairs",
+                fig["ours_over_floor_median_chunk"],
+                "",
+                None,
+            ),
+            ("per chunk", fig["ours_over_floor_per_chunk"], "", None),
+            ("NaN rows, ours", o["nan_rows"], "0", o["nan_rows"] == 0),
+        ]
+    )
+    rest = facts(
+        [
+            (
+                "rows, strictness, our concurrency",
+                f"{fig['rows']}, {fig['strictness']}, {fig['concurrency']}",
+            ),
+            (
+                "threads: llama.cpp, onnxruntime",
+                f"{fig['threads']['llama']}, {fig['threads']['onnx']}",
+            ),
+            ("OMP_WAIT_POLICY (both sides)", fig.get("omp_wait_policy")),
+            ("questions identical to the floor's", o["questions_identical_to_floor"]),
+            ("embedding busy in all, s (mostly overlapping generation)", o["embedding_busy_s"]),
+            (
+                "embedding backend calls / texts",
+                f"{o['embed_backend_calls']} / {o['embed_backend_texts']}",
+            ),
+            ("model load, s", fig["model_load_s"]),
+            (
+                "RSS after load / peak RSS, MiB",
+                f"{fig['rss_after_load_mb']:,.0f} / {fig['peak_rss_mb']:,.0f}",
+            ),
+            (
+                "floor tokens: prompt (most reused from the KV cache) / completion / calls",
+                f"{fl['prompt_tokens']} / {fl['completion_tokens']} / {fl['llama_calls']}",
+            ),
+        ]
+    )
     return {"": "\n\n".join([sides, ratio, split, rest])}
 
 
@@ -332,11 +359,31 @@ def instant_api_tables(fig: dict[str, Any]) -> dict[str, str]:
     """Our own work per row behind an instantly answering server, by concurrency."""
     api = fig["instant_api"]
     keys = ("embedding", "generation", "cache", "overhead")
-    rows = [[k[1:], d["pairs_per_s"], d["wall_s"], *(d["split_s"][x] for x in keys),
-             d["embed_backend_calls"], d["texts_per_embed_call"], d["nan_rows"]]
-            for k, d in api.items() if isinstance(d, dict)]  # fmt: skip
-    header = ["concurrency", "pairs/s", "wall s", "embedding s", "generation (HTTP) s",
-              "cache s", "overhead s", "embed calls", "texts per call", "NaN rows"]  # fmt: skip
+    rows = [
+        [
+            k[1:],
+            d["pairs_per_s"],
+            d["wall_s"],
+            *(d["split_s"][x] for x in keys),
+            d["embed_backend_calls"],
+            d["texts_per_embed_call"],
+            d["nan_rows"],
+        ]
+        for k, d in api.items()
+        if isinstance(d, dict)
+    ]
+    header = [
+        "concurrency",
+        "pairs/s",
+        "wall s",
+        "embedding s",
+        "generation (HTTP) s",
+        "cache s",
+        "overhead s",
+        "embed calls",
+        "texts per call",
+        "NaN rows",
+    ]
     return {"": f"{api['rows']} rows, MiniLM int8 embeddings.\n\n" + table(header, rows)}
 
 

@@ -34,8 +34,9 @@ def ours(rows: list[dict], gen: Any, emb: Any, concurrency: int = 4) -> dict[str
     from relevancy import AnswerRelevancy
 
     with tempfile.TemporaryDirectory(prefix="bench-vs-") as tmp:
-        metric = AnswerRelevancy(llm=gen, embeddings=emb, cache=tmp, strictness=STRICTNESS,
-                                 concurrency=concurrency)  # fmt: skip
+        metric = AnswerRelevancy(
+            llm=gen, embeddings=emb, cache=tmp, strictness=STRICTNESS, concurrency=concurrency
+        )
         start = time.perf_counter()
         results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
         return {"wall_s": time.perf_counter() - start, "results": results}
@@ -105,11 +106,16 @@ def parity_cases(results: list[Any], n_random: int = 200, seed: int = 0) -> list
     for x in results:
         usable = [q for q in x.questions if q.similarity is not None]
         if usable and x.user_input_embedding is not None:
-            cases.append({"source": "run", "user_input": x.user_input,
-                          "user_input_vector": x.user_input_embedding,
-                          "questions": [q.question for q in usable],
-                          "question_vectors": x.question_embeddings,
-                          "flags": [int(bool(q.noncommittal)) for q in usable]})  # fmt: skip
+            cases.append(
+                {
+                    "source": "run",
+                    "user_input": x.user_input,
+                    "user_input_vector": x.user_input_embedding,
+                    "questions": [q.question for q in usable],
+                    "question_vectors": x.question_embeddings,
+                    "flags": [int(bool(q.noncommittal)) for q in usable],
+                }
+            )
     rng = random.Random(seed)
     for i in range(n_random):
         k, dim, scale = rng.randint(1, 5), rng.choice([8, 384]), rng.choice([1.0, 0.01, 37.0])
@@ -118,10 +124,16 @@ def parity_cases(results: list[Any], n_random: int = 200, seed: int = 0) -> list
             return [rng.gauss(0, 1) * scale for _ in range(dim)]
 
         flags = [int(rng.random() < rng.choice([0.0, 0.5, 1.0])) for _ in range(k)]
-        cases.append({"source": "random", "user_input": f"random question {i}?",
-                      "user_input_vector": vec(),
-                      "questions": [f"random generated {i}.{j}?" for j in range(k)],
-                      "question_vectors": [vec() for _ in range(k)], "flags": flags})  # fmt: skip
+        cases.append(
+            {
+                "source": "random",
+                "user_input": f"random question {i}?",
+                "user_input_vector": vec(),
+                "questions": [f"random generated {i}.{j}?" for j in range(k)],
+                "question_vectors": [vec() for _ in range(k)],
+                "flags": flags,
+            }
+        )
     return cases
 
 
@@ -136,8 +148,9 @@ def ours_formula(case: dict) -> float:
     return relevancy_score(sims.tolist(), [bool(f) for f in case["flags"]])
 
 
-def compare(server: LlamaServer, rows: list[dict], gen: Any, emb: Any, args: Any,
-            with_ragas: bool) -> dict[str, Any]:  # fmt: skip
+def compare(
+    server: LlamaServer, rows: list[dict], gen: Any, emb: Any, args: Any, with_ragas: bool
+) -> dict[str, Any]:
     """Ours and Ragas on ``rows``, alternating chunks; the server's log per side."""
     got: dict[str, Any] = {"ours": [], "ragas": []}
     wall = {"ours": 0.0, "ragas": 0.0}
@@ -160,7 +173,7 @@ def compare(server: LlamaServer, rows: list[dict], gen: Any, emb: Any, args: Any
                     concurrency=1,
                     row_timeout=args.ragas_row_timeout,
                 )
-                got["ragas"] += o["rows"]  # fmt: skip
+                got["ragas"] += o["rows"]
                 meta = {k: o[k] for k in ("ragas_version", "import_s", "peak_rss_mb")}
             walls[side] = o["wall_s"]
             wall[side] += o["wall_s"]
@@ -168,19 +181,27 @@ def compare(server: LlamaServer, rows: list[dict], gen: Any, emb: Any, args: Any
             log(f"  chunk {c} {side} {o['wall_s']:.1f} s")
         per_chunk.append(walls)
     out: dict[str, Any] = {"ours": summarize_ours(got["ours"], wall["ours"])}
-    out["ours"].update(backend="openai-compatible backend as shipped", concurrency=4,
-                       server=server_split(served["ours"], len(got["ours"])))  # fmt: skip
+    out["ours"].update(
+        backend="openai-compatible backend as shipped",
+        concurrency=4,
+        server=server_split(served["ours"], len(got["ours"])),
+    )
     if not with_ragas:
         return out | {"_results": got["ours"]}
     out["ragas"] = summarize_ragas(got["ragas"], wall["ragas"])
     out["ragas"].update({k: r(v, 2) if isinstance(v, float) else v for k, v in meta.items()})
     out["ragas"]["concurrency"] = 1
-    out["ragas"].update(setup="collections AnswerRelevancy, instructor Mode.JSON_SCHEMA",
-                        server=server_split(served["ragas"], len(got["ragas"])))  # fmt: skip
+    out["ragas"].update(
+        setup="collections AnswerRelevancy, instructor Mode.JSON_SCHEMA",
+        server=server_split(served["ragas"], len(got["ragas"])),
+    )
     out["ours_over_ragas_pairs_per_s"] = r(wall["ragas"] / wall["ours"])
     out["ours_over_ragas_per_chunk"] = [r(w["ragas"] / w["ours"]) for w in per_chunk]
-    pairs = [(a.value, b["value"]) for a, b in zip(got["ours"], got["ragas"])
-             if a.ok and b["value"] is not None]  # fmt: skip
+    pairs = [
+        (a.value, b["value"])
+        for a, b in zip(got["ours"], got["ragas"])
+        if a.ok and b["value"] is not None
+    ]
     if len(pairs) > 2:
         import numpy as np
 
@@ -229,88 +250,182 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             theirs = ragas(cases, server.base_url, mode="parity")
             for key in ("legacy", "collections"):
                 both = [(a, b) for a, b in zip(mine, theirs[key]) if not (a != a and b != b)]
-                out["parity"][f"max_abs_diff_{key}"] = max((abs(a - b) for a, b in both),
-                                                           default=None)  # fmt: skip
+                out["parity"][f"max_abs_diff_{key}"] = max(
+                    (abs(a - b) for a, b in both), default=None
+                )
                 out["parity"][f"nan_mismatches_{key}"] = sum(
                     (a != a) != (b != b) for a, b in zip(mine, theirs[key])
                 )
 
         stock_rows = rows[: args.stock_rows]
         stock: dict[str, Any] = {"rows": len(stock_rows), "row_timeout_s": args.stock_timeout}
-        o = ours(stock_rows, make_generator(f"openai:{LLAMA_MODEL}", base_url=server.base_url),
-                 emb)  # fmt: skip
+        o = ours(stock_rows, make_generator(f"openai:{LLAMA_MODEL}", base_url=server.base_url), emb)
         stock["ours_as_shipped"] = summarize_ours(o["results"], o["wall_s"])
         if not missing:  # rows at once, as Ragas' own batch scoring and evaluate() do
             for key, mode, setup in (
-                ("ragas_stock", "collections", "llm_factory (instructor Mode.JSON), collections "
-                 "API"),
-                ("ragas_legacy", "legacy", "evaluate() + ResponseRelevancy + LangchainLLMWrapper"
-                 f"(ChatOpenAI), RunConfig(timeout={int(args.stock_timeout)}) else default"),
-            ):  # fmt: skip
-                g = ragas(stock_rows, server.base_url, mode=mode, llm="stock", model=LLAMA_MODEL,
-                          row_timeout=args.stock_timeout, concurrency=len(stock_rows))  # fmt: skip
+                (
+                    "ragas_stock",
+                    "collections",
+                    "llm_factory (instructor Mode.JSON), collections API",
+                ),
+                (
+                    "ragas_legacy",
+                    "legacy",
+                    "evaluate() + ResponseRelevancy + LangchainLLMWrapper"
+                    f"(ChatOpenAI), RunConfig(timeout={int(args.stock_timeout)}) else default",
+                ),
+            ):
+                g = ragas(
+                    stock_rows,
+                    server.base_url,
+                    mode=mode,
+                    llm="stock",
+                    model=LLAMA_MODEL,
+                    row_timeout=args.stock_timeout,
+                    concurrency=len(stock_rows),
+                )
                 stock[key] = summarize_ragas(g["rows"], g["wall_s"]) | {"setup": setup}
         out["stock"] = stock
         out["server"]["peak_rss_mb"] = r(server.hwm_mb(), 1)
     return out
 
 
-_SPLIT = ("requests_per_row", "prompt_tokens_reused_per_row", "prompt_tokens_evaluated_per_row",
-          "completion_tokens_per_row", "server_s_per_row", "prompt_eval_s_per_row",
-          "decode_s_per_row", "other_s_per_row")  # fmt: skip
+_SPLIT = (
+    "requests_per_row",
+    "prompt_tokens_reused_per_row",
+    "prompt_tokens_evaluated_per_row",
+    "completion_tokens_per_row",
+    "server_s_per_row",
+    "prompt_eval_s_per_row",
+    "decode_s_per_row",
+    "other_s_per_row",
+)
+
+
+def _parity(par: dict[str, Any]) -> str | None:
+    """``"1.1e-16 / 2.2e-16"``: the largest differences from Ragas' two code paths."""
+    if par.get("max_abs_diff_legacy") is None:
+        return None
+    legacy, collections = par.get("max_abs_diff_legacy", 0), par.get("max_abs_diff_collections", 0)
+    return f"{legacy:.1e} / {collections:.1e}"
 
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
     """Both sides, the ratio and its goal, the server's time, the sweep, parity, stock set-ups."""
     o, g = fig["ours"], fig.get("ragas")
-    keys = ("pairs_per_s", "nan_rows", "zeroed_noncommittal", "identical_3_questions",
-            "p50_row_s", "p95_row_s")  # fmt: skip
+    keys = (
+        "pairs_per_s",
+        "nan_rows",
+        "zeroed_noncommittal",
+        "identical_3_questions",
+        "p50_row_s",
+        "p95_row_s",
+    )
     sides = [[f"ours ({o['backend']}, concurrency {o['concurrency']})", *(o[k] for k in keys)]]
     if g:
-        sides.append([f"Ragas {g.get('ragas_version', '')} ({g['setup']}, concurrency "
-                      f"{g.get('concurrency')})", *(g[k] for k in keys)])  # fmt: skip
-    main_table = table(["", "pairs/s", "NaN rows", "zeroed (noncommittal)",
-                        "3 identical questions", "p50 row s", "p95 row s"], sides)  # fmt: skip
+        sides.append(
+            [
+                f"Ragas {g.get('ragas_version', '')} ({g['setup']}, concurrency "
+                f"{g.get('concurrency')})",
+                *(g[k] for k in keys),
+            ]
+        )
+    main_table = table(
+        [
+            "",
+            "pairs/s",
+            "NaN rows",
+            "zeroed (noncommittal)",
+            "3 identical questions",
+            "p50 row s",
+            "p95 row s",
+        ],
+        sides,
+    )
     if not g:
         return {"": main_table + f"\n\nRagas' side skipped: {fig.get('ragas_skipped')}"}
     par, srv, st = fig.get("parity", {}), fig.get("server", {}), fig.get("stock", {})
-    ratio = facts([
-        ("ours / Ragas, pairs/s (goal: at least 3x, with fewer NaN rows)",
-         fig["ours_over_ragas_pairs_per_s"]),
-        ("per chunk", fig.get("ours_over_ragas_per_chunk")),
-        ("Pearson correlation of the two scores (rows both scored)",
-         fig.get("score_correlation_pearson")),
-        ("mean score, ours / Ragas", "{ours:.2f} / {ragas:.2f}".format(**fig["mean_score"])
-         if fig.get("mean_score") else None),
-        (f"parity: max abs diff over {par.get('cases')} cases ({par.get('from_run')} from this "
-         "run), legacy `_calculate_score` / collections `ascore` (goal: below 1e-9)",
-         f"{par.get('max_abs_diff_legacy', 0):.1e} / {par.get('max_abs_diff_collections', 0):.1e}"
-         if par.get("max_abs_diff_legacy") is not None else None),
-        ("server start, s / server peak RSS, MiB", f"{srv.get('start_s', 0):.2f} / "
-                                                    f"{srv.get('peak_rss_mb', 0):,.0f}"),
-        ("peak RSS, MiB: our process / Ragas' process (its import, s, not counted)",
-         f"{fig.get('peak_rss_mb', 0):,.0f} / {g.get('peak_rss_mb', 0):,.0f} "
-         f"({g.get('import_s', 0):.2f})"),
-    ])  # fmt: skip
-    split = table(["", "requests", "prompt tokens reused", "prompt tokens evaluated",
-                   "completion tokens", "server s", "prompt eval s", "decode s",
-                   "other s (sampling, grammar)"],
-                  [[label, *(d["server"].get(k) for k in _SPLIT)]
-                   for label, d in (("ours", o), ("Ragas", g)) if d.get("server")])  # fmt: skip
+    ratio = facts(
+        [
+            (
+                "ours / Ragas, pairs/s (goal: at least 3x, with fewer NaN rows)",
+                fig["ours_over_ragas_pairs_per_s"],
+            ),
+            ("per chunk", fig.get("ours_over_ragas_per_chunk")),
+            (
+                "Pearson correlation of the two scores (rows both scored)",
+                fig.get("score_correlation_pearson"),
+            ),
+            (
+                "mean score, ours / Ragas",
+                "{ours:.2f} / {ragas:.2f}".format(**fig["mean_score"])
+                if fig.get("mean_score")
+                else None,
+            ),
+            (
+                f"parity: max abs diff over {par.get('cases')} cases ({par.get('from_run')} "
+                "from this run), legacy `_calculate_score` / collections `ascore` (goal: below "
+                "1e-9)",
+                _parity(par),
+            ),
+            (
+                "server start, s / server peak RSS, MiB",
+                f"{srv.get('start_s', 0):.2f} / {srv.get('peak_rss_mb', 0):,.0f}",
+            ),
+            (
+                "peak RSS, MiB: our process / Ragas' process (its import, s, not counted)",
+                f"{fig.get('peak_rss_mb', 0):,.0f} / {g.get('peak_rss_mb', 0):,.0f} "
+                f"({g.get('import_s', 0):.2f})",
+            ),
+        ]
+    )
+    split = table(
+        [
+            "",
+            "requests",
+            "prompt tokens reused",
+            "prompt tokens evaluated",
+            "completion tokens",
+            "server s",
+            "prompt eval s",
+            "decode s",
+            "other s (sampling, grammar)",
+        ],
+        [
+            [label, *(d["server"].get(k) for k in _SPLIT)]
+            for label, d in (("ours", o), ("Ragas", g))
+            if d.get("server")
+        ],
+    )
     sw = fig.get("ours_concurrency_sweep", {})
-    sweep = table([f"our concurrency ({sw.get('rows')} rows)", "pairs/s"],
-                  [[k.split("_")[0], v] for k, v in sw.items() if k != "rows"])  # fmt: skip
+    sweep = table(
+        [f"our concurrency ({sw.get('rows')} rows)", "pairs/s"],
+        [[k.split("_")[0], v] for k, v in sw.items() if k != "rows"],
+    )
     stock = table(
         ["set-up", "NaN rows", "wall s", "errors"],
-        [[label + st[key].get("setup", ""), f"{st[key]['nan_rows']}/{st['rows']}",
-          st[key]["wall_s"], "; ".join(st[key].get("errors", []))[:160]]
-         for key, label in (("ours_as_shipped", "ours as shipped (`make_generator('openai:…')`)"),
-                            ("ragas_stock", "Ragas stock: "), ("ragas_legacy", "Ragas legacy: "))
-         if key in st],
-    )  # fmt: skip
-    return {"": main_table + "\n\n" + ratio, "server": split, "sweep": sweep,
-            "stock": f"{st.get('rows')} rows, a per-row time limit of "
-                     f"{st.get('row_timeout_s', 0):.0f} s:\n\n{stock}"}  # fmt: skip
+        [
+            [
+                label + st[key].get("setup", ""),
+                f"{st[key]['nan_rows']}/{st['rows']}",
+                st[key]["wall_s"],
+                "; ".join(st[key].get("errors", []))[:160],
+            ]
+            for key, label in (
+                ("ours_as_shipped", "ours as shipped (`make_generator('openai:…')`)"),
+                ("ragas_stock", "Ragas stock: "),
+                ("ragas_legacy", "Ragas legacy: "),
+            )
+            if key in st
+        ],
+    )
+    return {
+        "": main_table + "\n\n" + ratio,
+        "server": split,
+        "sweep": sweep,
+        "stock": f"{st.get('rows')} rows, a per-row time limit of "
+        f"{st.get('row_timeout_s', 0):.0f} s:\n\n{stock}",
+    }
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -327,6 +442,23 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main("vs_ragas", measure, arguments, rows=100, quick=[
-        "--rows", "4", "--chunks", "2", "--sweep-rows", "2", "--stock-rows", "1",
-        "--stock-timeout", "20"]))  # fmt: skip
+    raise SystemExit(
+        main(
+            "vs_ragas",
+            measure,
+            arguments,
+            rows=100,
+            quick=[
+                "--rows",
+                "4",
+                "--chunks",
+                "2",
+                "--sweep-rows",
+                "2",
+                "--stock-rows",
+                "1",
+                "--stock-timeout",
+                "20",
+            ],
+        )
+    )

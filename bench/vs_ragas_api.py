@@ -48,10 +48,19 @@ def ours(rows: list[dict], base_url: str, concurrency: int | None) -> dict[str, 
         )
         start = time.perf_counter()
         results = metric.score_many([(x["user_input"], x["response"]) for x in rows])
-        wall = time.perf_counter() - start  # fmt: skip
-    return {"wall_s": wall, "concurrency": metric.concurrency,
-            "rows": [{"value": x.value if x.ok else None, "error": x.error,
-                      "seconds": x.timings.get("total_s")} for x in results]}  # fmt: skip
+        wall = time.perf_counter() - start
+    return {
+        "wall_s": wall,
+        "concurrency": metric.concurrency,
+        "rows": [
+            {
+                "value": x.value if x.ok else None,
+                "error": x.error,
+                "seconds": x.timings.get("total_s"),
+            }
+            for x in results
+        ],
+    }
 
 
 def summarize(rows: list[dict], wall: float, usage: list[dict]) -> dict[str, Any]:
@@ -76,8 +85,9 @@ def summarize(rows: list[dict], wall: float, usage: list[dict]) -> dict[str, Any
     }
 
 
-def run_setting(server: ToyServer, rows: list[dict], n_chunks: int,
-                sides: dict[str, tuple[str, Any]]) -> dict[str, Any]:  # fmt: skip
+def run_setting(
+    server: ToyServer, rows: list[dict], n_chunks: int, sides: dict[str, tuple[str, Any]]
+) -> dict[str, Any]:
     """Every side on the same rows, chunk by chunk, the order alternating per chunk.
 
     ``sides``: name -> ("ours", concurrency or None for the default) or (Ragas' mode,
@@ -94,8 +104,15 @@ def run_setting(server: ToyServer, rows: list[dict], n_chunks: int,
                 out = ours(part, server.base_url, conc)
                 got[side]["concurrency"] = out["concurrency"]
             else:
-                out = ragas(part, server.base_url, mode=kind, llm="stock", model=CHAT,
-                            embeddings=f"api:{EMBED}", concurrency=conc)  # fmt: skip
+                out = ragas(
+                    part,
+                    server.base_url,
+                    mode=kind,
+                    llm="stock",
+                    model=CHAT,
+                    embeddings=f"api:{EMBED}",
+                    concurrency=conc,
+                )
                 got[side]["ragas_version"] = out.get("ragas_version")
             got[side]["rows"] += out["rows"]
             got[side]["wall"] += out["wall_s"]
@@ -126,12 +143,17 @@ def run_setting(server: ToyServer, rows: list[dict], n_chunks: int,
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    rows = [{"user_input": x["user_input"], "response": x["response"]}
-            for x in make_rows(args.rows, seed=3)]  # fmt: skip
-    out: dict[str, Any] = {"bench": "vs_ragas_api", "rows": len(rows), "strictness": STRICTNESS,
-                           "server": {"latency_s": args.latency,
-                                      "token_latency_s": args.token_latency},
-                           "load_average_start": load_average()}  # fmt: skip
+    rows = [
+        {"user_input": x["user_input"], "response": x["response"]}
+        for x in make_rows(args.rows, seed=3)
+    ]
+    out: dict[str, Any] = {
+        "bench": "vs_ragas_api",
+        "rows": len(rows),
+        "strictness": STRICTNESS,
+        "server": {"latency_s": args.latency, "token_latency_s": args.token_latency},
+        "load_average_start": load_average(),
+    }
     missing = ragas_missing(minilm=False)
     if missing:
         out["ragas_skipped"] = missing
@@ -140,8 +162,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     ignored_equal = [int(c) for c in args.ignored_n_equal.split(",") if c.strip()]
     for honour_n, key in ((True, "n_honoured"), (False, "n_ignored")):
         settings: dict[str, Any] = {}
-        with ToyServer(latency=args.latency, token_latency=args.token_latency,
-                       honour_n=honour_n) as server:  # fmt: skip
+        with ToyServer(
+            latency=args.latency, token_latency=args.token_latency, honour_n=honour_n
+        ) as server:
             log(f"vs_ragas_api: {key} server at {server.base_url}, load {load_average()}")
             ours(rows[:2], server.base_url, None)  # warm-up: imports, connections
             defaults: dict[str, tuple[str, Any]] = {"ours": ("ours", None)}
@@ -152,9 +175,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             settings["defaults"] = run_setting(server, rows, args.chunks, defaults)
             if honour_n and args.one_rows and not missing:
                 settings["one_at_a_time"] = run_setting(
-                    server, rows[: args.one_rows], args.chunks,
+                    server,
+                    rows[: args.one_rows],
+                    args.chunks,
                     {"ours": ("ours", None), "ragas": ("collections", 1)},
-                )  # fmt: skip
+                )
             for c in equal if honour_n else ignored_equal:
                 sides: dict[str, tuple[str, Any]] = {"ours": ("ours", c)}
                 if not missing:
@@ -164,8 +189,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-_LABELS = {"ours": "ours", "ragas": "Ragas collections `AnswerRelevancy`",
-           "ragas_legacy": "Ragas `evaluate()` + `ResponseRelevancy`"}  # fmt: skip
+_LABELS = {
+    "ours": "ours",
+    "ragas": "Ragas collections `AnswerRelevancy`",
+    "ragas_legacy": "Ragas `evaluate()` + `ResponseRelevancy`",
+}
 _SERVERS = {"n_honoured": "honours `n`", "n_ignored": "ignores `n`"}
 
 
@@ -182,17 +210,30 @@ def _at_once(side: str, setting: str, s: dict[str, Any], d: dict[str, Any]) -> s
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
     """Every setting's sides, then each target of issue 14 against its figure."""
-    keys = ("pairs_per_s", "p50_row_s", "p95_row_s", "chat_requests_per_row",
-            "prompt_tokens_per_row", "completion_tokens_per_row", "embedding_requests_per_row",
-            "nan_rows")  # fmt: skip
+    keys = (
+        "pairs_per_s",
+        "p50_row_s",
+        "p95_row_s",
+        "chat_requests_per_row",
+        "prompt_tokens_per_row",
+        "completion_tokens_per_row",
+        "embedding_requests_per_row",
+        "nan_rows",
+    )
     rows, targets = [], []
     for key, server in _SERVERS.items():
         for setting, s in (fig.get(key) or {}).items():
             for side in ("ours", "ragas", "ragas_legacy"):
                 if s.get(side):
-                    rows.append([server, setting.replace("_", " "), _LABELS[side],
-                                 _at_once(side, setting, s, s[side]),
-                                 *(s[side][k] for k in keys)])  # fmt: skip
+                    rows.append(
+                        [
+                            server,
+                            setting.replace("_", " "),
+                            _LABELS[side],
+                            _at_once(side, setting, s, s[side]),
+                            *(s[side][k] for k in keys),
+                        ]
+                    )
             if "ours_over_ragas_pairs_per_s" not in s:
                 continue
             goal = 1.5 if setting.startswith("equal") else 3.0
@@ -206,19 +247,38 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             for suffix, label in (("", ""), ("_legacy", ", Ragas' `evaluate()`")):
                 tokens = s.get(f"ours_over_ragas{suffix}_prompt_tokens")
                 if setting == "defaults" and tokens is not None:
-                    targets.append((f"server {server}, defaults{label}: prompt tokens per row, "
-                                    "ours / Ragas", tokens, "≤ 0.5" if not suffix else "",
-                                    tokens <= 0.5 if not suffix else None))  # fmt: skip
+                    targets.append(
+                        (
+                            f"server {server}, defaults{label}: prompt tokens per row, "
+                            "ours / Ragas",
+                            tokens,
+                            "≤ 0.5" if not suffix else "",
+                            tokens <= 0.5 if not suffix else None,
+                        )
+                    )
     nan = [s["ours"]["nan_rows"] for key in _SERVERS for s in fig.get(key, {}).values()]
     targets.append(("NaN rows, ours, every setting", sum(nan), "0", not any(nan)))
-    header = ["server", "setting", "side", "rows at once", "pairs/s", "p50 row s", "p95 row s",
-              "chat req/row", "prompt tok/row", "completion tok/row", "embed req/row",
-              "NaN rows"]  # fmt: skip
+    header = [
+        "server",
+        "setting",
+        "side",
+        "rows at once",
+        "pairs/s",
+        "p50 row s",
+        "p95 row s",
+        "chat req/row",
+        "prompt tok/row",
+        "completion tok/row",
+        "embed req/row",
+        "NaN rows",
+    ]
     srv = fig["server"]
-    settings = (f"{fig['rows']} rows; {srv['latency_s']} s per request plus "
-                f"{1000 * srv['token_latency_s']:.0f} ms per completion token; peak RSS "
-                f"(ours) {fig.get('peak_rss_mb', 0):,.0f} MiB; load at the start "
-                f"{' '.join(map(str, fig.get('load_average_start', [])))}.")  # fmt: skip
+    settings = (
+        f"{fig['rows']} rows; {srv['latency_s']} s per request plus "
+        f"{1000 * srv['token_latency_s']:.0f} ms per completion token; peak RSS "
+        f"(ours) {fig.get('peak_rss_mb', 0):,.0f} MiB; load at the start "
+        f"{' '.join(map(str, fig.get('load_average_start', [])))}."
+    )
     return {"": settings + "\n\n" + table(header, rows), "targets": against(targets)}
 
 
@@ -228,10 +288,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-latency", type=float, default=0.01, help="seconds per token")
     p.add_argument("--equal", default="4,16,60", help="concurrencies both sides are run at")
     p.add_argument("--no-legacy", action="store_true", help="skip Ragas' evaluate()")
-    p.add_argument("--one-rows", type=int, default=20,
-                   help="rows of Ragas scoring a row at a time (0: skip)")  # fmt: skip
-    p.add_argument("--ignored-n-equal", default="4",
-                   help="concurrencies compared on the server that ignores n")  # fmt: skip
+    p.add_argument(
+        "--one-rows", type=int, default=20, help="rows of Ragas scoring a row at a time (0: skip)"
+    )
+    p.add_argument(
+        "--ignored-n-equal", default="4", help="concurrencies compared on the server that ignores n"
+    )
 
 
 QUICK = ["--rows", "8", "--chunks", "2", "--equal", "4", "--one-rows", "4", "--no-legacy"]

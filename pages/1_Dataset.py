@@ -16,14 +16,13 @@ from relevancy.dashboard.widgets.labels import chance_for
 from relevancy.dashboard.widgets.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.permalink import DRILL_ANCHOR, linked_row, row_link, sync_link
-from relevancy.dashboard.widgets.runner import interrupted_job, score_run
+from relevancy.dashboard.widgets.runner import score_run, stopped_notice
 from relevancy.dashboard.widgets.stability_panel import rescore_panel, row_band
 from relevancy.dashboard.widgets.state import (
     active_run,
     get_store,
     input_columns,
     run_result,
-    set_active_run,
 )
 from relevancy.dashboard.widgets.tables import results_grid, results_summary
 from relevancy.dashboard.widgets.upload import (
@@ -44,18 +43,7 @@ settings = setup_page(
 store = get_store()
 threshold = settings.threshold
 
-# A click while scoring (Cancel...) re-sends the Score click: never start in the run after a stop.
-stopped = interrupted_job()
-may_start = stopped is None and not st.session_state.get("ds_cancel")
-if stopped:
-    info = store.get_run(stopped["run_id"])
-    st.warning(
-        f"Scoring stopped. Run **{esc(info.name)}** keeps every row scored so far "
-        f"({info.n_scored} of {info.n_rows} now; rows that were in flight finish in the "
-        "background and are kept too). Resume it below to score the rest.",
-        icon="⏹️",
-    )
-    set_active_run(info.id)
+may_start = stopped_notice(store)  # a stopped run is said, and no click restarts it at once
 
 
 def _new_run() -> None:
@@ -95,8 +83,13 @@ def _new_run() -> None:
         except RelevancyError as exc:
             st.error(f"**Cannot build the backend.** {error_text(exc)}", icon="⛔")
             return
-        record = {**settings.record(), "llm_name": metric.llm.name, "origin": upload_origin(),
-                  "embeddings_name": metric.embeddings.name, "mode_used": metric.mode}  # fmt: skip
+        record = {
+            **settings.record(),
+            "llm_name": metric.llm.name,
+            "origin": upload_origin(),
+            "embeddings_name": metric.embeddings.name,
+            "mode_used": metric.mode,
+        }
         run_id = store.create_run(name, record, apply_mapping(frame, mapping), source=source_name)
         remember_scored(frame, source_name, run_id)  # the active run; its button: "Score again"
         outcome = score_run(store, run_id, metric)

@@ -131,8 +131,9 @@ levels = run_chance(info.id) if value == "ragas_value" or mode == "ragas" else {
 level = max(levels.values(), key=lambda c: c.rows, default=None)
 if level is not None:
     own = run_columns(info.id, ["ragas_value", "noncommittal"])
-    st.markdown(chance_caption(level, chance_summary(level, own["ragas_value"],
-                                                     own["noncommittal"])))  # fmt: skip
+    st.markdown(
+        chance_caption(level, chance_summary(level, own["ragas_value"], own["noncommittal"]))
+    )
 
 
 tab1, tab2, tab3 = st.tabs(["📊 Histogram", "📦 Box / violin", "📈 ECDF"])
@@ -190,5 +191,7 @@ st.caption(
 run_stability_figures(info.id)
 st.markdown("**Rows by main reason**")
 st.dataframe(reason_table(frame, by), key="dist_reasons")
-st.caption("Each row's one main reason (see the Dataset page's reason filter); percentages of "
-           "the group's rows.")  # fmt: skip
+st.caption(
+    "Each row's one main reason (see the Dataset page's reason filter); percentages of "
+    "the group's rows."
+)

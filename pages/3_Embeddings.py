@@ -67,9 +67,14 @@ with c3:
 
 @st.cache_data(show_spinner=False, max_entries=24)
 def _projection(
-    path: str, run_id: int, version: str, rows: tuple[int, ...] | None, method: str, dims: int,
+    path: str,
+    run_id: int,
+    version: str,
+    rows: tuple[int, ...] | None,
+    method: str,
+    dims: int,
     _matrix: np.ndarray,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     return project(_matrix, method, dims)
 
 
@@ -82,8 +87,9 @@ if info.n_scored > SAMPLE_ROWS:
         "band's share.",
     )
     if not everything:
-        strata = run_columns(info.id, ["score", *(["variant"] if "variant" in info.columns
-                                                   else [])])  # fmt: skip
+        strata = run_columns(
+            info.id, ["score", *(["variant"] if "variant" in info.columns else [])]
+        )
         band = (strata["score"].fillna(-1) * 10).round().astype(int).astype(str)
         labels = strata.get("variant", "").astype(str) + "|" + band
         rows = tuple(strata["row"].iloc[stratified_sample(labels, SAMPLE_ROWS)].tolist())
@@ -95,11 +101,14 @@ store = get_store()
 label = METHODS[method]
 try:
     coords = run_with_progress(
-        store, method, len(points), f"{label} projection of {len(points):,} points",
+        store,
+        method,
+        len(points),
+        f"{label} projection of {len(points):,} points",
         lambda: _projection(
             str(store.path), info.id, store.version(info.id), rows, method, int(dims), matrix
         ),
-    )  # fmt: skip
+    )
 except RelevancyError as exc:
     st.error(esc(exc), icon="⛔")
     st.stop()

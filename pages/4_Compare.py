@@ -45,9 +45,14 @@ what = st.segmented_control(
 )
 columns = st.columns([2, 2, 1])
 tie_margin = columns[2].number_input(
-    "Tie margin", 0.0, 0.5, 0.02, step=0.01, key="cmp_margin",
+    "Tie margin",
+    0.0,
+    0.5,
+    0.02,
+    step=0.01,
+    key="cmp_margin",
     help="Differences within ± this count as ties.",
-)  # fmt: skip
+)
 sides = choose_sides(info, runs, what, columns)
 if sides is None:
     st.stop()
@@ -71,9 +76,13 @@ if not same_mode:
     )
 elif mode_a != "ragas" and "ragas_value" in frame_a.columns:
     picked = st.segmented_control(
-        "Compare on", ["score", "Ragas value"], default="score", key="cmp_value", required=True,
+        "Compare on",
+        ["score", "Ragas value"],
+        default="score",
+        key="cmp_value",
+        required=True,
         help=f"The {mode_a} score of both sides, or the Ragas value every row also keeps.",
-    )  # fmt: skip
+    )
     value = comparable_value(frame_a, frame_b, prefer=picked.replace(" ", "_").lower())
 on_ragas = value == "ragas_value"
 compared = "Ragas value" if on_ragas else f"{mode_a} score" if same_mode and mode_a else "score"
@@ -84,8 +93,14 @@ within = sides.column is not None
 keys = pairing_keys(frame_a, frame_b, within=within, column=sides.column or "variant")
 if set_aside := ignored_ids(frame_a, frame_b):
     st.caption(esc(set_aside))
-paired = pair_rows(frame_a, frame_b, tie_margin=tie_margin, value=value, keys=keys,
-                   text=not within or keys == ("user_input",))  # fmt: skip
+paired = pair_rows(
+    frame_a,
+    frame_b,
+    tie_margin=tie_margin,
+    value=value,
+    keys=keys,
+    text=not within or keys == ("user_input",),
+)
 if paired.empty:
     why = no_pairs_message(frame_a, frame_b, keys, label_a=label_a, label_b=label_b)
     st.warning("  \n".join(esc(line) for line in why.split("\n")), icon="🔗")

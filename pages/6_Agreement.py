@@ -76,7 +76,7 @@ with right:
             " **Spearman**: the rank correlation of scores and graded labels."
             if kind == "graded"
             else ""
-        )  # fmt: skip
+        )
     )
 st.markdown("**By variant**" if view.by_group else "**Figures**")
 st.dataframe(figures_table(view), hide_index=True, key="agr_table")

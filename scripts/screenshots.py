@@ -57,10 +57,22 @@ def _priced_run(env: dict[str, str]) -> None:
     from relevancy.testing.openai_server import OpenAICompatServer
 
     with OpenAICompatServer() as srv:
-        cmd = [str(Path(sys.executable).with_name("relevancy")), "score", "relevancy/data/demo.csv",
-               "-o", str(Path(env["RELEVANCY_CACHE_DIR"]) / "priced.csv"), "-q",
-               "--llm", "openai:gpt-4o-mini", "--embeddings", "openai:text-embedding-3-small",
-               "--base-url", srv.base_url, "--save-run", PRICED_RUN]  # fmt: skip
+        cmd = [
+            str(Path(sys.executable).with_name("relevancy")),
+            "score",
+            "relevancy/data/demo.csv",
+            "-o",
+            str(Path(env["RELEVANCY_CACHE_DIR"]) / "priced.csv"),
+            "-q",
+            "--llm",
+            "openai:gpt-4o-mini",
+            "--embeddings",
+            "openai:text-embedding-3-small",
+            "--base-url",
+            srv.base_url,
+            "--save-run",
+            PRICED_RUN,
+        ]
         subprocess.run(cmd, env=dict(env, OPENAI_API_KEY="test"), cwd=ROOT, check=True)
 
 

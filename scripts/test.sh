@@ -12,6 +12,8 @@ bash scripts/setup.sh ragas || echo "WARNING: no .venv-ragas: the Ragas parity t
 export CI="${CI:-1}"
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$HOME/.cache/relevancy/numba}"
 .venv/bin/ruff check .
+# the formatter formats: no '# fmt: skip', and code it would change fails here
+.venv/bin/ruff format --check .
 # What is installed and whether it runs (native parts, CPU, models, folders, extras, a smoke
 # score): all green, or the run stops here with the failing line.
 .venv/bin/relevancy doctor

@@ -96,8 +96,15 @@ def choose_toy_backend(at: AppTest, srv: OpenAICompatServer) -> AppTest:
 def cli_backends(srv: OpenAICompatServer, *more: str) -> list[str]:
     """The command line's options that score with the toy server's models, then ``more``
     (``"-q"``, ``"--timeout", "1"``...)."""
-    return ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}",
-            "--base-url", srv.base_url, *more]  # fmt: skip
+    return [
+        "--llm",
+        f"openai:{CHAT_MODEL}",
+        "--embeddings",
+        f"openai:{EMBEDDING_MODEL}",
+        "--base-url",
+        srv.base_url,
+        *more,
+    ]
 
 
 def toy_metric(

@@ -75,71 +75,118 @@ CHATS: dict[str, tuple[list[dict[str, Any]], dict[str, Any], str | None]] = {
     "single": ([system(), user("How do I reset the router to factory settings?")], {}, None),
     "no-system": ([user("What does a blinking orange light mean?")], {}, None),
     "multi-turn": (
-        [system(), user("I changed the Wi-Fi password."),
-         assistant("Good: devices need the new password to reconnect."),
-         user("Where do I change it again if I forget it?")],
-        {}, None,
+        [
+            system(),
+            user("I changed the Wi-Fi password."),
+            assistant("Good: devices need the new password to reconnect."),
+            user("Where do I change it again if I forget it?"),
+        ],
+        {},
+        None,
     ),
     "few-shot": (
-        [system(), user("Is the guest network on by default?"),
-         assistant("No, it is off by default."), user("When do firmware updates install?")],
-        {}, None,
+        [
+            system(),
+            user("Is the guest network on by default?"),
+            assistant("No, it is off by default."),
+            user("When do firmware updates install?"),
+        ],
+        {},
+        None,
     ),
     "content-parts": (
-        [system(), {"role": "user", "content": [
-            {"type": "text", "text": "My router shows a blinking orange light."},
-            {"type": "text", "text": "What should I check first?"}]}],
-        {}, None,
+        [
+            system(),
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "My router shows a blinking orange light."},
+                    {"type": "text", "text": "What should I check first?"},
+                ],
+            },
+        ],
+        {},
+        None,
     ),
     "image-part": (
-        [system(), {"role": "user", "content": [
-            {"type": "text", "text": "Which port is the WAN port on this photo?"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}],
-        {}, None,
+        [
+            system(),
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Which port is the WAN port on this photo?"},
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+                    },
+                ],
+            },
+        ],
+        {},
+        None,
     ),
     "developer-role": (
-        [{"role": "developer", "content": SYSTEM},
-         user("How do I turn on the guest network?")],
-        {}, None,
+        [{"role": "developer", "content": SYSTEM}, user("How do I turn on the guest network?")],
+        {},
+        None,
     ),
     "german": (
-        [system("Du beantwortest Fragen zum Router Aurora X2."),
-         user("Wie setze ich den Router auf Werkseinstellungen zurück?")],
-        {}, None,
+        [
+            system("Du beantwortest Fragen zum Router Aurora X2."),
+            user("Wie setze ich den Router auf Werkseinstellungen zurück?"),
+        ],
+        {},
+        None,
     ),
     "french": (
-        [system("Tu réponds aux questions sur le routeur Aurora X2."),
-         user("Comment changer le mot de passe du Wi-Fi ?")],
-        {}, None,
+        [
+            system("Tu réponds aux questions sur le routeur Aurora X2."),
+            user("Comment changer le mot de passe du Wi-Fi ?"),
+        ],
+        {},
+        None,
     ),
     "japanese": (
-        [system(), user("ゲストネットワークはどうやって有効にしますか？")], {}, None,
+        [system(), user("ゲストネットワークはどうやって有効にしますか？")],
+        {},
+        None,
     ),
     "context-in-user-turn": (
         [system(), user(f"Context:\n{MANUAL['firmware']}\n\nQuestion: When do updates install?")],
-        {}, None,
+        {},
+        None,
     ),
     "structured-output": (
-        [system("Reply with the question you answer, as JSON."),
-         user("Can I schedule firmware updates?")],
-        {"response_format": ANSWER_SCHEMA}, None,
+        [
+            system("Reply with the question you answer, as JSON."),
+            user("Can I schedule firmware updates?"),
+        ],
+        {"response_format": ANSWER_SCHEMA},
+        None,
     ),
     "json-mode": (
         [system("Reply in JSON."), user("How long does a factory reset take?")],
-        {"response_format": {"type": "json_object"}}, None,
+        {"response_format": {"type": "json_object"}},
+        None,
     ),
     "temperature": (
         [system(), user("Does the router support WPA3?")],
-        {"temperature": 0.2, "max_tokens": 200, "seed": 7}, None,
+        {"temperature": 0.2, "max_tokens": 200, "seed": 7},
+        None,
     ),
-    "streamed": ([system(), user("How long does the router take to restart?")],
-                 {"stream": True, "stream_options": {"include_usage": True}}, None),
-    "tool-call": ([system(), user("How do I update the firmware by hand?")],
-                  {"tools": [SEARCH_TOOL]}, None),
+    "streamed": (
+        [system(), user("How long does the router take to restart?")],
+        {"stream": True, "stream_options": {"include_usage": True}},
+        None,
+    ),
+    "tool-call": (
+        [system(), user("How do I update the firmware by hand?")],
+        {"tools": [SEARCH_TOOL]},
+        None,
+    ),
     "failed": ([system(), user("Can the router act as a mesh satellite?")], {}, "500"),
-    "empty-reply": ([system(), user("What is the default admin password?")], {},
-                    "empty_content"),
-}  # fmt: skip
+    "empty-reply": ([system(), user("What is the default admin password?")], {}, "empty_content"),
+}
 #: the call that sends the tool's result back (its messages are built from ``tool-call``'s)
 TOOL_RESULT = "tool-result"
 #: name -> (question, answer shape): the pipelines' inputs
@@ -198,8 +245,12 @@ def run(client: openai.OpenAI, server: Any, tracing: Tracing) -> dict[str, dict[
                 )
                 answer = _streamed(completion) if kwargs.get("stream") else _reply(completion)
             except openai.APIError as exc:
-                truth[case] = {"question": question, "answer": None, "skip": "failed",
-                               "error": type(exc).__name__}  # fmt: skip
+                truth[case] = {
+                    "question": question,
+                    "answer": None,
+                    "skip": "failed",
+                    "error": type(exc).__name__,
+                }
                 continue
         if case == "tool-call":
             tool_reply = (messages, completion.choices[0].message)
@@ -209,8 +260,11 @@ def run(client: openai.OpenAI, server: Any, tracing: Tracing) -> dict[str, dict[
     messages, reply = tool_reply
     call = reply.tool_calls[0]
     found = MANUAL["firmware"]
-    followed = [*messages, reply.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": found}]  # fmt: skip
+    followed = [
+        *messages,
+        reply.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": found},
+    ]
     with tracing.call(TOOL_RESULT):
         completion = client.chat.completions.create(
             model=MODEL, messages=followed, tools=[SEARCH_TOOL]
@@ -238,15 +292,13 @@ def _pipeline(
                 server.script(["500"])
             messages = [system(SYSTEM + "\n\nManual:\n" + "\n".join(pages)), user(question)]
             extra = {"response_format": ANSWER_SCHEMA} if shape == "structured" else {}
-            answer = _reply(client.chat.completions.create(model=MODEL, messages=messages,
-                                                           **extra))  # fmt: skip
+            answer = _reply(client.chat.completions.create(model=MODEL, messages=messages, **extra))
             if shape == "json":
                 set_output({"answer": answer, "sources": ["manual"]})
             else:
                 set_output(answer)
     except openai.APIError as exc:
-        return {"question": question, "answer": None, "skip": "failed",
-                "error": type(exc).__name__}  # fmt: skip
+        return {"question": question, "answer": None, "skip": "failed", "error": type(exc).__name__}
     return {"question": question, "answer": answer}
 
 
@@ -333,8 +385,9 @@ class MlflowTracing:
             span.set_inputs({"query": query})
 
             def set_documents(pages: list[str]) -> None:
-                span.set_outputs([Document(page_content=p, id=f"manual-{i}")
-                                  for i, p in enumerate(pages)])  # fmt: skip
+                span.set_outputs(
+                    [Document(page_content=p, id=f"manual-{i}") for i, p in enumerate(pages)]
+                )
 
             yield set_documents
 
@@ -352,8 +405,13 @@ def trace_into_phoenix(collector: str, project: str, server: Any) -> dict[str, d
     from openinference.instrumentation.openai import OpenAIInstrumentor
     from phoenix.otel import register
 
-    provider = register(endpoint=collector, project_name=project, batch=False,
-                        set_global_tracer_provider=False, verbose=False)  # fmt: skip
+    provider = register(
+        endpoint=collector,
+        project_name=project,
+        batch=False,
+        set_global_tracer_provider=False,
+        verbose=False,
+    )
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:

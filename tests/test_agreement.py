@@ -126,8 +126,9 @@ def test_pairwise_accuracy_resamples_whole_questions():
     groups = [i // 3 for i in range(30)]  # three pairs per question
     got = pairwise_accuracy(better, worse, groups=groups, n_boot=300, seed=2)
     wins = [1.0 if b > w else 0.5 if b == w else 0.0 for b, w in zip(better, worse)]
-    low, high = group_bootstrap(lambda i: [np.mean(np.asarray(wins)[i])], groups, n_boot=300,
-                                seed=2)  # fmt: skip
+    low, high = group_bootstrap(
+        lambda i: [np.mean(np.asarray(wins)[i])], groups, n_boot=300, seed=2
+    )
     assert got.value == pytest.approx(np.mean(wins))
     assert (got.low, got.high) == (pytest.approx(low[0]), pytest.approx(high[0]))
     alone = pairwise_accuracy(better, worse, n_boot=300, seed=2)  # every pair its own group
@@ -149,8 +150,7 @@ def test_group_bootstrap_moves_whole_groups_and_repeats_with_its_seed():
             counts = {i: idx.count(i) for i in members}
             assert len(set(counts.values())) == 1
     again: list[list[int]] = []
-    group_bootstrap(lambda i: again.append(sorted(i.tolist())) or [0.0], groups, n_boot=50,
-                    seed=3)  # fmt: skip
+    group_bootstrap(lambda i: again.append(sorted(i.tolist())) or [0.0], groups, n_boot=50, seed=3)
     assert again == seen
     assert 2 <= low[0] <= high[0] <= 9
 
@@ -158,8 +158,9 @@ def test_group_bootstrap_moves_whole_groups_and_repeats_with_its_seed():
 def test_group_weights_are_the_draws_of_group_bootstrap():
     groups = ["a", "a", "b", "c", "c", "c", "d"]
     drawn: list[np.ndarray] = []
-    group_bootstrap(lambda i: drawn.append(np.bincount(i, minlength=7)) or [0.0], groups,
-                    n_boot=57, seed=5)  # fmt: skip
+    group_bootstrap(
+        lambda i: drawn.append(np.bincount(i, minlength=7)) or [0.0], groups, n_boot=57, seed=5
+    )
     for chunk in (1, 10, 100):
         weights = np.concatenate(list(group_weights(groups, n_boot=57, seed=5, chunk=chunk)))
         assert weights.shape == (57, 7)
@@ -381,7 +382,7 @@ def _halu_store(tmp_path: Path, label: str) -> tuple[RunStore, int, list[dict], 
             "role": [r["role"] for r in rows],
             "pair_id": [r["pair_id"] for r in rows],
             label: [r[label] for r in rows],
-        }  # fmt: skip
+        }
     )
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "halu.csv"
@@ -390,8 +391,13 @@ def _halu_store(tmp_path: Path, label: str) -> tuple[RunStore, int, list[dict], 
     mapped = mapped.rename(columns={"role": "variant"})
     store = RunStore(tmp_path / "runs.sqlite3")
     run = store.create_run("HaluQuestQA", {}, mapped)
-    store.append_results(run, [(i, _result(r["user_input"], r["response"], s))
-                               for i, (r, s) in enumerate(zip(rows, scores))])  # fmt: skip
+    store.append_results(
+        run,
+        [
+            (i, _result(r["user_input"], r["response"], s))
+            for i, (r, s) in enumerate(zip(rows, scores))
+        ],
+    )
     return store, run, rows, scores
 
 
@@ -415,7 +421,9 @@ def test_agreement_view_on_haluquestqa_equals_resampling_the_rows(tmp_path, labe
 
     if label == "label_binary":  # AUROC within each answer source
         assert view.overall.kind == "binary" and set(view.by_group) == {
-            "human_answer", "model_answer"}  # fmt: skip
+            "human_answer",
+            "model_answer",
+        }
         for role, a in view.by_group.items():
             mine = [i for i, r in enumerate(rows) if r["role"] == role]
             good = [float(rows[i]["label_binary"]) for i in mine]

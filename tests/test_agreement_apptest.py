@@ -75,8 +75,10 @@ def test_dataset_drill_down_sets_labels_and_says_where_the_score_sits_against_ch
     row = at.selectbox(key=f"ds_inspect_{DEMO}").value
     store = RunStore(default_store_path())
     level = next(iter(run_chance(store, DEMO).values()))
-    assert any(c.value.startswith("Chance level: a typical unrelated pair scores "
-                                  f"{level.median:.2f}") for c in at.caption)  # fmt: skip
+    assert any(
+        c.value.startswith(f"Chance level: a typical unrelated pair scores {level.median:.2f}")
+        for c in at.caption
+    )
     control = at.segmented_control(key=f"ds_drill_label_{DEMO}_{row}")
     control.set_value(1.0).run()
     ok(at)
@@ -162,7 +164,9 @@ def test_haluquestqa_figures_on_the_page_are_the_library_figures(tmp_path):
             table = _figures(at).set_index("rows")
             for role in ("human_answer", "model_answer"):
                 mine = [i for i, r in enumerate(rows) if r["role"] == role]
-                fig = agreement([scores[i] for i in mine],
-                                [float(rows[i][label]) for i in mine],
-                                groups=[rows[i]["user_input"] for i in mine]).auroc  # fmt: skip
+                fig = agreement(
+                    [scores[i] for i in mine],
+                    [float(rows[i][label]) for i in mine],
+                    groups=[rows[i]["user_input"] for i in mine],
+                ).auroc
                 assert table.loc[role, "AUROC"] == fig.format()

@@ -111,8 +111,11 @@ def test_the_graph_covers_every_module():
 
 
 def test_every_folder_is_a_layer_with_a_rule():
-    folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"
-                     and any(p.glob("*.py")))  # fmt: skip
+    folders = sorted(
+        p.name
+        for p in PACKAGE.iterdir()
+        if p.is_dir() and p.name != "__pycache__" and any(p.glob("*.py"))
+    )
     assert [f for f in folders if f not in ALLOWED] == []
     assert [m for m in GRAPH if _layer(m) == "unknown"] == []
 
@@ -226,8 +229,9 @@ def _streamlit_users() -> list[str]:
 def test_only_the_dashboard_widgets_and_pages_import_streamlit():
     users = _streamlit_users()
     assert "relevancy.dashboard.widgets.page" in users  # the check sees imports
-    wrong = [m for m in users if _layer(m) != "pages"
-             and not m.startswith("relevancy.dashboard.widgets")]  # fmt: skip
+    wrong = [
+        m for m in users if _layer(m) != "pages" and not m.startswith("relevancy.dashboard.widgets")
+    ]
     assert not wrong
 
 
@@ -283,3 +287,23 @@ def test_few_modules_are_loose_at_the_top():
 def test_pages_are_thin(page):
     lines = page.read_text(encoding="utf-8").count("\n")
     assert lines <= 200, f"{page.name} has {lines} lines: move logic into relevancy/dashboard"
+
+
+def test_the_formatter_formats_everything():
+    """No formatter pragma (``fmt:`` then ``skip`` or ``off``): code is laid out by ``ruff
+    format`` alone (issue 36; a module that outgrows the line limit once formatted is split by
+    job instead)."""
+    pragmas = ("fmt: " + "skip", "fmt: " + "off")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in [
+            *PACKAGE.rglob("*.py"),
+            *PAGES,
+            *(ROOT / "tests").rglob("*.py"),
+            *(ROOT / "bench").rglob("*.py"),
+            *(ROOT / "scripts").rglob("*.py"),
+        ]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(pragma in line for pragma in pragmas)
+    ]
+    assert found == []

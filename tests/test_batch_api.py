@@ -23,10 +23,12 @@ from helpers import cli_backends, write_rows
 
 def pairs(n: int) -> list[dict[str, str]]:
     return [
-        {"question": f"What does widget {i} do?",
-         "answer": f"Widget {i} tightens the bolts on line {i % 3}."}
+        {
+            "question": f"What does widget {i} do?",
+            "answer": f"Widget {i} tightens the bolts on line {i % 3}.",
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def chat_requests(srv: OpenAICompatServer) -> int:
@@ -37,14 +39,28 @@ def test_a_batch_job_end_to_end_scores_like_a_live_run(tmp_path, capsys) -> None
     src = write_rows(tmp_path / "pairs.csv", pairs(10))
     out, live = tmp_path / "out.csv", tmp_path / "live.csv"
     with OpenAICompatServer(batch_delay=0.2) as srv:
-        code = main(["score", str(src), "-o", str(out), "--batch-api", "--save-run", "b",
-                     "--price", f"{CHAT_MODEL}=1/2", "--price", f"{EMBEDDING_MODEL}=0.1",
-                     *cli_backends(srv)])  # fmt: skip
+        code = main(
+            [
+                "score",
+                str(src),
+                "-o",
+                str(out),
+                "--batch-api",
+                "--save-run",
+                "b",
+                "--price",
+                f"{CHAT_MODEL}=1/2",
+                "--price",
+                f"{EMBEDDING_MODEL}=0.1",
+                *cli_backends(srv),
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 0, err
         assert srv.stats()["batches"] == 1 and chat_requests(srv) == 0  # no live generation
-        assert main(["score", str(src), "-o", str(live), "-q", "--no-cache",
-                     *cli_backends(srv)]) == 0  # fmt: skip
+        assert (
+            main(["score", str(src), "-o", str(live), "-q", "--no-cache", *cli_backends(srv)]) == 0
+        )
     saved = json.loads(sidecar_path(out).read_text())
     assert saved["status"] == "completed" and saved["requests"] == 10
     assert f"batch           {saved['batch_id']} submitted: 10 requests" in err

@@ -16,18 +16,32 @@ def test_doctests():
 def test_merge_keeps_the_parts_not_measured_again(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     old = harness.make_record(
-        "ok", ["python", "-m", "bench.x"], 10.0, [1.0, 1.0, 1.0],
-        {"dashboard": [{"rows": 10}], "local": [{"rows": 500, "peak": 900}],
-         "peak_rss_mb": 900, "python": "3.11"},
+        "ok",
+        ["python", "-m", "bench.x"],
+        10.0,
+        [1.0, 1.0, 1.0],
+        {
+            "dashboard": [{"rows": 10}],
+            "local": [{"rows": 500, "peak": 900}],
+            "peak_rss_mb": 900,
+            "python": "3.11",
+        },
         log="bench/results/x.log",
-    )  # fmt: skip
+    )
     harness.save_record("x", old)
     new = harness.make_record(
-        "ok", ["python", "-m", "bench.x", "--local-rows", "500"], 5.0, [0.5, 0.5, 0.5],
-        {"dashboard": [], "local": [{"rows": 500, "peak": 550}], "peak_rss_mb": 560,
-         "python": "3.11"},
+        "ok",
+        ["python", "-m", "bench.x", "--local-rows", "500"],
+        5.0,
+        [0.5, 0.5, 0.5],
+        {
+            "dashboard": [],
+            "local": [{"rows": 500, "peak": 550}],
+            "peak_rss_mb": 560,
+            "python": "3.11",
+        },
         log=None,
-    )  # fmt: skip
+    )
     harness.save_record("x", harness.merge_record(harness.read_record("x"), new))
     got = json.loads((tmp_path / "x.json").read_text())
     assert got["figures"]["dashboard"] == [{"rows": 10}]  # kept

@@ -63,8 +63,13 @@ def test_single_question_figures_leave_out_rows_of_the_same_question():
     user = np.stack([base[k] + 0.05 * rng.normal(size=d) for k in keys])
     questions = [base[k] + 0.3 * rng.normal(size=(int(rng.integers(1, 4)), d)) for k in keys]
     level = chance_level(user, questions, keys)
-    unrelated = [_cos(q, user[i]) for i in range(n) for j in range(n) if keys[i] != keys[j]
-                 for q in questions[j]]  # fmt: skip
+    unrelated = [
+        _cos(q, user[i])
+        for i in range(n)
+        for j in range(n)
+        if keys[i] != keys[j]
+        for q in questions[j]
+    ]
     everything = [_cos(q, user[i]) for i in range(n) for j in range(n) for q in questions[j]]
     assert level.cosine_p95 == pytest.approx(np.quantile(unrelated, 0.95))
     assert level.negative_share == pytest.approx(np.mean(np.array(unrelated) < 0))
@@ -119,8 +124,9 @@ def test_the_store_gives_the_vectors_and_the_dashboard_the_same_level(tmp_path):
         [r.user_input for r in results],
     )
     assert level.median == pytest.approx(direct.median, abs=1e-6)
-    summary = chance_summary(level, [r.ragas_value for r in results],
-                             [r.noncommittal for r in results])  # fmt: skip
+    summary = chance_summary(
+        level, [r.ragas_value for r in results], [r.noncommittal for r in results]
+    )
     below = sum(r.ragas_value < level.p95 for r in results if not r.noncommittal)
     assert summary["below"] == below and summary["answered"] == 42
     # the band on a chart: a shaded rectangle from p5 to p95 and a line at the median

@@ -85,8 +85,11 @@ def test_score_one_explains(capsys):
 @pytest.mark.models
 def test_score_one_names_an_evasive_answer_apart_from_the_metrics_noncommittal(capsys):
     # the example: the detector says no (the score is not 0), the answer dodges
-    args = ["score-one", "What is the chemical symbol for gold?",
-            "I'm not sure, it could be many things. (ref 1)"]  # fmt: skip
+    args = [
+        "score-one",
+        "What is the chemical symbol for gold?",
+        "I'm not sure, it could be many things. (ref 1)",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "noncommittal: no (" in out

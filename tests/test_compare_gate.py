@@ -48,8 +48,9 @@ def test_worse_candidate_fails_the_gate_and_names_its_worst_rows(scored, tmp_pat
     base, new = scored
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
-    code = main(["compare", str(base), str(new), "--fail-on-regression", "0.02",
-                 "--markdown", str(summary)])  # fmt: skip
+    code = main(
+        ["compare", str(base), str(new), "--fail-on-regression", "0.02", "--markdown", str(summary)]
+    )
     out = capsys.readouterr()
     assert code == 1
     assert "pairs           24  (better 0, ties 12, worse 12; NaN 0)" in out.out
@@ -81,8 +82,10 @@ def test_without_a_margin_it_reports_and_never_fails(scored, capsys):
 
 def test_runs_from_the_store_pair_by_id(scored, toy_server, tmp_path, capsys):
     d = tmp_path
-    for name, src in (("base", eval_set(d / "a.csv")),
-                      ("new", eval_set(d / "b.csv", evasive_every=3))):  # fmt: skip
+    for name, src in (
+        ("base", eval_set(d / "a.csv")),
+        ("new", eval_set(d / "b.csv", evasive_every=3)),
+    ):
         args = ["score", str(src), "-o", str(d / f"{name}.jsonl"), "--save-run", name]
         assert main([*args, *cli_backends(toy_server, "-q")]) == 0
     saved = re.findall(r"saved           run #(\d+)", capsys.readouterr().out)
@@ -164,14 +167,20 @@ def test_the_largest_regressions_come_worst_first(capsys, tmp_path):
 
 def _stored_run(store: RunStore, name: str, rows: list[tuple[str, str, float]]) -> int:
     """A run of ``(id, question, score)`` rows, scored, saved without the models."""
-    inputs = pd.DataFrame([{"id": i, "user_input": q, "response": f"answer {i}"}
-                           for i, q, _ in rows])  # fmt: skip
+    inputs = pd.DataFrame(
+        [{"id": i, "user_input": q, "response": f"answer {i}"} for i, q, _ in rows]
+    )
     run_id = store.create_run(name, {}, inputs)
     results = [
-        RelevancyResult(user_input=q, response=f"answer {i}", value=v, ragas_value=v,
-                        questions=[QuestionScore("What is it?", v, None)])
+        RelevancyResult(
+            user_input=q,
+            response=f"answer {i}",
+            value=v,
+            ragas_value=v,
+            questions=[QuestionScore("What is it?", v, None)],
+        )
         for i, q, v in rows
-    ]  # fmt: skip
+    ]
     store.append_results(run_id, list(enumerate(results)))
     return run_id
 
@@ -180,12 +189,23 @@ def test_runs_with_a_repeated_question_pair_on_their_ids(tmp_path, capsys):
     store_path = tmp_path / "runs.sqlite3"
     store = RunStore(store_path)
     # the same question twice; the new run lists its rows in another order, with equal scores
-    base = _stored_run(store, "base", [("a", "Same?", 0.9), ("b", "Same?", 0.1),
-                                       ("c", "Other?", 0.5)])  # fmt: skip
-    new = _stored_run(store, "new", [("b", "Same?", 0.1), ("a", "Same?", 0.9),
-                                     ("c", "Other?", 0.5)])  # fmt: skip
-    code = main(["compare", f"run:{base}", f"run:{new}", "--fail-on-regression", "0",
-                 "--store", str(store_path)])  # fmt: skip
+    base = _stored_run(
+        store, "base", [("a", "Same?", 0.9), ("b", "Same?", 0.1), ("c", "Other?", 0.5)]
+    )
+    new = _stored_run(
+        store, "new", [("b", "Same?", 0.1), ("a", "Same?", 0.9), ("c", "Other?", 0.5)]
+    )
+    code = main(
+        [
+            "compare",
+            f"run:{base}",
+            f"run:{new}",
+            "--fail-on-regression",
+            "0",
+            "--store",
+            str(store_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "pairs           3  (better 0, ties 3, worse 0; NaN 0)" in out
@@ -214,14 +234,19 @@ def test_the_documented_github_actions_recipe_runs_as_written(tmp_path, toy_serv
         )
         == 0
     )
-    env = {**os.environ, "OPENAI_BASE_URL": toy_server.base_url, "OPENAI_API_KEY": "sk-test",
-           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}  # fmt: skip
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": toy_server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env["PATH"]
     codes = []
     for line in run_lines:
-        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
         codes.append(done.returncode)
         assert "Traceback" not in done.stderr
     assert codes == [0, 1]  # the candidate's evasive answers fail the gate

@@ -40,8 +40,11 @@ def fourteen(
     for variant in ("A", "B"):
         for k, question in enumerate(QUESTIONS, 1):
             text = question.rstrip("?") + " ?" if variant == "B" and reword_b else question
-            row = {"question": text, "answer": f"{question} Answer from {variant}.",
-                   "variant": variant}  # fmt: skip
+            row = {
+                "question": text,
+                "answer": f"{question} Answer from {variant}.",
+                "variant": variant,
+            }
             if question_id:
                 row["question_id"] = f"q{k}"
             rows.append(row)
@@ -137,8 +140,7 @@ def test_compare_pairs_the_variants_of_an_upload(toy_server, shape):
 
 def test_compare_says_what_it_tried_when_the_variants_share_no_question(toy_server):
     frame = fourteen(ids=True)
-    frame.loc[frame["variant"] == "B", "question"] = [f"Unrelated question {k}?" for k in
-                                                      range(7)]  # fmt: skip
+    frame.loc[frame["variant"] == "B", "question"] = [f"Unrelated question {k}?" for k in range(7)]
     at = _upload_and_score(toy_server, frame, "disjoint")
     warning = next(w.value for w in at.warning if "No pairs" in w.value)
     assert "the question text" in warning
@@ -152,8 +154,13 @@ def eight(shuffled: bool) -> pd.DataFrame:
     """The same 8 questions, ids 1-8 as row numbers (the second file in another order)."""
     questions = [*QUESTIONS, "What is the boiling point of water?"]
     order = [3, 0, 6, 1, 7, 2, 5, 4] if shuffled else list(range(8))
-    return pd.DataFrame({"id": range(1, 9), "question": [questions[i] for i in order],
-                         "answer": [f"About {questions[i]}" for i in order]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "id": range(1, 9),
+            "question": [questions[i] for i in order],
+            "answer": [f"About {questions[i]}" for i in order],
+        }
+    )
 
 
 def test_ids_that_number_rows_are_not_paired_on_and_it_is_said():
@@ -168,9 +175,13 @@ def test_ids_that_number_rows_are_not_paired_on_and_it_is_said():
     assert why.startswith("Paired on the question text: the 'id' column pairs rows of different")
     assert ignored_ids(a, a.copy()) is None
     # ids that do name questions are still paired on
-    assert pairing_keys(a, b.sort_values("user_input").assign(
-        id=lambda f: f["user_input"].map(dict(zip(a["user_input"], a["id"])))),
-        within=False) == ("id", "user_input")  # fmt: skip
+    assert pairing_keys(
+        a,
+        b.sort_values("user_input").assign(
+            id=lambda f: f["user_input"].map(dict(zip(a["user_input"], a["id"])))
+        ),
+        within=False,
+    ) == ("id", "user_input")
 
 
 def test_the_cli_compare_pairs_row_numbered_files_on_the_question(tmp_path, capsys):
@@ -203,5 +214,6 @@ def test_compare_pairs_two_row_numbered_runs_and_opens_on_runs_that_share_questi
     assert at.selectbox(key="cmp_run_a").value == runs["first"]  # not "unrelated"
     assert not any("No pairs" in w.value for w in at.warning)
     assert metrics(at)["Pairs"] == "8"
-    assert any("numbers rows rather than naming questions" in c.value.replace("\\", "")
-               for c in at.caption)  # fmt: skip
+    assert any(
+        "numbers rows rather than naming questions" in c.value.replace("\\", "") for c in at.caption
+    )

@@ -144,16 +144,25 @@ def test_rows_record_the_servers_usage_and_embedding_tokens_once(tmp_path, toy_s
         assert r.usage["prompt_tokens"] > word_count(r.response)  # the prompt holds the answer
         assert r.usage["completion_tokens"] > 0 and not r.cached
     # every embedded text is paid for once, by one row: the rows add up to the server's usage
-    embedded = [t for q in toy_server.requests if q["path"].endswith("/embeddings")
-                for t in q["body"]["input"]]  # fmt: skip
+    embedded = [
+        t
+        for q in toy_server.requests
+        if q["path"].endswith("/embeddings")
+        for t in q["body"]["input"]
+    ]
     assert sum(r.usage["embedding_tokens"] for r in results) == sum(map(word_count, embedded))
     assert len(set(embedded)) == len(embedded)  # the repeated question was embedded once
     assert stats["by_path"].get("/v1/embeddings", 0) >= 1
     # the second time everything comes from the cache: 0 tokens billed, the savings are known
     assert all(r.cached and r.usage["embedding_tokens"] == 0 for r in again)
-    t = usage_totals(pd.DataFrame([
-        {"llm": r.llm, "embeddings": r.embeddings, "cached": r.cached, **r.usage} for r in again
-    ]))  # fmt: skip
+    t = usage_totals(
+        pd.DataFrame(
+            [
+                {"llm": r.llm, "embeddings": r.embeddings, "cached": r.cached, **r.usage}
+                for r in again
+            ]
+        )
+    )
     assert t.billed_tokens == 0 and t.saved_tokens == sum(
         r.usage["prompt_tokens"] + r.usage["completion_tokens"] for r in results
     )
@@ -216,14 +225,19 @@ def test_estimate_tokens_rough_then_measured_on_a_sample(tmp_path, toy_server):
 
 
 def test_the_estimate_prices_each_kind_of_token_at_its_own_rate():
-    tokens = {"prompt_tokens": 1_200_000.0, "completion_tokens": 300_000.0,
-              "embedding_tokens": 2_000_000.0}  # fmt: skip
-    plan = Estimate(10, 0, 1.0, 0.1, "test", tokens, "test",
-                    llm="openai:gen-x", embeddings="openai:emb-x")  # fmt: skip
+    tokens = {
+        "prompt_tokens": 1_200_000.0,
+        "completion_tokens": 300_000.0,
+        "embedding_tokens": 2_000_000.0,
+    }
+    plan = Estimate(
+        10, 0, 1.0, 0.1, "test", tokens, "test", llm="openai:gen-x", embeddings="openai:emb-x"
+    )
     prices = {"gen-x": Price(0.5, 4.0), "emb-x": Price(0.25)}
     # the same tokens as one billed row, priced by row_costs (the Runs page's sum)
-    row = pd.DataFrame([{**tokens, "llm": "openai:gen-x", "embeddings": "openai:emb-x",
-                         "cached": False}])  # fmt: skip
+    row = pd.DataFrame(
+        [{**tokens, "llm": "openai:gen-x", "embeddings": "openai:emb-x", "cached": False}]
+    )
     assert plan.cost(prices) == pytest.approx(row_costs(row, prices).iloc[0])
     assert plan.cost(prices) == pytest.approx(1.2 * 0.5 + 0.3 * 4.0 + 2.0 * 0.25)
     assert plan.describe_cost(prices) == "about $2.30"
@@ -251,13 +265,18 @@ def test_cli_prints_tokens_cost_and_the_cache_savings(tmp_path, capsys, toy_serv
     assert main(["score", str(src), "--estimate", "--sample", "8", *prices, *backends]) == 0
     err = capsys.readouterr().err
     assert "sample          scored 8 rows of the file" in err
-    assert re.search(r"tokens        about [\d,.k]+ in \+ [\d,.k]+ out \(generation\), "
-                     r"[\d,.k]+ embedded \(measured on 8 rows", err)  # fmt: skip
-    assert re.search(r"cost          about \$[\d.]+ at toy-chat \$1/\$2, toy-embed \$0.5 per "
-                     r"1M tokens \(prices you set\)", err)  # fmt: skip
+    assert re.search(
+        r"tokens        about [\d,.k]+ in \+ [\d,.k]+ out \(generation\), "
+        r"[\d,.k]+ embedded \(measured on 8 rows",
+        err,
+    )
+    assert re.search(
+        r"cost          about \$[\d.]+ at toy-chat \$1/\$2, toy-embed \$0.5 per "
+        r"1M tokens \(prices you set\)",
+        err,
+    )
     out = tmp_path / "out.csv"
-    assert main(["score", str(src), "-o", str(out), "--save-run", "cost", *prices,
-                 *backends]) == 0  # fmt: skip
+    assert main(["score", str(src), "-o", str(out), "--save-run", "cost", *prices, *backends]) == 0
     text = capsys.readouterr().out
     assert main(["score", str(src), "-o", str(out), *backends]) == 0
     unpriced = capsys.readouterr().out
@@ -266,8 +285,11 @@ def test_cli_prints_tokens_cost_and_the_cache_savings(tmp_path, capsys, toy_serv
     exported = pd.read_csv(out)
     t = usage_totals(exported, {CHAT_MODEL: Price(1, 2), EMBEDDING_MODEL: Price(0.5)})
     assert t.cached_rows == 30 and t.billed_tokens == 0  # the second run: all from the cache
-    tokens = re.search(r"tokens          ([\d,]+) in \+ ([\d,]+) out \(generation\), ([\d,]+) "
-                       r"embedded; 8 rows from cache: 0 generation tokens", text)  # fmt: skip
+    tokens = re.search(
+        r"tokens          ([\d,]+) in \+ ([\d,]+) out \(generation\), ([\d,]+) "
+        r"embedded; 8 rows from cache: 0 generation tokens",
+        text,
+    )
     assert tokens, text
     cost = re.search(r"cost            \$([\d.]+) at toy-chat", text)
     p, c, e = (int(g.replace(",", "")) for g in tokens.groups())
@@ -289,8 +311,10 @@ def test_dashboard_prices_runs_totals_and_estimate(tmp_path, toy_server):
     page estimates tokens and cost before a run and measures on a sample."""
     src = write_rows(tmp_path / "in.csv", rows(12))
     backends = cli_backends(toy_server, "-q")
-    assert main(["score", str(src), "-o", str(tmp_path / "o.csv"), "--save-run", "toy",
-                 *backends]) == 0  # fmt: skip
+    assert (
+        main(["score", str(src), "-o", str(tmp_path / "o.csv"), "--save-run", "toy", *backends])
+        == 0
+    )
     at = visit(app(), "5_Runs.py")
     (toy,) = [r for r in RunStore(default_store_path()).list_runs() if r.name == "toy"]
     at.session_state["active_run"] = toy.id
@@ -301,10 +325,17 @@ def test_dashboard_prices_runs_totals_and_estimate(tmp_path, toy_server):
     # price the toy models in the sidebar's table: the cost becomes a figure
     table = at.session_state["sb_prices"]
     at.session_state["sb_prices"] = pd.concat(
-        [table, pd.DataFrame([{"model": CHAT_MODEL, "input": 1.0, "output": 2.0},
-                              {"model": EMBEDDING_MODEL, "input": 0.5, "output": 0.0}])],
+        [
+            table,
+            pd.DataFrame(
+                [
+                    {"model": CHAT_MODEL, "input": 1.0, "output": 2.0},
+                    {"model": EMBEDDING_MODEL, "input": 0.5, "output": 0.0},
+                ]
+            ),
+        ],
         ignore_index=True,
-    )  # fmt: skip
+    )
     at.run()
     expected = usage_totals(
         RunStore(default_store_path()).usage(toy.id),

@@ -507,8 +507,14 @@ def test_focus_run_table_and_drilldown_explain_the_sentences():
     visit(at, "1_Dataset.py")
     table = _table(at, f"ds_table_{run_id}")
     assert list(table.columns[:7]) == [
-        "row", "id", "score", "reason", "Ragas value", "mode", "question"
-    ]  # fmt: skip
+        "row",
+        "id",
+        "score",
+        "reason",
+        "Ragas value",
+        "mode",
+        "question",
+    ]
     assert sorted(table["row"]) == [1, 2, 3]  # shown 1-based (lowest score first)
     assert set(table["mode"]) == {"focus"}
     assert (table["Ragas value"] != table["score"]).any()
@@ -620,8 +626,11 @@ def test_compare_says_what_it_needs_and_offers_a_run_with_variants():
     at = app()
     store = RunStore(default_store_path())
     demo = store.load_run(DEMO)
-    one = store.create_run("one variant", {"backend": "embedded"}, demo.inputs.head(4).drop(
-        columns=["variant", "answer_type", "language"]))  # fmt: skip
+    one = store.create_run(
+        "one variant",
+        {"backend": "embedded"},
+        demo.inputs.head(4).drop(columns=["variant", "answer_type", "language"]),
+    )
     store.append_results(one, enumerate(demo.results[:4]))
     at.session_state["active_run"] = one
     visit(at, "4_Compare.py")

@@ -425,10 +425,14 @@ def test_triage_puts_a_partial_answer_before_a_padded_one():
     from relevancy.core.triage import REASONS, triage
 
     both = _result(sims=(0.8, 0.75, 0.7))
-    both.parts = [{"text": "France is in Europe.", "similarity": 0.8},
-                  {"text": "Filler words here.", "similarity": 0.05}]  # fmt: skip
-    both.question_parts = [{"part": "Where is France", "coverage": 0.8},
-                           {"part": "its capital", "coverage": 0.1}]  # fmt: skip
+    both.parts = [
+        {"text": "France is in Europe.", "similarity": 0.8},
+        {"text": "Filler words here.", "similarity": 0.05},
+    ]
+    both.question_parts = [
+        {"part": "Where is France", "coverage": 0.8},
+        {"part": "its capital", "coverage": 0.1},
+    ]
     t = triage(both)
     assert {"partial", "padded"} <= set(t.flags)
     assert t.reason == "partial"  # a missing part says more than filler
@@ -440,9 +444,19 @@ def test_triage_puts_a_partial_answer_before_a_padded_one():
 
 @pytest.mark.parametrize(
     ("usable", "non_questions", "suspect"),
-    [(4, 1, False), (4, 2, True), (4, 3, True), (3, 1, False), (3, 2, True), (2, 1, True),
-     (1, 0, False), (1, 1, True), (6, 2, False), (6, 3, True)],
-)  # fmt: skip
+    [
+        (4, 1, False),
+        (4, 2, True),
+        (4, 3, True),
+        (3, 1, False),
+        (3, 2, True),
+        (2, 1, True),
+        (1, 0, False),
+        (1, 1, True),
+        (6, 2, False),
+        (6, 3, True),
+    ],
+)
 def test_generator_suspect_from_half_the_questions_not_being_questions(
     usable, non_questions, suspect
 ):
@@ -760,8 +774,12 @@ def _blend_result(noncommittal: bool = False) -> RelevancyResult:
     from relevancy.core.modes import blend_breakdown
 
     texts = ["It lies in Europe.", "Cats purr.", "Paris is the capital."]
-    r = _result("Where is France and what is its capital?", " ".join(texts), (0.7,),
-                noncommittal=noncommittal)  # fmt: skip
+    r = _result(
+        "Where is France and what is its capital?",
+        " ".join(texts),
+        (0.7,),
+        noncommittal=noncommittal,
+    )
     r.mode, r.answer_similarity = "blend", 0.65
     r.ragas_value = 0.0 if noncommittal else 0.7
     sims, by_part = (0.2, 0.1, 0.6), (0.7, 0.1, 0.8)
@@ -789,8 +807,14 @@ def test_blend_worked_formula_and_its_off_question_sentences():
     )
     assert [s.note for s in e.sentences] == ["", "off topic", ""]
     table = sentence_table(e)
-    assert list(table.columns) == ["#", "similarity", "part similarity", "without it", "note",
-                                   "sentence"]  # fmt: skip
+    assert list(table.columns) == [
+        "#",
+        "similarity",
+        "part similarity",
+        "without it",
+        "note",
+        "sentence",
+    ]
     r.value += 0.1  # numbers that do not give the score back: no arithmetic is claimed
     assert explain_result(r).worked_blend is None
     silent = explain_result(_blend_result(noncommittal=True)).worked_blend
@@ -844,8 +868,14 @@ def test_a_store_written_by_the_previous_code_is_migrated_whole(tmp_path):
         ("v1 run, complete", 6, 6),
     ]
     assert infos[1].columns == (
-        "id", "variant", "user_input", "response", "answer_type", "language", "kind"
-    )  # fmt: skip
+        "id",
+        "variant",
+        "user_input",
+        "response",
+        "answer_type",
+        "language",
+        "kind",
+    )
     assert store.get_meta("demo_imported")  # meta kept: the demo is not imported twice
     for (run, idx), (inputs, result) in old.items():
         row = store.inputs(run, [idx]).iloc[0].to_dict()
@@ -967,8 +997,14 @@ def test_store_filters_sorts_and_pages_in_sql(store):
     assert page["generated_questions"][0] == "What is generated question 0?"
     table = results_table(page, inputs=["variant", "kind"], with_ragas=True)
     assert list(table.columns[:7]) == [
-        "row", "variant", "kind", "score", "reason", "Ragas value", "mode"
-    ]  # fmt: skip
+        "row",
+        "variant",
+        "kind",
+        "score",
+        "reason",
+        "Ragas value",
+        "mode",
+    ]
     assert table["row"].tolist() == [2, 3]  # shown 1-based
     assert "Ragas value" not in results_table(page, inputs=[], with_ragas=False)
     assert store.result(run_id, 2).response == "Norway, by a FJORD."

@@ -60,14 +60,27 @@ def test_rescore_k_times_band_and_run_figures():
 
 def test_rescoring_with_other_models_than_the_run_is_refused_in_words():
     info = RunInfo(
-        id=1, name="r", created="", updated="", source="", n_rows=1, n_scored=1, mean=0.5,
+        id=1,
+        name="r",
+        created="",
+        updated="",
+        source="",
+        n_rows=1,
+        n_scored=1,
+        mean=0.5,
         settings={"llm_name": "local:A", "embeddings_name": "local:B", "strictness": 3},
-    )  # fmt: skip
-    same = SimpleNamespace(llm=SimpleNamespace(name="local:A"),
-                           embeddings=SimpleNamespace(name="local:B"), strictness=3)  # fmt: skip
+    )
+    same = SimpleNamespace(
+        llm=SimpleNamespace(name="local:A"),
+        embeddings=SimpleNamespace(name="local:B"),
+        strictness=3,
+    )
     assert models_mismatch(info, same) is None
-    other = SimpleNamespace(llm=SimpleNamespace(name="openai:gpt-4o-mini"),
-                            embeddings=SimpleNamespace(name="local:B"), strictness=3)  # fmt: skip
+    other = SimpleNamespace(
+        llm=SimpleNamespace(name="openai:gpt-4o-mini"),
+        embeddings=SimpleNamespace(name="local:B"),
+        strictness=3,
+    )
     why = models_mismatch(info, other)
     assert why is not None and "scored by local:A + local:B" in why and "openai:gpt-4o-mini" in why
 

@@ -44,8 +44,16 @@ from relevancy.testing.processes import free_ports
 #: columns that may differ between two runs of the same rows (time, cache state, and which
 #: of two rows sharing a text was first to embed it: the total is checked instead)
 UNSTABLE = {"seconds", "cached", "embedding_tokens"}
-NUMBERS = {"score", "ragas_value", "answer_similarity", "similarity_std", "strictness",
-           "questions_used", "prompt_tokens", "completion_tokens"}  # fmt: skip
+NUMBERS = {
+    "score",
+    "ragas_value",
+    "answer_similarity",
+    "similarity_std",
+    "strictness",
+    "questions_used",
+    "prompt_tokens",
+    "completion_tokens",
+}
 # Ray's own modules warn about their internals; that is not ours to fail on
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -70,16 +78,31 @@ def cluster() -> Iterator[Cluster]:
         RELEVANCY_TEST_CLUSTER=marker,  # finds this cluster's worker processes
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
-    names = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
-             "metrics-export-port", "node-manager-port", "object-manager-port")  # fmt: skip
+    names = (
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+        "node-manager-port",
+        "object-manager-port",
+    )
     # all different, and different from the cluster's own port: ray refuses a port used twice
     chosen = free_ports(len(names) + 1)
     port = chosen.pop()
     ports = [f"--{name}={p}" for name, p in zip(names, chosen)]
     ray_cli = Path(sys.executable).with_name("ray")
-    cmd = [str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=4",
-           "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}",
-           *ports]  # fmt: skip
+    cmd = [
+        str(ray_cli),
+        "start",
+        "--head",
+        "--block",
+        f"--port={port}",
+        "--num-cpus=4",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp}",
+        *ports,
+    ]
     log = temp / "ray-start.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
@@ -248,15 +271,26 @@ def test_cli_connects_with_address_and_the_node_cache_serves_a_rerun(
     want = reference(frame, toy_server)
     backend = cli_backends(toy_server)
     out = tmp_path / "scored.parquet"
-    done = cli(cluster, str(src), "-o", str(out), "--address", cluster.address,
-               "--workers", "2", *backend)  # fmt: skip
+    done = cli(
+        cluster, str(src), "-o", str(out), "--address", cluster.address, "--workers", "2", *backend
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     chat_calls = toy_server.stats()["by_path"]["/v1/chat/completions"]
 
     # the same command again: every row from the node's cache, no new generation
-    again = cli(cluster, str(src), "-o", str(tmp_path / "again.csv"), "--address",
-                cluster.address, "--workers", "2", "--fail-under", "0.99",
-                *backend)  # fmt: skip
+    again = cli(
+        cluster,
+        str(src),
+        "-o",
+        str(tmp_path / "again.csv"),
+        "--address",
+        cluster.address,
+        "--workers",
+        "2",
+        "--fail-under",
+        "0.99",
+        *backend,
+    )
     assert toy_server.stats()["by_path"]["/v1/chat/completions"] == chat_calls
     assert "rows            200  (scored 200, NaN 0, incomplete 0, from cache 0)" in done.stdout
     assert "mean " in done.stdout and "reasons " in done.stdout
@@ -281,8 +315,17 @@ def test_cli_scores_a_folder_into_a_folder_of_parquet(
         write_rows(folder / f"part{i}.jsonl", part)
     want = reference(frame, toy_server)
     out = tmp_path / "out"
-    done = cli(cluster, str(folder), "-o", str(out), "--address", cluster.address,
-               "--chunk-rows", "50", *cli_backends(toy_server))  # fmt: skip
+    done = cli(
+        cluster,
+        str(folder),
+        "-o",
+        str(out),
+        "--address",
+        cluster.address,
+        "--chunk-rows",
+        "50",
+        *cli_backends(toy_server),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     parts = sorted(out.glob("part-*.parquet"))
     assert [len(pd.read_parquet(p)) for p in parts] == [50, 50, 50, 50, 50, 10]
@@ -296,10 +339,25 @@ def test_cli_starts_a_local_cluster_without_an_address(
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, "-m", "relevancy.cli", "score", str(src), "--engine", "ray",
-         "--workers", "1", "-q", *cli_backends(toy_server)],
-        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "relevancy.cli",
+            "score",
+            str(src),
+            "--engine",
+            "ray",
+            "--workers",
+            "1",
+            "-q",
+            *cli_backends(toy_server),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rows            12  (scored 12" in done.stdout
     assert len(pd.read_parquet(tmp_path / "pairs.relevancy.parquet")) == 12
@@ -402,9 +460,13 @@ def test_workers_more_than_fit_are_cut_with_a_note_and_the_run_finishes(
     notes: list[str] = []
     frame = pairs(12)
     scored = score_dataset(
-        ray.data.from_pandas(frame), workers=8, batch_size=4, cpus_per_worker=1.0,
-        on_note=notes.append, **settings(toy_server, cache=False),
-    )  # fmt: skip
+        ray.data.from_pandas(frame),
+        workers=8,
+        batch_size=4,
+        cpus_per_worker=1.0,
+        on_note=notes.append,
+        **settings(toy_server, cache=False),
+    )
     assert notes == [
         "--workers 8 is more than fits: the cluster has 4 CPUs, each worker takes 1 and reading "
         "the input 1, so 3 workers run (the most that fits; with more, the reads would wait "
@@ -420,12 +482,30 @@ def test_ctrl_c_stops_a_ray_run_and_keeps_what_was_written(
     out = tmp_path / "scored.csv"
     with OpenAICompatServer(latency=0.1) as slow:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o", str(out),
-             "--engine", "ray", "-q", "--address", cluster.address, "--workers", "1",
-             "--concurrency", "4", *cli_backends(slow)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "relevancy.cli",
+                "score",
+                str(src),
+                "-o",
+                str(out),
+                "--engine",
+                "ray",
+                "-q",
+                "--address",
+                cluster.address,
+                "--workers",
+                "1",
+                "--concurrency",
+                "4",
+                *cli_backends(slow),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env=dict(cluster.env, RELEVANCY_CACHE_DIR=str(tmp_path / "driver")),
-        )  # fmt: skip
+        )
         try:
             part = out.with_name(out.name + ".part")
             deadline = time.monotonic() + 300

@@ -20,16 +20,27 @@ from relevancy.scoring.doctor import PORTABLE_CMAKE_ARGS, Check, cpu_info, summa
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 NAMES = [
-    "cpu", "llama-cpp-python", "onnxruntime", "tokenizers", "generator model", "embedder model",
-    "cache", "run store", "extras",
-]  # fmt: skip
+    "cpu",
+    "llama-cpp-python",
+    "onnxruntime",
+    "tokenizers",
+    "generator model",
+    "embedder model",
+    "cache",
+    "run store",
+    "extras",
+]
 
 
 def doctor(*args: str, env: dict[str, str] | None = None, timeout: float = 300):
     return subprocess.run(
         [sys.executable, "-m", "relevancy.cli", "doctor", *args],
-        capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.models
@@ -93,9 +104,12 @@ def test_only_the_listed_attempt_is_simulated(monkeypatch):
     monkeypatch.setenv("RELEVANCY_SMOKE_CRASH", "1")
     monkeypatch.setenv("RELEVANCY_SMOKE_ATTEMPT", "2")
     proc = subprocess.run(
-        [sys.executable, "-m", "relevancy.scoring.doctor", "smoke"], capture_output=True, text=True,
-        timeout=300, cwd=ROOT,
-    )  # fmt: skip
+        [sys.executable, "-m", "relevancy.scoring.doctor", "smoke"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("smoke score 0.")
 
@@ -108,11 +122,13 @@ def test_the_summary_line_is_the_worst_problem():
     assert summary_line([ok]) is None
     assert summary_line([ok, warn]) == ("warn", "cpu: no AVX2. Details: `relevancy doctor`.")
     assert summary_line([warn, fail, ok]) == (
-        "fail", "cache: /x is not writable (and 1 more). Details: `relevancy doctor`."
-    )  # fmt: skip
+        "fail",
+        "cache: /x is not writable (and 1 more). Details: `relevancy doctor`.",
+    )
     assert summary_line([crash]) == (
-        "fail", "the embedded generator (llama.cpp) crashed. Details: `relevancy doctor`."
-    )  # fmt: skip
+        "fail",
+        "the embedded generator (llama.cpp) crashed. Details: `relevancy doctor`.",
+    )
 
 
 @pytest.fixture

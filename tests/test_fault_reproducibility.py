@@ -17,19 +17,23 @@ from helpers import toy_metric
 
 TOPICS = ["France", "Japan", "Brazil", "Kenya", "Canada", "Norway", "Egypt", "Chile"]
 ROWS = [
-    (f"What is the capital of {TOPICS[i % 8]} and its river {i}?",
-     f"The capital of {TOPICS[i % 8]} is a large city near river {i}; it has a port.")
+    (
+        f"What is the capital of {TOPICS[i % 8]} and its river {i}?",
+        f"The capital of {TOPICS[i % 8]} is a large city near river {i}; it has a port.",
+    )
     for i in range(60)
-]  # fmt: skip
+]
 
 
 def _run(plan: FaultPlan | None, *, honour_n: bool = True):
     """Every row scored with no cache against a seeded toy server with ``plan``'s faults (all
     kinds: errors, drops, slow, malformed bodies, short or empty replies, bad embeddings)."""
-    with OpenAICompatServer(faults=plan, seeded=True, honour_n=honour_n, retry_after=0.01,
-                            slow_seconds=0.05) as srv:  # fmt: skip
-        metric = toy_metric(srv, client={"timeout": 5.0, "max_retries": 4}, cache=False,
-                            concurrency=8)  # fmt: skip
+    with OpenAICompatServer(
+        faults=plan, seeded=True, honour_n=honour_n, retry_after=0.01, slow_seconds=0.05
+    ) as srv:
+        metric = toy_metric(
+            srv, client={"timeout": 5.0, "max_retries": 4}, cache=False, concurrency=8
+        )
         results = metric.score_many(ROWS)
         faults = sum(srv.stats()["by_fault"].values())
     return results, faults

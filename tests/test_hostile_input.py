@@ -67,11 +67,37 @@ def test_deep_value_inside_a_record_skips_that_line(tmp_path, capsys, fake_backe
 
 
 # --- the fuzz ----------------------------------------------------------------------------------
-_GOOD = [{"question": f"What is the capital of country {i}?", "answer": f"City {i}."}
-         for i in range(4)]  # fmt: skip
-_NASTY = ["", "\0", "\ud800", "\\ud800", '"', "\\", "{", "[", "]}", "\r\n", "\u202e", "=1+2",
-          "１２", "null", "NaN", "1e999", "9" * 5000, "[" * 3000, "[" * 3000 + "]" * 3000,
-          '{"a":' * 3000, "\ufeff", "ÿ", "🙂" * 3, ",", ",x,y", "\t"]  # fmt: skip
+_GOOD = [
+    {"question": f"What is the capital of country {i}?", "answer": f"City {i}."} for i in range(4)
+]
+_NASTY = [
+    "",
+    "\0",
+    "\ud800",
+    "\\ud800",
+    '"',
+    "\\",
+    "{",
+    "[",
+    "]}",
+    "\r\n",
+    "\u202e",
+    "=1+2",
+    "１２",
+    "null",
+    "NaN",
+    "1e999",
+    "9" * 5000,
+    "[" * 3000,
+    "[" * 3000 + "]" * 3000,
+    '{"a":' * 3000,
+    "\ufeff",
+    "ÿ",
+    "🙂" * 3,
+    ",",
+    ",x,y",
+    "\t",
+]
 
 
 def _mutate(rng: random.Random, text: str) -> str:
@@ -185,8 +211,12 @@ def test_ragged_csv_rows_are_skipped_and_listed(tmp_path, capsys, fake_backends)
 
 def test_wrong_type_cells_are_listed_as_row_problems(tmp_path, capsys, fake_backends):
     path = tmp_path / "types.jsonl"
-    rows = [_GOOD[0], {"question": 12345, "answer": "A number."},
-            {"question": "Which numbers?", "answer": [1, 2, 3]}, _GOOD[1]]  # fmt: skip
+    rows = [
+        _GOOD[0],
+        {"question": 12345, "answer": "A number."},
+        {"question": "Which numbers?", "answer": [1, 2, 3]},
+        _GOOD[1],
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     out = tmp_path / "o.csv"
     assert main(["score", str(path), "-o", str(out), "-q"]) == 0
@@ -201,8 +231,11 @@ def test_wrong_type_cells_are_listed_as_row_problems(tmp_path, capsys, fake_back
 def test_csv_renamed_parquet_names_the_fix(tmp_path):
     path = tmp_path / "data.parquet"
     pd.DataFrame(_GOOD).to_csv(path, index=False)
-    with pytest.raises(InputError, match=r"'data.parquet' is CSV text, not Parquet: rename it "
-                                         r"'data.csv'"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"'data.parquet' is CSV text, not Parquet: rename it "
+        r"'data.csv'",
+    ):
         read_table(path)
     path.write_text("\n".join(json.dumps(r) for r in _GOOD))
     with pytest.raises(InputError, match="is JSON Lines text, not Parquet: rename it 'data.jsonl'"):
@@ -219,8 +252,12 @@ def test_trace_records_read_as_a_table_hint_at_format(tmp_path):
 
 
 def test_preflight_tries_twice_before_saying_the_server_cannot_be_reached(toy_server):
-    metric = build_metric(llm="openai:toy-chat", embeddings="openai:toy-embed",
-                          base_url=toy_server.base_url, cache=False)  # fmt: skip
+    metric = build_metric(
+        llm="openai:toy-chat",
+        embeddings="openai:toy-embed",
+        base_url=toy_server.base_url,
+        cache=False,
+    )
     toy_server.script(["drop"])  # one dropped connection: the second try gets through
     preflight(metric)
     toy_server.script(["drop", "drop"])
@@ -235,8 +272,9 @@ def test_cli_preflight_survives_one_dropped_request(toy_server, tmp_path, capsys
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in _GOOD[:1]))
     toy_server.script(["drop"])  # the preflight's first request (the models list)
-    code = main(["score", str(path), "-o", str(tmp_path / "o.csv"), "-q",
-                 *cli_backends(toy_server)])  # fmt: skip
+    code = main(
+        ["score", str(path), "-o", str(tmp_path / "o.csv"), "-q", *cli_backends(toy_server)]
+    )
     assert code == 0, capsys.readouterr().err
 
 
@@ -253,7 +291,7 @@ def test_cli_preflight_survives_one_dropped_request(toy_server, tmp_path, capsys
         5,
         {"run": object()},
         {3: "x"},
-    ],  # fmt: skip
+    ],
 )
 def test_parse_link_never_raises(params):
     link = parse_link(params)
@@ -281,12 +319,24 @@ def test_api_generator_sends_at_most_the_cap_and_says_so(toy_server, tmp_path, c
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps({"question": "What is the capital of France?", "answer": answer}))
     out = tmp_path / "o.csv"
-    code = main(["score", str(path), "-o", str(out), "-q", "--max-response-chars", "5000",
-                 *cli_backends(toy_server)])  # fmt: skip
+    code = main(
+        [
+            "score",
+            str(path),
+            "-o",
+            str(out),
+            "-q",
+            "--max-response-chars",
+            "5000",
+            *cli_backends(toy_server),
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err
-    assert f"response has {len(answer):,} characters: the question generator is sent the " \
-        "first 5,000 only (about 1,250 tokens" in err  # fmt: skip
+    assert (
+        f"response has {len(answer):,} characters: the question generator is sent the "
+        "first 5,000 only (about 1,250 tokens" in err
+    )
     # the estimate's prompt tokens follow the cap, not the megabyte
     estimate = next(line for line in err.splitlines() if line.strip().startswith("tokens"))
     shown = estimate.split("about ")[1].split(" in")[0].replace(",", "")  # "1k", "262k"
@@ -303,11 +353,17 @@ def test_api_generator_sends_at_most_the_cap_and_says_so(toy_server, tmp_path, c
 
 
 def test_api_generator_cap_defaults_to_20000_characters(toy_server):
-    metric = build_metric(llm="openai:toy-chat", embeddings="openai:toy-embed",
-                          base_url=toy_server.base_url, cache=False)  # fmt: skip
+    metric = build_metric(
+        llm="openai:toy-chat",
+        embeddings="openai:toy-embed",
+        base_url=toy_server.base_url,
+        cache=False,
+    )
     assert metric.llm.max_response_chars == 20_000
-    result = metric.score(user_input="What is the capital of France?",
-                          response="Paris is the capital of France. " * 5_000)  # fmt: skip
+    result = metric.score(
+        user_input="What is the capital of France?",
+        response="Paris is the capital of France. " * 5_000,
+    )
     assert result.notes and "first 20,000 of 160,000 characters" in result.notes[0]
     chat = [r for r in toy_server.requests if r["path"].endswith("/chat/completions")][-1]
     assert len(chat["body"]["messages"][-1]["content"]) == 20_000 + len("Response: ")

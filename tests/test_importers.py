@@ -33,8 +33,16 @@ SAMPLES = [
         "Langfuse traces: 4 question/answer pairs found, 2 traces without an answer skipped, "
         "1 trace without a question skipped",
         "How do I rotate an API key without downtime?",
-        {"trace_id", "name", "timestamp", "release", "session_id", "user_id", "tags",
-         "metadata.prompt_version"},
+        {
+            "trace_id",
+            "name",
+            "timestamp",
+            "release",
+            "session_id",
+            "user_id",
+            "tags",
+            "metadata.prompt_version",
+        },
     ),
     (
         "langfuse_observations.json",
@@ -51,8 +59,15 @@ SAMPLES = [
         "LangSmith runs: 3 question/answer pairs found, 4 child runs skipped, 1 run that failed "
         "skipped (each trace read from its root run)",
         "How do I reset two-factor authentication for a user?",
-        {"run_id", "trace_id", "run_type", "start_time", "tags", "metadata.prompt_version",
-         "example_id"},
+        {
+            "run_id",
+            "trace_id",
+            "run_type",
+            "start_time",
+            "tags",
+            "metadata.prompt_version",
+            "example_id",
+        },
     ),
     (
         "phoenix/spans.parquet",
@@ -107,7 +122,7 @@ SAMPLES = [
         "How long should pasta rest after draining?",
         {"model", "source"},
     ),
-]  # fmt: skip
+]
 
 
 def _read(name: str, **kw) -> tuple[pd.DataFrame, ImportReport]:
@@ -168,16 +183,24 @@ def test_what_each_pair_holds():
 
 def test_a_chat_answer_is_the_last_assistant_reply_after_the_last_user_turn(tmp_path):
     conversations = [
-        {"messages": [{"role": "user", "content": "Old question?"},
-                      {"role": "assistant", "content": "Old answer."},
-                      {"role": "user", "content": "How do I reset it?"},
-                      {"role": "assistant", "content": "Let me look that up."},
-                      {"role": "assistant", "content": "Hold the button for ten seconds."}]},
-        {"messages": [{"role": "user", "content": "Which port?"},
-                      {"role": "assistant", "content": ""},
-                      {"role": "tool", "content": "{\"port\": 8080}"},
-                      {"role": "assistant", "content": "Port 8080."}]},
-    ]  # fmt: skip
+        {
+            "messages": [
+                {"role": "user", "content": "Old question?"},
+                {"role": "assistant", "content": "Old answer."},
+                {"role": "user", "content": "How do I reset it?"},
+                {"role": "assistant", "content": "Let me look that up."},
+                {"role": "assistant", "content": "Hold the button for ten seconds."},
+            ]
+        },
+        {
+            "messages": [
+                {"role": "user", "content": "Which port?"},
+                {"role": "assistant", "content": ""},
+                {"role": "tool", "content": '{"port": 8080}'},
+                {"role": "assistant", "content": "Port 8080."},
+            ]
+        },
+    ]
     path = tmp_path / "chat.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in conversations))
     report = ImportReport()
@@ -185,24 +208,38 @@ def test_a_chat_answer_is_the_last_assistant_reply_after_the_last_user_turn(tmp_
     assert report.format == "openai-chat"
     assert frame["user_input"].tolist() == ["How do I reset it?", "Which port?"]
     # independently: the last non-empty assistant message of each conversation
-    last = [[m["content"] for m in c["messages"] if m["role"] == "assistant" and m["content"]][-1]
-            for c in conversations]  # fmt: skip
+    last = [
+        [m["content"] for m in c["messages"] if m["role"] == "assistant" and m["content"]][-1]
+        for c in conversations
+    ]
     assert frame["response"].tolist() == last == ["Hold the button for ten seconds.", "Port 8080."]
 
 
 def test_a_langsmith_runs_model_is_its_ls_model_name_first(tmp_path):
     def run(i: int, extra: dict) -> dict:
-        return {"id": f"r{i}", "trace_id": f"t{i}", "name": "chain", "run_type": "chain",
-                "parent_run_id": None, "inputs": {"question": f"Question {i}?"},
-                "outputs": {"output": f"Answer {i}."}, "extra": extra,
-                "start_time": "2026-01-01T00:00:00"}  # fmt: skip
+        return {
+            "id": f"r{i}",
+            "trace_id": f"t{i}",
+            "name": "chain",
+            "run_type": "chain",
+            "parent_run_id": None,
+            "inputs": {"question": f"Question {i}?"},
+            "outputs": {"output": f"Answer {i}."},
+            "extra": extra,
+            "start_time": "2026-01-01T00:00:00",
+        }
 
     runs = [
-        run(0, {"metadata": {"ls_model_name": "gpt-4o-mini", "ls_provider": "openai"},
-                "invocation_params": {"model": "gpt-4o", "model_name": "gpt-4o"}}),
+        run(
+            0,
+            {
+                "metadata": {"ls_model_name": "gpt-4o-mini", "ls_provider": "openai"},
+                "invocation_params": {"model": "gpt-4o", "model_name": "gpt-4o"},
+            },
+        ),
         run(1, {"invocation_params": {"model_name": "claude-x"}}),
         run(2, {"metadata": {"ls_model_name": "llama-3"}}),
-    ]  # fmt: skip
+    ]
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in runs))
     report = ImportReport()
@@ -219,8 +256,12 @@ def test_extra_columns_are_usable_as_variant_and_kept_with_the_results():
     assert observations["prompt_version"].tolist() == [3, 4, 3]
     # Langfuse traces: the prompt version from the metadata, chosen as the variant
     traces, _ = _read("langfuse_traces.json")
-    mapping = {"user_input": "user_input", "response": "response",
-               "variant": "metadata.prompt_version", "id": "trace_id"}  # fmt: skip
+    mapping = {
+        "user_input": "user_input",
+        "response": "response",
+        "variant": "metadata.prompt_version",
+        "id": "trace_id",
+    }
     mapped = apply_mapping(traces, mapping)
     assert mapped["variant"].tolist() == ["b", "a", "b", "a"]
     assert mapped["id"].iloc[0] == "7f3c2b9e-1d4a-4c1e-9a51-0c8e2f6d1a01"
@@ -265,9 +306,16 @@ def test_a_csv_export_reads_like_the_json_one(tmp_path):
 
 
 def test_columns_of_mixed_types_are_written_as_text(tmp_path):
-    chats = [{"messages": [{"role": "user", "content": f"Q{i}?"},
-                           {"role": "assistant", "content": f"A{i}."}],
-              "metadata": {"prompt": version}} for i, version in enumerate([3, "v4"])]  # fmt: skip
+    chats = [
+        {
+            "messages": [
+                {"role": "user", "content": f"Q{i}?"},
+                {"role": "assistant", "content": f"A{i}."},
+            ],
+            "metadata": {"prompt": version},
+        }
+        for i, version in enumerate([3, "v4"])
+    ]
     path = tmp_path / "chats.jsonl"
     path.write_text("\n".join(json.dumps(c) for c in chats))
     frame = read_table(path)
@@ -381,8 +429,12 @@ def test_bad_and_partial_files_get_one_line(tmp_path):
 
 
 def test_payload_shapes():
-    lc_human = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages",
-                "HumanMessage"], "kwargs": {"content": "Q?", "type": "human"}}  # fmt: skip
+    lc_human = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "HumanMessage"],
+        "kwargs": {"content": "Q?", "type": "human"},
+    }
     assert text_of({"messages": [[lc_human]]}, "q") == "Q?"
     assert text_of({"generations": [[{"text": "A.", "type": "ChatGeneration"}]]}, "a") == "A."
     assert text_of([{"message.role": "user", "message.content": "Q?"}], "q") == "Q?"
@@ -392,8 +444,11 @@ def test_payload_shapes():
     assert text_of({"error": "timeout"}, "a") == ""
     assert text_of({"answer": None, "error": "timeout"}, "a") == ""
     assert text_of({"question": "Q?", "context": "long text"}, "q") == "Q?"
-    conversation = [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"},
-                    {"role": "user", "content": "Q2"}]  # fmt: skip
+    conversation = [
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "Q2"},
+    ]
     assert (text_of(conversation, "q"), text_of(conversation, "a")) == ("Q2", "")
     assert detect([{"question": "q", "answer": "a"}]) == "table"
     assert detect([{"messages": conversation}, {"question": "x"}]) == "openai-chat"
@@ -403,13 +458,20 @@ def test_payload_shapes():
 def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys, toy_server):
     backends = cli_backends(toy_server)
     out = tmp_path / "traces.csv"
-    args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q",
-            "--save-run", "from langfuse", *backends]  # fmt: skip
+    args = [
+        "score",
+        str(DATA / "langfuse_traces.json"),
+        "-o",
+        str(out),
+        "-q",
+        "--save-run",
+        "from langfuse",
+        *backends,
+    ]
     assert main(args) == 0
     first = capsys.readouterr()
     hf_out = tmp_path / "hf.parquet"
-    args = ["score", str(DATA / "hf_qa"), "-o", str(hf_out), "-q", "--chunk-rows", "3",
-            *backends]  # fmt: skip
+    args = ["score", str(DATA / "hf_qa"), "-o", str(hf_out), "-q", "--chunk-rows", "3", *backends]
     assert main(args) == 0
     second = capsys.readouterr()
     assert (
@@ -430,13 +492,28 @@ def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys
 def test_cli_format_option(tmp_path, capsys, toy_server):
     backends = cli_backends(toy_server)
     out = tmp_path / "runs.jsonl"
-    args = ["score", str(DATA / "langsmith_runs.jsonl"), "-o", str(out), "-q",
-            "--format", "langsmith", *backends]  # fmt: skip
+    args = [
+        "score",
+        str(DATA / "langsmith_runs.jsonl"),
+        "-o",
+        str(out),
+        "-q",
+        "--format",
+        "langsmith",
+        *backends,
+    ]
     assert main(args) == 0
     assert "input           LangSmith runs: 3 question/answer pairs" in capsys.readouterr().err
     assert len(pd.read_json(out, lines=True)) == 3
-    args = ["score", str(DATA / "openai/chat.jsonl"), "-o", str(tmp_path / "x.csv"),
-            "--format", "table", *backends]  # fmt: skip
+    args = [
+        "score",
+        str(DATA / "openai/chat.jsonl"),
+        "-o",
+        str(tmp_path / "x.csv"),
+        "--format",
+        "table",
+        *backends,
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: missing column 'user_input'")

@@ -216,9 +216,19 @@ def test_json_is_written_a_slice_at_a_time_with_the_same_rows(tmp_path, monkeypa
 
 
 # --- formulas hidden after whitespace, in full-width forms, and in header cells (issue 25) ---
-HIDDEN_FORMULAS = [" =1+2", "\n=1+2", "\r\n+1+2", "  \n @SUM(A1)", "\u3000-1+2",
-                   "\uff1d1+2", "\uff0b1+2", "\uff0d1+2", "\uff20SUM(A1)", " \uff1d1+2",
-                   "\u200b=1+2"]  # fmt: skip
+HIDDEN_FORMULAS = [
+    " =1+2",
+    "\n=1+2",
+    "\r\n+1+2",
+    "  \n @SUM(A1)",
+    "\u3000-1+2",
+    "\uff1d1+2",
+    "\uff0b1+2",
+    "\uff0d1+2",
+    "\uff20SUM(A1)",
+    " \uff1d1+2",
+    "\u200b=1+2",
+]
 
 
 @pytest.mark.parametrize("formula", HIDDEN_FORMULAS)
@@ -244,12 +254,17 @@ def _assert_header_defused(path):
 def test_cli_and_store_exports_neutralise_header_cells(tmp_path, toy_server):
     data = tmp_path / "in.csv"
     pd.DataFrame(
-        {"question": ["What is the capital of France?"], "answer": ["Paris is the capital."],
-         HEADER: ["x"], "\uff1dcmd": ["y"]}
-    ).to_csv(data, index=False)  # fmt: skip
+        {
+            "question": ["What is the capital of France?"],
+            "answer": ["Paris is the capital."],
+            HEADER: ["x"],
+            "\uff1dcmd": ["y"],
+        }
+    ).to_csv(data, index=False)
     out = tmp_path / "x.csv"
-    code = main(["score", str(data), "-o", str(out), "-q", "--save-run", "hdr",
-                 *cli_backends(toy_server)])  # fmt: skip
+    code = main(
+        ["score", str(data), "-o", str(out), "-q", "--save-run", "hdr", *cli_backends(toy_server)]
+    )
     assert code == 0
     _assert_header_defused(out)
     store = RunStore()

@@ -38,8 +38,19 @@ def test_score_with_a_label_column_prints_the_agreement_and_keeps_the_labels(
     backends = cli_backends(toy_server, "-q")
     src, out = labelled_set(tmp_path / "in.csv"), tmp_path / "out.csv"
     store = tmp_path / "runs.sqlite3"
-    code = main(["score", str(src), "-o", str(out), "--save-run", "labelled", "--store",
-                 str(store), *backends])  # fmt: skip
+    code = main(
+        [
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--save-run",
+            "labelled",
+            "--store",
+            str(store),
+            *backends,
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "labels          column 'rating': 24 rows labelled" in captured.err
@@ -47,9 +58,10 @@ def test_score_with_a_label_column_prints_the_agreement_and_keeps_the_labels(
     assert table["label"].tolist()[:4] == ["no", "yes", "yes", "no"]  # as written in the input
     # the summary's figures are the library's on the written file (questions resampled)
     expected = agreement(
-        table["score"].to_numpy(), parse_labels(table["label"].tolist()),
+        table["score"].to_numpy(),
+        parse_labels(table["label"].tolist()),
         groups=table["user_input"].tolist(),
-    )  # fmt: skip
+    )
     text = captured.out
     assert (
         _line(text, "labels  ")
@@ -100,8 +112,7 @@ def test_label_column_problems_are_one_line(toy_server, tmp_path, capsys):
         ("nope", "error: no label column 'nope' in 'in.csv'; columns found: 'question'"),
         ("question", "error: column 'question' is the user_input column"),
     ):
-        assert main(["score", str(src), "-o", out, "--label-column", column,
-                     *backends]) == 2  # fmt: skip
+        assert main(["score", str(src), "-o", out, "--label-column", column, *backends]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 or err[-1].startswith("error:")
         assert err[-1].startswith(message), err

@@ -37,8 +37,18 @@ def test_chunks_give_the_same_output_and_the_run_is_saved(tmp_path, capsys, toy_
     whole, chunked = tmp_path / "whole.csv", tmp_path / "chunked.parquet"
     assert main(["score", str(src), "-o", str(whole), "-q", *backends]) == 0
     capsys.readouterr()
-    args = ["score", str(src), "-o", str(chunked), "-q", "--chunk-rows", "5",
-            "--save-run", "from the CLI", *backends]  # fmt: skip
+    args = [
+        "score",
+        str(src),
+        "-o",
+        str(chunked),
+        "-q",
+        "--chunk-rows",
+        "5",
+        "--save-run",
+        "from the CLI",
+        *backends,
+    ]
     assert main(args) == 0
     out = capsys.readouterr()
     a, b = pd.read_csv(whole), pd.read_parquet(chunked)
@@ -86,11 +96,26 @@ def test_the_cli_and_the_dashboard_write_one_store_at_once(tmp_path):
     with OpenAICompatServer(latency=0.01) as srv:
         env = {**os.environ, "RELEVANCY_STORE": str(store_path)}
         cli = subprocess.Popen(
-            [sys.executable, "-m", "relevancy.cli", "score", str(src), "-o",
-             str(tmp_path / "big.jsonl"), "-q", "--chunk-rows", "50", "--save-run", "cli run",
-             *cli_backends(srv)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "relevancy.cli",
+                "score",
+                str(src),
+                "-o",
+                str(tmp_path / "big.jsonl"),
+                "-q",
+                "--chunk-rows",
+                "50",
+                "--save-run",
+                "cli run",
+                *cli_backends(srv),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         at = visit(choose_toy_backend(app(), srv), "1_Dataset.py")
         at.segmented_control(key="_w_ds_source").set_value("Bundled demo").run()
         at.button(key="ds_score").click().run()

@@ -67,12 +67,27 @@ def test_a_bad_port_is_one_line(capsys):
 def test_relevancy_dashboard_serves_from_another_folder(tmp_path):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "relevancy.cli", "dashboard", "--port", str(port),
-           "--server.headless", "true", "--server.address", "127.0.0.1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "relevancy.cli",
+        "dashboard",
+        "--port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+    ]
     server = ServerProcess(
-        cmd, url_to_poll=f"http://127.0.0.1:{port}/_stcore/health", expect=b"ok", env=env,
-        cwd=tmp_path, log_path=tmp_path / "log.txt", timeout=90,
-    )  # fmt: skip
+        cmd,
+        url_to_poll=f"http://127.0.0.1:{port}/_stcore/health",
+        expect=b"ok",
+        env=env,
+        cwd=tmp_path,
+        log_path=tmp_path / "log.txt",
+        timeout=90,
+    )
     with server, urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
         assert resp.status == 200
         pid = server.pid  # the command became Streamlit: stopping it leaves no orphan behind

@@ -73,9 +73,11 @@ def test_the_lock_holds_only_what_pyproject_pulls_in():
     orphans = [n for n, parents in via.items() if not parents and n not in NO_DEPS]
     assert not orphans, f"{orphans} are pinned but nothing needs them: {FIX}"
     unknown = {
-        p for parents in via.values() for p in parents
+        p
+        for parents in via.values()
+        for p in parents
         if p != TOP and canonicalize_name(p.split()[0]) not in pins
-    }  # fmt: skip
+    }
     assert not unknown, f"pins pulled in by packages not in the lock: {unknown}"
 
 

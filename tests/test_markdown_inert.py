@@ -24,8 +24,14 @@ QUESTION = "What does https://example.com/q) say about **resets** and [links](ht
 ANSWER = "See https://example.com/a and _this_ [page](https://example.com/p) # heading"
 VARIANTS = ["[A](https://example.com/va)", "**B** https://example.com/vb"]
 TEAM = "<b>team</b> [t](https://example.com/t) `code`"
-PAGES = ["1_Dataset.py", "2_Distributions.py", "3_Embeddings.py", "4_Compare.py", "5_Runs.py",
-         "6_Agreement.py"]  # fmt: skip
+PAGES = [
+    "1_Dataset.py",
+    "2_Distributions.py",
+    "3_Embeddings.py",
+    "4_Compare.py",
+    "5_Runs.py",
+    "6_Agreement.py",
+]
 #: a live link, a bare URL GitHub-flavoured Markdown would link, emphasis or HTML from the data
 LIVE = re.compile(
     r"\]\(https?:|(?<!\\)https?:|(?<![\\*])\*\*(resets|B)\*\*|(?<!\\)<(i|b)>|(?<!\\)_this_"
@@ -35,15 +41,36 @@ LIVE = re.compile(
 def shown_markdown(at) -> list[str]:
     """Every string of the page Streamlit renders as Markdown."""
     found = []
-    for kind in ("markdown", "caption", "title", "header", "subheader", "success", "info",
-                 "warning", "error", "latex"):  # fmt: skip
+    for kind in (
+        "markdown",
+        "caption",
+        "title",
+        "header",
+        "subheader",
+        "success",
+        "info",
+        "warning",
+        "error",
+        "latex",
+    ):
         found += [str(e.value) for e in getattr(at, kind)]
     for element in at.expander:
         found.append(str(element.label))
     for element in at.metric:
         found.append(str(element.label))
-    for kind in ("selectbox", "multiselect", "radio", "text_input", "slider", "checkbox",
-                 "button", "toggle", "number_input", "select_slider", "text_area"):  # fmt: skip
+    for kind in (
+        "selectbox",
+        "multiselect",
+        "radio",
+        "text_input",
+        "slider",
+        "checkbox",
+        "button",
+        "toggle",
+        "number_input",
+        "select_slider",
+        "text_area",
+    ):
         for widget in getattr(at, kind):
             found.append(str(getattr(widget, "label", "")))
             found.append(str(getattr(widget, "help", "") or ""))
@@ -55,14 +82,27 @@ def shown_markdown(at) -> list[str]:
 @pytest.fixture
 def hostile_run(tmp_path, toy_server):
     rows = [
-        {"id": f"q{i}", "variant": VARIANTS[i % 2], "team": TEAM,
-         "user_input": f"{QUESTION} ({i // 2})", "response": f"{ANSWER} {i}"}
+        {
+            "id": f"q{i}",
+            "variant": VARIANTS[i % 2],
+            "team": TEAM,
+            "user_input": f"{QUESTION} ({i // 2})",
+            "response": f"{ANSWER} {i}",
+        }
         for i in range(8)
-    ]  # fmt: skip
+    ]
     path = tmp_path / "hostile.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    args = ["score", str(path), "-o", str(tmp_path / "out.csv"), "--save-run", NAME, "-q",
-            *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(path),
+        "-o",
+        str(tmp_path / "out.csv"),
+        "--save-run",
+        NAME,
+        "-q",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 0
     return next(r for r in RunStore(default_store_path()).list_runs() if r.name == NAME)
 

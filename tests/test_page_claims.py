@@ -27,8 +27,10 @@ def test_the_demo_scale_states_the_shipped_demo():
     good = [r["value"] for label, r in zip(labels, rows) if label == "on-topic"]
     bad = [r["value"] for label, r in zip(labels, rows) if label in ("off-topic", "evasive")]
     claim = demo_scale()
-    assert f"its {len(good)} direct, complete answers have a median of " \
-           f"{statistics.median(good):.2f}" in claim.text  # fmt: skip
+    assert (
+        f"its {len(good)} direct, complete answers have a median of "
+        f"{statistics.median(good):.2f}" in claim.text
+    )
     assert f"its {len(bad)} off-topic or evasive ones {statistics.median(bad):.2f}" in claim.text
     # the figure the page used to type ("good answers usually score above 0.7") was not so
     assert statistics.median(good) < 0.7
@@ -88,8 +90,11 @@ def _prose(path: Path) -> list[str]:
 
 
 def test_no_page_types_a_measured_figure():
-    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")),
-             *sorted((ROOT / "relevancy" / "dashboard").rglob("*.py"))]  # fmt: skip
+    files = [
+        ROOT / "app.py",
+        *sorted((ROOT / "pages").glob("*.py")),
+        *sorted((ROOT / "relevancy" / "dashboard").rglob("*.py")),
+    ]
     typed = []
     for path in files:
         if path.name == "claims.py":

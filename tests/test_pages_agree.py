@@ -46,7 +46,7 @@ def test_the_estimate_learns_from_the_last_run_and_counts_cached_rows(tmp_path, 
         [
             {"question": f"What is fact number {i}?", "answer": f"Fact {i} is a fact."}
             for i in range(12)
-        ],  # fmt: skip
+        ],
     )
     at = visit(choose_toy_backend(app(), toy_server), "1_Dataset.py")
     at.file_uploader(key="ds_upload").upload("twelve.csv", src.read_bytes(), "text/csv").run()

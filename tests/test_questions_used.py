@@ -54,16 +54,22 @@ def test_min_questions_lets_a_row_on_fewer_questions_be_ok(toy_server):
 
 def _result(sims: tuple[float | None, ...], *, reason: str = "", strictness: int = 3):
     questions = [
-        QuestionScore("", None, None, "cut off after 20 s") if s is None
+        QuestionScore("", None, None, "cut off after 20 s")
+        if s is None
         else QuestionScore(f"Where is question {i}?", s, None)
         for i, s in enumerate(sims)
-    ]  # fmt: skip
+    ]
     used = [s for s in sims if s is not None]
     return RelevancyResult(
-        user_input=QUESTION, response=ANSWER, value=sum(used) / len(used), questions=questions,
-        answer_similarity=0.8, strictness=strictness, reason=reason,
+        user_input=QUESTION,
+        response=ANSWER,
+        value=sum(used) / len(used),
+        questions=questions,
+        answer_similarity=0.8,
+        strictness=strictness,
+        reason=reason,
         parts=[{"text": ANSWER, "similarity": 0.8}],
-    )  # fmt: skip
+    )
 
 
 def test_triage_flags_and_gates_ok_on_the_questions_used():
@@ -103,10 +109,13 @@ def test_the_store_keeps_filters_and_counts_incomplete_rows(tmp_path):
 
 
 def test_the_cli_summary_and_output_count_incomplete_rows(toy_server, tmp_path, capsys):
-    data = write_rows(tmp_path / "two.csv", [
-        {"question": QUESTION, "answer": ANSWER},
-        {"question": "Where is Rome?", "answer": "Rome is in Italy."},
-    ])  # fmt: skip
+    data = write_rows(
+        tmp_path / "two.csv",
+        [
+            {"question": QUESTION, "answer": ANSWER},
+            {"question": "Where is Rome?", "answer": "Rome is in Italy."},
+        ],
+    )
     # after the two model lists of the preflight, the first row's 7 requests: 2 of 3 questions
     toy_server.script([None, None, *["fewer_choices"] * 7])
     out = tmp_path / "two.scored.csv"

@@ -34,10 +34,12 @@ def sdk(srv: OpenAICompatServer) -> openai.OpenAI:
 
 def rows(n: int) -> list[dict[str, str]]:
     return [
-        {"user_input": f"What does widget {i} do?",
-         "response": f"Widget {i} tightens bolts on the assembly line."}
+        {
+            "user_input": f"What does widget {i} do?",
+            "response": f"Widget {i} tightens bolts on the assembly line.",
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def metric(srv: OpenAICompatServer, **options: object) -> AnswerRelevancy:
@@ -132,8 +134,17 @@ def test_limits_change_through_the_admin_endpoint_and_the_command_line() -> None
         with urllib.request.urlopen(request) as answer:
             assert json.load(answer)["rpm"] == 10
         sdk(srv).chat.completions.create(model=CHAT_MODEL, messages=MESSAGES)  # admitted now
-    argv = ["--rpm", "60", "--tpm", "40000", "--limit-window", "6", "--no-limit-retry-after",
-            "--batch-delay", "2"]  # fmt: skip
+    argv = [
+        "--rpm",
+        "60",
+        "--tpm",
+        "40000",
+        "--limit-window",
+        "6",
+        "--no-limit-retry-after",
+        "--batch-delay",
+        "2",
+    ]
     options = server_options(parse_args(argv))
     assert (options["rpm"], options["tpm"], options["limit_window"]) == (60, 40000, 6.0)
     assert options["limit_retry_after"] is False and options["batch_delay"] == 2.0
@@ -335,8 +346,11 @@ def test_the_probes_answer_wakes_the_requests_waiting_for_the_window() -> None:
         rate = RateController("m", maximum=8, start=8, clock=lambda: clock["now"])
         probe = await rate._acquire(0.0)
         rate._release(probe)
-        rate.observe({"x-ratelimit-remaining-requests": "0",
-                      "x-ratelimit-reset-requests": "60s"}, 0.01, sent=probe)  # fmt: skip
+        rate.observe(
+            {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "60s"},
+            0.01,
+            sent=probe,
+        )
         waiting = asyncio.ensure_future(rate._acquire(0.0))  # sleeps until the reset
         await asyncio.sleep(0.05)
         assert not waiting.done()
@@ -369,11 +383,17 @@ def test_the_token_budget_holds_one_request_back_and_requests_are_exact() -> Non
     for cost in (800, 1000, 900):  # the estimate is their mean at first: 900
         rate.observe({}, 0.01, tokens=cost)
     assert rate.tokens_per_request == pytest.approx(900)
-    rate.observe({"x-ratelimit-remaining-tokens": "9000",
-                  "x-ratelimit-remaining-requests": "50"}, 0.01, tokens=900)  # fmt: skip
+    rate.observe(
+        {"x-ratelimit-remaining-tokens": "9000", "x-ratelimit-remaining-requests": "50"},
+        0.01,
+        tokens=900,
+    )
     assert rate.budget == 9  # 10 requests' worth, one held back
-    rate.observe({"x-ratelimit-remaining-tokens": "900000",
-                  "x-ratelimit-remaining-requests": "7"}, 0.01, tokens=900)  # fmt: skip
+    rate.observe(
+        {"x-ratelimit-remaining-tokens": "900000", "x-ratelimit-remaining-requests": "7"},
+        0.01,
+        tokens=900,
+    )
     assert rate.budget == 7  # the requests left, all of them
     rate.observe({}, 0.01, tokens=1900)
     assert rate.tokens_per_request == pytest.approx((800 + 1000 + 900 * 3 + 1900) / 6)
@@ -397,8 +417,18 @@ def test_the_estimate_accounts_for_the_limit(toy_server: OpenAICompatServer) -> 
 def test_the_cli_shows_requests_at_once_and_the_limit(tmp_path, capsys) -> None:
     src = write_rows(tmp_path / "pairs.csv", rows(12))
     with OpenAICompatServer(rpm=3, limit_window=0.2) as srv:
-        code = main(["score", str(src), "-o", str(tmp_path / "out.csv"), "--no-cache",
-                     "--rpm", "600", *cli_backends(srv)])  # fmt: skip
+        code = main(
+            [
+                "score",
+                str(src),
+                "-o",
+                str(tmp_path / "out.csv"),
+                "--no-cache",
+                "--rpm",
+                "600",
+                *cli_backends(srv),
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 0
     assert "rate limit    12 rows at 600 RPM: at least" in err
@@ -409,8 +439,19 @@ def test_the_cli_shows_requests_at_once_and_the_limit(tmp_path, capsys) -> None:
 def test_fixed_concurrency_from_the_cli(tmp_path, capsys) -> None:
     src = write_rows(tmp_path / "pairs.csv", rows(6))
     with OpenAICompatServer(rpm=2, limit_window=0.2) as srv:
-        code = main(["score", str(src), "-o", str(tmp_path / "out.csv"), "--no-cache",
-                     "--concurrency", "3", "--fixed-concurrency", *cli_backends(srv)])  # fmt: skip
+        code = main(
+            [
+                "score",
+                str(src),
+                "-o",
+                str(tmp_path / "out.csv"),
+                "--no-cache",
+                "--concurrency",
+                "3",
+                "--fixed-concurrency",
+                *cli_backends(srv),
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 0
     assert "requests: 3 + 3 at once" in err  # the generator's and the embedder's, fixed at 3

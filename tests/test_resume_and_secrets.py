@@ -179,22 +179,40 @@ def test_an_unprefixed_key_never_leaks_through_the_cli(tmp_path, kind, via):
             assert code == 0, stderr
             assert "failed (" in stdout and "HTTP 500" in checkpoint
             texts += [stdout, stderr, checkpoint]
-        one = cli(["score-one", "Where is Paris?", "Paris is in France.",
-                   *cli_backends(srv, *options)], env)  # fmt: skip
+        one = cli(
+            ["score-one", "Where is Paris?", "Paris is in France.", *cli_backends(srv, *options)],
+            env,
+        )
         texts += one.communicate(timeout=60)
         assert all(r["authorization_ok"] for r in srv.requests)  # the key was sent
     with OpenAICompatServer(api_key="a-different-key-0000") as srv:  # the key is refused
-        refused = cli(["score", str(src), "-o", str(tmp_path / "x.csv"),
-                       *cli_backends(srv, *options)], env)  # fmt: skip
+        refused = cli(
+            ["score", str(src), "-o", str(tmp_path / "x.csv"), *cli_backends(srv, *options)], env
+        )
         texts += refused.communicate(timeout=60)
         assert refused.returncode == 2 and "refused the API key" in texts[-1]
     if kind == "azure-style":
         # the Azure backend's error path (the toy server has no Azure routes: HTTP 404)
         with OpenAICompatServer() as srv:
             endpoint = srv.base_url.removesuffix("/v1")
-            run = cli(["score", str(src), "-o", str(tmp_path / "az.csv"), "-q", "--llm",
-                       "azure:chat", "--embeddings", "azure:embed", "--base-url", endpoint,
-                       "--api-key", key], env)  # fmt: skip
+            run = cli(
+                [
+                    "score",
+                    str(src),
+                    "-o",
+                    str(tmp_path / "az.csv"),
+                    "-q",
+                    "--llm",
+                    "azure:chat",
+                    "--embeddings",
+                    "azure:embed",
+                    "--base-url",
+                    endpoint,
+                    "--api-key",
+                    key,
+                ],
+                env,
+            )
             texts += run.communicate(timeout=60)
             assert run.returncode == 1 and "HTTP 404" in texts[-2]
     for text in texts:

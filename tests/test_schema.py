@@ -25,8 +25,10 @@ def _result(**over) -> RelevancyResult:
         user_input="Where is Paris?",
         response="Paris is in France. It is big.",
         value=0.62,
-        questions=[QuestionScore("Where is Paris?", 0.9, False), QuestionScore("", None, None,
-                                                                                "cut off")],
+        questions=[
+            QuestionScore("Where is Paris?", 0.9, False),
+            QuestionScore("", None, None, "cut off"),
+        ],
         noncommittal=False,
         noncommittal_method="exemplars",
         answer_similarity=0.7,
@@ -42,9 +44,14 @@ def _result(**over) -> RelevancyResult:
         usage={"prompt_tokens": 12, "completion_tokens": 7, "embedding_tokens": 30},
         user_input_embedding=[1.0, 0.0, 0.0],
         question_embeddings=[[0.9, 0.1, 0.0]],
-        languages={"question": "en", "answer": "en", "generated": ["en", None],
-                   "generated_differs": [False, None], "prompted": "fr"},
-    )  # fmt: skip
+        languages={
+            "question": "en",
+            "answer": "en",
+            "generated": ["en", None],
+            "generated_differs": [False, None],
+            "prompted": "fr",
+        },
+    )
     data.update(over)
     return RelevancyResult(**data)
 
@@ -66,8 +73,9 @@ def test_every_export_column_comes_from_the_schema():
 def test_the_store_keeps_every_stored_column_and_reads_the_result_back(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite3")
     r = _result()
-    run = store.create_run("x", {}, pd.DataFrame({"user_input": [r.user_input],
-                                                  "response": [r.response]}))  # fmt: skip
+    run = store.create_run(
+        "x", {}, pd.DataFrame({"user_input": [r.user_input], "response": [r.response]})
+    )
     store.append_results(run, [(0, r)])
     db = sqlite3.connect(tmp_path / "runs.sqlite3")
     have = [row[1] for row in db.execute("PRAGMA table_info(results)")]
@@ -87,7 +95,7 @@ def test_the_store_keeps_every_stored_column_and_reads_the_result_back(tmp_path)
         "answer_similarity",
         "noncommittal_method",
     ):
-        assert getattr(back, name) == getattr(r, name), name  # fmt: skip
+        assert getattr(back, name) == getattr(r, name), name
     # vectors come back as float32 arrays of the same shape and values
     assert back.user_input_embedding.dtype == np.float32
     np.testing.assert_allclose(back.user_input_embedding, [1.0, 0.0, 0.0])
@@ -108,8 +116,9 @@ def test_a_column_added_in_one_place_reaches_all_four_outputs(tmp_path, monkeypa
     assert frame["answer_chars"].tolist() == [len(r.response)]
     # 2. the store: a new column, readable by pages, in its export
     store = RunStore(tmp_path / "runs.sqlite3")
-    run = store.create_run("x", {}, pd.DataFrame({"user_input": [r.user_input],
-                                                  "response": [r.response]}))  # fmt: skip
+    run = store.create_run(
+        "x", {}, pd.DataFrame({"user_input": [r.user_input], "response": [r.response]})
+    )
     store.append_results(run, [(0, r)])
     assert store.columns(run, ["answer_chars"])["answer_chars"].tolist() == [len(r.response)]
     assert store.export_frame(run)["answer_chars"].tolist() == [len(r.response)]
@@ -125,8 +134,9 @@ def test_an_older_store_gains_a_new_column_on_open(tmp_path, monkeypatch):
     path = tmp_path / "runs.sqlite3"
     r = _result()
     store = RunStore(path)
-    run = store.create_run("x", {}, pd.DataFrame({"user_input": [r.user_input],
-                                                  "response": [r.response]}))  # fmt: skip
+    run = store.create_run(
+        "x", {}, pd.DataFrame({"user_input": [r.user_input], "response": [r.response]})
+    )
     store.append_results(run, [(0, r)])
     extra = schema.Column("answer_words", "int", attr="strictness")  # any int field
     monkeypatch.setattr(schema, "COLUMNS", (*schema.COLUMNS, extra))

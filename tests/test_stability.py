@@ -81,13 +81,23 @@ def test_repeat_count_out_of_range_is_one_clear_error(bad):
 
 def test_with_seed_keeps_every_setting_and_refuses_a_generator_without_seed():
     metric = AnswerRelevancy(
-        llm=SeededGenerator(), embeddings=FakeEmbedder(dim=8), strictness=4, mode="focus",
-        noncommittal="exemplars", noncommittal_threshold=0.4, cache=False, concurrency=2,
-    )  # fmt: skip
+        llm=SeededGenerator(),
+        embeddings=FakeEmbedder(dim=8),
+        strictness=4,
+        mode="focus",
+        noncommittal="exemplars",
+        noncommittal_threshold=0.4,
+        cache=False,
+        concurrency=2,
+    )
     other = with_seed(metric, 9)
     assert other.llm.seed == 9 and metric.llm.seed == 0
-    assert (other.strictness, other.mode, other.noncommittal, other.concurrency) == (4, "focus",
-            "exemplars", 2)  # fmt: skip
+    assert (other.strictness, other.mode, other.noncommittal, other.concurrency) == (
+        4,
+        "focus",
+        "exemplars",
+        2,
+    )
     assert other.noncommittal_threshold == 0.4
     assert with_seed(metric, 0) is metric
 
@@ -116,9 +126,13 @@ def test_rescore_reports_progress_and_each_result():
 
 def _result(value: float, noncommittal: bool = False, vectors=None) -> RelevancyResult:
     return RelevancyResult(
-        user_input="Q?", response="A", value=value, noncommittal=noncommittal,
-        questions=[QuestionScore("q", 0.5, None)], question_embeddings=vectors,
-    )  # fmt: skip
+        user_input="Q?",
+        response="A",
+        value=value,
+        noncommittal=noncommittal,
+        questions=[QuestionScore("q", 0.5, None)],
+        question_embeddings=vectors,
+    )
 
 
 def test_row_stability_population_sd_min_max_flips_and_near_duplicates():
@@ -138,8 +152,15 @@ def test_row_stability_population_sd_min_max_flips_and_near_duplicates():
     steady = row_stability([0, 3], [_result(0.5, vectors=apart), _result(0.5, vectors=apart)])
     assert steady.sd == 0.0 and not steady.flips and steady.duplicate_repeats == 0
     frame = stability_frame([row, steady])
-    assert list(frame.columns) == ["score_sd", "score_min", "score_max", "ragas_sd",
-                                   "noncommittal_flips", "near_duplicates", "repeats"]  # fmt: skip
+    assert list(frame.columns) == [
+        "score_sd",
+        "score_min",
+        "score_max",
+        "ragas_sd",
+        "noncommittal_flips",
+        "near_duplicates",
+        "repeats",
+    ]
     assert frame["noncommittal_flips"].tolist() == [True, False]
     line = describe_stability(frame, [0, 3, 6, 9])
     assert "2 rows x 4 repeats (seeds 0, 3, 6, 9)" in line

@@ -16,10 +16,33 @@ from relevancy import RelevancyResult
 from relevancy.runs import RowQuery, RunStore
 
 FIXED = [
-    'a"b', "a'b", "[x]", "a]b", "a.b", "$.x", '$."x"', "with space", "ünïcödé ✓", "列名",
-    "select", "FROM", "a\\b", "tab\tname", "new\nline", '"', '""', "'; DROP TABLE runs; --",
-    'a"."b', "🙂", "{}", "*", "a[0]", "-", "  lead", "%_",
-]  # fmt: skip
+    'a"b',
+    "a'b",
+    "[x]",
+    "a]b",
+    "a.b",
+    "$.x",
+    '$."x"',
+    "with space",
+    "ünïcödé ✓",
+    "列名",
+    "select",
+    "FROM",
+    "a\\b",
+    "tab\tname",
+    "new\nline",
+    '"',
+    '""',
+    "'; DROP TABLE runs; --",
+    'a"."b',
+    "🙂",
+    "{}",
+    "*",
+    "a[0]",
+    "-",
+    "  lead",
+    "%_",
+]
 _ALPHABET = list("ab \"'[].$\\\t\n-_%*{}é✓🙂") + ["select", "ORDER", "null", "--"]
 
 
@@ -36,15 +59,24 @@ def stored(tmp_path_factory):
     """One run whose inputs have every odd column, with values naming the row and column."""
     store = RunStore(tmp_path_factory.mktemp("names") / "runs.sqlite3")
     n = 3
-    inputs = pd.DataFrame({"user_input": [f"q{i}" for i in range(n)],
-                           "response": [f"a{i}" for i in range(n)]})  # fmt: skip
+    inputs = pd.DataFrame(
+        {"user_input": [f"q{i}" for i in range(n)], "response": [f"a{i}" for i in range(n)]}
+    )
     for j, name in enumerate(NAMES):
         inputs[name] = [f"v{j}-{i % 2}" for i in range(n)]
     run_id = store.create_run("odd names", {}, inputs)
-    store.append_results(run_id, [
-        (i, RelevancyResult(user_input=f"q{i}", response=f"a{i}", value=0.1 * i,
-                            llm="f", embeddings="f")) for i in range(n)
-    ])  # fmt: skip
+    store.append_results(
+        run_id,
+        [
+            (
+                i,
+                RelevancyResult(
+                    user_input=f"q{i}", response=f"a{i}", value=0.1 * i, llm="f", embeddings="f"
+                ),
+            )
+            for i in range(n)
+        ],
+    )
     return store, run_id
 
 

@@ -90,8 +90,9 @@ def test_the_format_can_be_named_and_an_upload_reads_the_same(sample, kind):
     pd.testing.assert_frame_equal(frame, named)
     assert again.describe().endswith(report.describe().split(": ", 1)[1])
     if (DATA / sample).is_file():
-        uploaded = read_table_bytes((DATA / sample).read_bytes(), Path(sample).name,
-                                    normalize=False)  # fmt: skip
+        uploaded = read_table_bytes(
+            (DATA / sample).read_bytes(), Path(sample).name, normalize=False
+        )
         pd.testing.assert_frame_equal(frame, uploaded)
 
 
@@ -99,9 +100,16 @@ def test_phoenix_frames_keep_span_ids_and_times_in_every_shape():
     parquet, _ = read("phoenix/spans.parquet")
     index = pd.read_parquet(DATA / "phoenix/spans.parquet")
     assert index.index.name == "context.span_id" and "context.span_id" in index.columns
-    by_shape = {name: read(f"phoenix/{name}")[0].set_index("span_id")
-                for name in ("spans.parquet", "spans.csv", "spans.jsonl", "rest_spans.json",
-                             "otlp_spans.json")}  # fmt: skip
+    by_shape = {
+        name: read(f"phoenix/{name}")[0].set_index("span_id")
+        for name in (
+            "spans.parquet",
+            "spans.csv",
+            "spans.jsonl",
+            "rest_spans.json",
+            "otlp_spans.json",
+        )
+    }
     for name, frame in by_shape.items():
         assert set(frame.index) == set(parquet["span_id"]), name
         # epoch milliseconds (spans.jsonl), nanoseconds (OTLP), Timestamps: all ISO text
@@ -117,10 +125,12 @@ def test_phoenix_frames_keep_span_ids_and_times_in_every_shape():
 def test_structured_replies_are_kept_as_their_json_text():
     expected = truth("phoenix/spans.parquet")["structured-output"]["answer"]
     assert json.loads(expected)["question"]  # the reply is JSON
-    for sample, key in [("phoenix/spans.parquet", "metadata.case"),
-                        ("phoenix/otlp_spans.json", "metadata.case"),
-                        ("mlflow/search_traces.parquet", "tags.case"),
-                        ("openai/chat.jsonl", "metadata.case")]:  # fmt: skip
+    for sample, key in [
+        ("phoenix/spans.parquet", "metadata.case"),
+        ("phoenix/otlp_spans.json", "metadata.case"),
+        ("mlflow/search_traces.parquet", "tags.case"),
+        ("openai/chat.jsonl", "metadata.case"),
+    ]:
         frame, _ = read(sample)
         row = frame[frame[key] == "structured-output"].iloc[0]
         assert row["response"] == truth(sample)["structured-output"]["answer"], sample
@@ -143,10 +153,12 @@ def test_python_reprs_in_a_csv_are_read_or_flagged(tmp_path):
     assert not frame["response"].str.startswith("[{").any()
     assert frame["metadata.case"].notna().all()  # {'case': ...} read back as a dict
     # a repr that cannot be read back (numpy's, with no commas) is flagged, not scored quietly
-    table = pd.DataFrame({
-        "user_input": ["What is the WAN port?"],
-        "response": ["[{'message.role': 'assistant'} {'message.content': 'The blue one.'}]"],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "user_input": ["What is the WAN port?"],
+            "response": ["[{'message.role': 'assistant'} {'message.content': 'The blue one.'}]"],
+        }
+    )
     (problem,) = inspect_rows(table)
     assert problem.problem.startswith("response looks like a Python list or dict")
     assert problem.problem.endswith("export the table as JSON or Parquet")
@@ -155,8 +167,11 @@ def test_python_reprs_in_a_csv_are_read_or_flagged(tmp_path):
 def test_a_batch_is_joined_on_custom_id_in_any_order_and_across_chunks(tmp_path):
     batch = DATA / "openai/batch"
     whole, report = read("openai/batch")
-    lines = [line for name in ("output.jsonl", "errors.jsonl", "input.jsonl")
-             for line in (batch / name).read_text().splitlines()]  # fmt: skip
+    lines = [
+        line
+        for name in ("output.jsonl", "errors.jsonl", "input.jsonl")
+        for line in (batch / name).read_text().splitlines()
+    ]
     one = tmp_path / "batch.jsonl"  # `cat output.jsonl errors.jsonl input.jsonl > batch.jsonl`
     one.write_text("\n".join(lines) + "\n")
     chunks = list(iter_table(one, chunk_rows=4, normalize=False, report=(again := ImportReport())))
@@ -189,8 +204,15 @@ def test_the_cli_scores_a_batch_folder_and_names_a_wrong_format(tmp_path, capsys
     scored = pd.read_csv(out)
     assert len(scored) == 15 and scored["score"].notna().all()
     assert {"custom_id", "request_id", "variant", "tokens"} <= set(scored.columns)  # model: variant
-    args = ["score", str(DATA / "phoenix/spans.parquet"), "-o", str(tmp_path / "x.csv"),
-            "--format", "mlflow", *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(DATA / "phoenix/spans.parquet"),
+        "-o",
+        str(tmp_path / "x.csv"),
+        "--format",
+        "mlflow",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == [

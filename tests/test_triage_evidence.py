@@ -184,8 +184,11 @@ def test_no_verdict_word_rests_on_fewer_questions_whatever_the_main_reason():
     at.sidebar.slider(key="_w_sb_threshold").set_value(0.3).run()
     ok(at)
     assert r.value >= 0.3 and "· incomplete" in _badge(at) and "relevant" not in _badge(at)
-    assert any(w.value.startswith("Not a verdict: incomplete: 2 of 3 questions") and
-               "also padded" in w.value for w in at.warning)  # fmt: skip
+    assert any(
+        w.value.startswith("Not a verdict: incomplete: 2 of 3 questions")
+        and "also padded" in w.value
+        for w in at.warning
+    )
     assert not at.success
     # with --min-questions 2 the same row may have a verdict
     e = explain_result(r, threshold=0.3, min_questions=2)
@@ -203,8 +206,11 @@ def test_complete_is_said_only_where_each_part_was_checked():
     assert "complete" not in reason.replace("completeness", "") or "not checked" in reason
     assert "was not checked (the question reads as one part)" in reason.replace("\\", "")
     # a two-part question whose parts are both answered says so
-    both = next(i for i, x in enumerate(RESULTS, 1)
-                if len(x.question_parts) > 1 and triage(x).reason == "ok")  # fmt: skip
+    both = next(
+        i
+        for i, x in enumerate(RESULTS, 1)
+        if len(x.question_parts) > 1 and triage(x).reason == "ok"
+    )
     at = _drill(both)
     reason = next(m.value for m in at.markdown if m.value.startswith("**Main reason:**"))
     assert "each of the question's 2 parts is answered" in reason

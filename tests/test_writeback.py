@@ -91,8 +91,20 @@ def test_spans_read_from_phoenix_are_scored_and_annotated_there(
 ):
     url = f"phoenix://127.0.0.1:{phoenix.server.port}/{PROJECT}"
     out = tmp_path / "scores.csv"
-    args = ["score", "--from", url, "--since", "1h", "-o", str(out), "--to-phoenix",
-            "--save-run", "from phoenix", "-q", *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        "--from",
+        url,
+        "--since",
+        "1h",
+        "-o",
+        str(out),
+        "--to-phoenix",
+        "--save-run",
+        "from phoenix",
+        "-q",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 0
     printed = capsys.readouterr()
     assert f"phoenix         {TRACES} root spans read from {url}" in printed.err
@@ -100,11 +112,13 @@ def test_spans_read_from_phoenix_are_scored_and_annotated_there(
     assert f"Phoenix spans: {len(expected)} question/answer pairs found" in printed.err
     scores = pd.read_csv(out)
     # each trace's question and answer, as the app asked and the model replied
-    assert {row["metadata.case"]: (row["user_input"], row["response"])
-            for _, row in scores.iterrows()} == {
-        c: (t["question"], t["answer"]) for c, t in expected.items()}  # fmt: skip
-    line = (f"phoenix         {len(expected)} span annotations 'answer_relevancy' written to "
-            f"{phoenix.server.base_url}")  # fmt: skip
+    assert {
+        row["metadata.case"]: (row["user_input"], row["response"]) for _, row in scores.iterrows()
+    } == {c: (t["question"], t["answer"]) for c, t in expected.items()}
+    line = (
+        f"phoenix         {len(expected)} span annotations 'answer_relevancy' written to "
+        f"{phoenix.server.base_url}"
+    )
     assert line in printed.out
     check_annotations(annotations(phoenix, scores["span_id"], "answer_relevancy"), scores)
     # the run remembers where its rows came from (the Runs page's button uses it)
@@ -125,9 +139,20 @@ def test_an_exported_span_file_goes_back_with_a_name_and_threshold_of_its_own(
     exported = tmp_path / "spans.parquet"
     phoenix.spans.to_parquet(exported)  # get_spans_dataframe, saved as a user does
     out = tmp_path / "scores.jsonl"
-    args = ["score", str(exported), "-o", str(out), "--to-phoenix", phoenix.server.base_url,
-            "--annotation-name", "relevancy_v2", "--threshold", "0.9", "-q",
-            *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(exported),
+        "-o",
+        str(out),
+        "--to-phoenix",
+        phoenix.server.base_url,
+        "--annotation-name",
+        "relevancy_v2",
+        "--threshold",
+        "0.9",
+        "-q",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 0
     assert "span annotations 'relevancy_v2' written" in capsys.readouterr().out
     scores = pd.read_json(out, lines=True)
@@ -140,8 +165,16 @@ def test_an_exported_span_file_goes_back_with_a_name_and_threshold_of_its_own(
 @pytest.mark.phoenix_server
 def test_phoenix_errors_are_one_line_and_keep_the_scores(phoenix, tmp_path, capsys, toy_server):
     url = f"phoenix://127.0.0.1:{phoenix.server.port}/{PROJECT}"
-    args = ["score", "--from", url, "--until", "2000-01-01", "-o", str(tmp_path / "x.csv"),
-            *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        "--from",
+        url,
+        "--until",
+        "2000-01-01",
+        "-o",
+        str(tmp_path / "x.csv"),
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: {url} has no spans in that time window: check the project's name"
@@ -153,8 +186,16 @@ def test_phoenix_errors_are_one_line_and_keep_the_scores(phoenix, tmp_path, caps
     nobody = f"http://127.0.0.1:{free_port()}"
     exported = tmp_path / "spans.parquet"
     phoenix.spans.to_parquet(exported)
-    args = ["score", str(exported), "-o", str(out), "--to-phoenix", nobody, "-q",
-            *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(exported),
+        "-o",
+        str(out),
+        "--to-phoenix",
+        nobody,
+        "-q",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 1
     *_, why, last = capsys.readouterr().err.strip().splitlines()
     n = len(answered(phoenix.truth))
@@ -169,8 +210,16 @@ def test_phoenix_errors_are_one_line_and_keep_the_scores(phoenix, tmp_path, caps
 def test_the_runs_page_annotates_a_run_that_came_from_phoenix(phoenix, tmp_path, toy_server):
     exported = tmp_path / "spans.parquet"
     phoenix.spans.to_parquet(exported)
-    args = ["score", str(exported), "-o", str(tmp_path / "s.csv"), "--save-run", "spans",
-            "-q", *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(exported),
+        "-o",
+        str(tmp_path / "s.csv"),
+        "--save-run",
+        "spans",
+        "-q",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 0
     store = RunStore(default_store_path())
     run = next(r for r in store.list_runs() if r.name == "spans")
@@ -211,8 +260,9 @@ def mlflow_store(tmp_path_factory, app_server):
         mlflow.set_tracking_uri(before)
     exported = folder / "traces.json"  # what a user writes: search_traces(...).to_json(...)
     traces.to_json(exported, orient="records")
-    yield SimpleNamespace(uri=uri, experiment_id=experiment_id, truth=truth, exported=exported,
-                          folder=folder)  # fmt: skip
+    yield SimpleNamespace(
+        uri=uri, experiment_id=experiment_id, truth=truth, exported=exported, folder=folder
+    )
 
 
 def feedback(uri, trace_ids, name="answer_relevancy"):
@@ -251,11 +301,12 @@ def test_mlflow_traces_get_feedback_and_a_run(mlflow_store, tmp_path, capsys, to
     expected = answered(mlflow_store.truth)
     assert f"MLflow traces: {len(expected)} question/answer pairs found" in printed.err
     scores = pd.read_csv(out)
-    assert {row["tags.case"]: (row["user_input"], row["response"])
-            for _, row in scores.iterrows()} == {
-        c: (t["question"], t["answer"]) for c, t in expected.items()}  # fmt: skip
-    assert (f"mlflow          {len(expected)} feedback 'answer_relevancy' written to "
-            f"{mlflow_store.uri}") in printed.out  # fmt: skip
+    assert {
+        row["tags.case"]: (row["user_input"], row["response"]) for _, row in scores.iterrows()
+    } == {c: (t["question"], t["answer"]) for c, t in expected.items()}
+    assert (
+        f"mlflow          {len(expected)} feedback 'answer_relevancy' written to {mlflow_store.uri}"
+    ) in printed.out
     run_line = next(line for line in printed.out.splitlines() if line.startswith("mlflow run"))
     run_id = run_line.split(" as run ")[1].split()[0]
     # every trace's feedback: the score, the label, the rationale, and the run it belongs to
@@ -288,9 +339,20 @@ def test_scoring_again_overrides_the_feedback_and_the_runs_page_sends_it(
     mlflow_store, tmp_path, capsys, toy_server
 ):
     # first at a threshold of 0.99 (every label irrelevant), then from the Runs page at 0.5
-    args = ["score", str(mlflow_store.exported), "-o", str(tmp_path / "s.csv"),
-            "--save-run", "again", "--to-mlflow", mlflow_store.uri, "--threshold", "0.99",
-            "-q", *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(mlflow_store.exported),
+        "-o",
+        str(tmp_path / "s.csv"),
+        "--save-run",
+        "again",
+        "--to-mlflow",
+        mlflow_store.uri,
+        "--threshold",
+        "0.99",
+        "-q",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 0
     store = RunStore(default_store_path())
     run = next(r for r in store.list_runs() if r.name == "again")
@@ -321,8 +383,10 @@ def test_scoring_again_overrides_the_feedback_and_the_runs_page_sends_it(
         dict(zip(scores["trace_id"], scores["score"]))
     )
     labels = {t: v[0].metadata["label"] for t, v in found.items()}
-    assert labels == {t: "relevant" if v >= 0.5 else "irrelevant"
-                      for t, v in zip(scores["trace_id"], scores["score"])}  # fmt: skip
+    assert labels == {
+        t: "relevant" if v >= 0.5 else "irrelevant"
+        for t, v in zip(scores["trace_id"], scores["score"])
+    }
     run_id = message.rsplit(" · run ", 1)[1]
     import mlflow
 
@@ -335,18 +399,27 @@ def test_scoring_again_overrides_the_feedback_and_the_runs_page_sends_it(
 def test_the_options_are_checked_before_anything_is_scored(tmp_path, capsys, toy_server):
     data = str(DATA / "phoenix/spans.parquet")
     cases = [
-        (["--since", "1h", data], "error: --since and --until go with --from phoenix://HOST:PORT/PROJECT"),
+        (
+            ["--since", "1h", data],
+            "error: --since and --until go with --from phoenix://HOST:PORT/PROJECT",
+        ),
         (["--from", "phoenix://localhost:6006/p", data], "error: give INPUT or --from, not both"),
         ([], "error: give a file to score, or --from phoenix://HOST:PORT/PROJECT"),
-        (["--from", "phoenix://localhost:6006/p", "--since", "yesterday"],
-         "error: 'yesterday' is not a time: give an ISO 8601 time"),
-        (["--engine", "ray", data, "--to-phoenix"], "error: --estimate, --save-run, --store, "
-         "--repeats, --label-column, --from, --batch-api and the write-back options work with "
-         "--engine local only"),
-    ]  # fmt: skip
+        (
+            ["--from", "phoenix://localhost:6006/p", "--since", "yesterday"],
+            "error: 'yesterday' is not a time: give an ISO 8601 time",
+        ),
+        (
+            ["--engine", "ray", data, "--to-phoenix"],
+            "error: --estimate, --save-run, --store, "
+            "--repeats, --label-column, --from, --batch-api and the write-back options work with "
+            "--engine local only",
+        ),
+    ]
     for extra, line in cases:
-        assert main(["score", *extra, "-o", str(tmp_path / "x.csv"),
-                     *cli_backends(toy_server)]) == 2, extra  # fmt: skip
+        assert (
+            main(["score", *extra, "-o", str(tmp_path / "x.csv"), *cli_backends(toy_server)]) == 2
+        ), extra
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(line), (extra, err)
 
@@ -354,8 +427,16 @@ def test_the_options_are_checked_before_anything_is_scored(tmp_path, capsys, toy
 def test_rows_without_ids_are_said_to_need_them(tmp_path, capsys, toy_server):
     # a Langfuse export has trace ids but no span ids: nothing to annotate in Phoenix
     out = tmp_path / "x.csv"
-    args = ["score", str(DATA / "langfuse_traces.json"), "-o", str(out), "-q", "--to-phoenix",
-            f"http://127.0.0.1:{free_port()}", *cli_backends(toy_server)]  # fmt: skip
+    args = [
+        "score",
+        str(DATA / "langfuse_traces.json"),
+        "-o",
+        str(out),
+        "-q",
+        "--to-phoenix",
+        f"http://127.0.0.1:{free_port()}",
+        *cli_backends(toy_server),
+    ]
     assert main(args) == 1
     printed = capsys.readouterr()
     assert "0 span annotations 'answer_relevancy' written to" in printed.out
@@ -368,9 +449,14 @@ def test_rows_without_ids_are_said_to_need_them(tmp_path, capsys, toy_server):
 def test_what_goes_back_explains_the_score():
     from relevancy.io.exporters import explanation, origin, origin_tool
 
-    row = {"reason": "padded", "mode": "focus", "ragas_value": 0.61, "noncommittal": False,
-           "generated_questions": json.dumps(["How long is the battery life?", "Is it fast?"]),
-           "similarities": json.dumps([0.91, 0.42])}  # fmt: skip
+    row = {
+        "reason": "padded",
+        "mode": "focus",
+        "ragas_value": 0.61,
+        "noncommittal": False,
+        "generated_questions": json.dumps(["How long is the battery life?", "Is it fast?"]),
+        "similarities": json.dumps([0.91, 0.42]),
+    }
     assert explanation(row).splitlines() == [
         "Padded: some sentences have nothing to do with the question.",
         "Scored in focus mode; the Ragas value is 0.610.",

@@ -269,8 +269,11 @@ def explain(
             )
     if "language_mismatch" in t.flags:
         langs = result.languages or languages_now(result)  # a stored row keeps only its flag
-        other = [g for g, d in zip(langs.get("generated") or [], langs.get("generated_differs")
-                                   or []) if d]  # fmt: skip
+        other = [
+            g
+            for g, d in zip(langs.get("generated") or [], langs.get("generated_differs") or [])
+            if d
+        ]
         usable = [g for g in langs.get("generated") or [] if g]
         names = ", ".join(sorted({language_name(g) for g in other}))
         reasons.append(
@@ -298,14 +301,18 @@ def explain(
             )
         )
     if "incomplete_generation" in t.flags:
-        missing = sorted({q.error or "empty question" for q in result.questions
-                          if q.similarity is None})  # fmt: skip
-        reasons.insert(0 if t.reason == "incomplete_generation" else len(reasons), Reason(
-            "incomplete_generation",
-            f"Incomplete: {result.questions_used} of {result.strictness} questions",
-            f"The score rests on {result.questions_used} of the {result.strictness} generated "
-            f"questions asked; the others are unusable ({'; '.join(missing) or 'missing'}). "
-            "Fewer questions give a noisier score: score the row again.",
-            "warning",
-        ))  # fmt: skip
+        missing = sorted(
+            {q.error or "empty question" for q in result.questions if q.similarity is None}
+        )
+        reasons.insert(
+            0 if t.reason == "incomplete_generation" else len(reasons),
+            Reason(
+                "incomplete_generation",
+                f"Incomplete: {result.questions_used} of {result.strictness} questions",
+                f"The score rests on {result.questions_used} of the {result.strictness} generated "
+                f"questions asked; the others are unusable ({'; '.join(missing) or 'missing'}). "
+                "Fewer questions give a noisier score: score the row again.",
+                "warning",
+            ),
+        )
     return reasons

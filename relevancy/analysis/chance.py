@@ -159,8 +159,7 @@ def chance_level(
     if len({keys[i] for i in keep}) < 2:
         return None
     u = _unit(np.asarray(user_inputs, dtype=np.float64)[keep])
-    means = np.stack([_unit(np.asarray(questions[i], dtype=np.float64)).mean(axis=0)
-                      for i in keep])  # fmt: skip
+    means = np.stack([_unit(np.asarray(questions[i], dtype=np.float64)).mean(axis=0) for i in keep])
     codes = {k: c for c, k in enumerate(dict.fromkeys(keys[i] for i in keep))}
     key = np.array([codes[keys[i]] for i in keep])
     values = _unrelated_scores(u.astype(np.float32), means.astype(np.float32), key)

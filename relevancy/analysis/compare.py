@@ -183,8 +183,10 @@ def no_pairs_message(
         )
         lines.append(
             f"{label}: {len(side)} rows, {len(questions)} distinct questions"
-            + (f", {held}" if held else "") + (f" (e.g. {shown})" if shown else "") + "."
-        )  # fmt: skip
+            + (f", {held}" if held else "")
+            + (f" (e.g. {shown})" if shown else "")
+            + "."
+        )
     return "\n".join(lines)
 
 
@@ -375,8 +377,13 @@ class Regression:
             f"{s['mean_a']:.3f} | {s['mean_b']:.3f} |",
         ]
         if len(self.worst):
-            lines += ["", "Largest regressions:", "", "| question | BASE | NEW | difference |",
-                      "| --- | --- | --- | --- |"]  # fmt: skip
+            lines += [
+                "",
+                "Largest regressions:",
+                "",
+                "| question | BASE | NEW | difference |",
+                "| --- | --- | --- | --- |",
+            ]
             for _, row in self.worst.iterrows():
                 question = str(row["user_input"]).replace("|", "\\|").replace("\n", " ")[:90]
                 lines.append(

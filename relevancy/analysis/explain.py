@@ -403,9 +403,7 @@ def _focus_rows(result: RelevancyResult, b: FocusBreakdown | None) -> list[Sente
     for j, (part, s, effect) in enumerate(zip(parts, scores, effects)):
         extra = {k: v for k, v in part.items() if k not in ("text", "similarity")}
         context = extra.pop("context_similarity", math.nan)
-        rows.append(
-            SentenceRow(j + 1, s.text, s.similarity, as_float(context), effect, extra)  # fmt: skip
-        )
+        rows.append(SentenceRow(j + 1, s.text, s.similarity, as_float(context), effect, extra))
     return rows
 
 

@@ -148,8 +148,12 @@ def summarize_stability(sds: Sequence[float]) -> dict[str, float | int]:
     x = np.asarray([np.nan if v is None else v for v in sds], dtype=np.float64)
     x = x[np.isfinite(x)]
     if not x.size:
-        return {"rows": 0, "median_row_sd": math.nan, "p95_row_sd": math.nan,
-                "max_row_sd": math.nan}  # fmt: skip
+        return {
+            "rows": 0,
+            "median_row_sd": math.nan,
+            "p95_row_sd": math.nan,
+            "max_row_sd": math.nan,
+        }
     return {
         "rows": int(x.size),
         "median_row_sd": float(np.median(x)),

@@ -247,9 +247,13 @@ class LlamaWorker:
                     process.close()
                     message = f"{component()} {died}; run `relevancy doctor`"
                     self.failures.append(
-                        {"what": f"{component()} {died}", "message": message,
-                         "pid": process.proc.pid, "stderr": list(process.stderr)[-10:]}
-                    )  # fmt: skip
+                        {
+                            "what": f"{component()} {died}",
+                            "message": message,
+                            "pid": process.proc.pid,
+                            "stderr": list(process.stderr)[-10:],
+                        }
+                    )
                     if self._restarts_left <= 0:
                         self.broken = message
                         raise GeneratorCrashed(message) from None
@@ -315,10 +319,15 @@ def generate_in_worker(
     """``SmolLMGenerator(**settings).generate(response, n, language)``, run by the worker."""
     seconds = worst_case_seconds(float(settings.get("time_limit", 20.0)), n) + HANG_MARGIN_S
     answer = _WORKER.call(
-        {"op": "generate", "settings": settings, "response": response, "n": n,
-         "language": language},
+        {
+            "op": "generate",
+            "settings": settings,
+            "response": response,
+            "n": n,
+            "language": language,
+        },
         seconds,
-    )  # fmt: skip
+    )
     if not answer.get("ok"):
         error = _ERRORS.get(answer.get("type", ""), GenerationError)
         raise error(answer.get("error") or "the embedded generator failed")

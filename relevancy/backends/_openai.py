@@ -133,9 +133,12 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
             "seed": self.seed,
             "max_tokens": self.max_tokens,
             # a cap other than the default changes what long answers are sent
-            **({"max_response_chars": self.max_response_chars}
-               if self.max_response_chars != API_RESPONSE_CHARS else {}),
-        }  # fmt: skip
+            **(
+                {"max_response_chars": self.max_response_chars}
+                if self.max_response_chars != API_RESPONSE_CHARS
+                else {}
+            ),
+        }
 
     #: ``agenerate(..., language=CODE)`` asks for questions in that language
     supports_language = True
@@ -220,10 +223,12 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
         while any(g is None for g in slots) and requests < budget:
             batch = self._plan(slots)[: budget - requests]
             outcomes = await asyncio.gather(
-                *(self._request(response, size, self.seed + first, language)
-                  for first, size in batch),
+                *(
+                    self._request(response, size, self.seed + first, language)
+                    for first, size in batch
+                ),
                 return_exceptions=True,
-            )  # fmt: skip
+            )
             stop = malformed = False
             for (first, size), outcome in zip(batch, outcomes):
                 if isinstance(outcome, openai.APIError):
@@ -304,8 +309,11 @@ class OpenAIGenerator(_ClientPerLoop, GeneratorBase):
                 runs.append((j, 1))
         if not self._ignores_n:
             return runs
-        return [(j, size if k == 0 else 1) for first, size in runs
-                for k, j in enumerate(range(first, first + size))]  # fmt: skip
+        return [
+            (j, size if k == 0 else 1)
+            for first, size in runs
+            for k, j in enumerate(range(first, first + size))
+        ]
 
 
 def _about_response_format(exc: Exception) -> bool:

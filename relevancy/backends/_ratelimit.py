@@ -151,8 +151,15 @@ class RateController:
         self._heard: dict[int, dict[str, float]] = {}
         self._last_from = 0  # the oldest request unanswered when the last one was sent
         self._throttled_upto = 0  # requests sent up to the last 429
-        self.counts = {"requests": 0, "throttled": 0, "retries": 0, "decreases": 0,
-                       "increases": 0, "pauses": 0, "failed": 0}  # fmt: skip
+        self.counts = {
+            "requests": 0,
+            "throttled": 0,
+            "retries": 0,
+            "decreases": 0,
+            "increases": 0,
+            "pauses": 0,
+            "failed": 0,
+        }
         self.peak = int(self.limit)
         self.lowest = int(self.limit)
 

@@ -77,8 +77,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     set_aside = ignored_ids(base, new)
     if set_aside:
         print(f"pairing         {set_aside}")
-    print(f"pairs           {s['pairs']:,}  (better {s['wins']:,}, ties {s['ties']:,}, worse "
-          f"{s['losses']:,}; NaN {s['nan_pairs']:,})")  # fmt: skip
+    print(
+        f"pairs           {s['pairs']:,}  (better {s['wins']:,}, ties {s['ties']:,}, worse "
+        f"{s['losses']:,}; NaN {s['nan_pairs']:,})"
+    )
     print(f"means           base {fmt(s['mean_a'])}  new {fmt(s['mean_b'])}")
     print(f"verdict         {check.verdict()}")
     for _, row in check.worst.iterrows():

@@ -38,24 +38,32 @@ def cmd_check_judge(args: argparse.Namespace) -> int:
     print(f"estimate        {judge_estimate(metric).describe()}", file=sys.stderr)
     with tqdm(total=80, unit="answer", desc="checking", file=sys.stderr, disable=args.quiet) as bar:
         check = check_judge(metric, progress=lambda done, total: bar.update(1))
-    print(f"judge           {check.llm} + {check.embeddings} ({check.mode} mode, strictness "
-          f"{check.strictness})")  # fmt: skip
-    print(f"check set       {check.pairs} questions, each with a complete answer and a worse "
-          "one (partial, padded, drifting, evasive)")  # fmt: skip
+    print(
+        f"judge           {check.llm} + {check.embeddings} ({check.mode} mode, strictness "
+        f"{check.strictness})"
+    )
+    print(
+        f"check set       {check.pairs} questions, each with a complete answer and a worse "
+        "one (partial, padded, drifting, evasive)"
+    )
     print(
         f"agreement       {check.agreement:.3f}  95% CI [{fmt(check.ci_low)}, "
         f"{fmt(check.ci_high)}]  (share of pairs where the complete answer scores higher)"
     )
     print("by kind         " + " · ".join(f"{k} {check.by_kind[k]:.2f}" for k in KINDS))
     print("baselines       " + " · ".join(f"{k} {v:.3f}" for k, v in check.baselines.items()))
-    print(f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f} (the embedded default, measured "
-          f"{EMBEDDED_DEFAULT['measured']})")  # fmt: skip
+    print(
+        f"embedded        {EMBEDDED_DEFAULT['agreement']:.3f} (the embedded default, measured "
+        f"{EMBEDDED_DEFAULT['measured']})"
+    )
     print(f"verdict         {check.verdict()}")
     wrong = [o for o in check.disagreements() if o.outcome == 0]
     if wrong:
         print("preferred the worse answer: " + ", ".join(f"{o.id} ({o.kind})" for o in wrong))
-    print(f"time            {check.seconds:.1f} s (stored in the cache: `relevancy cache clear` "
-          "forgets it)")  # fmt: skip
+    print(
+        f"time            {check.seconds:.1f} s (stored in the cache: `relevancy cache clear` "
+        "forgets it)"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(check.to_dict(), indent=1) + "\n", "utf-8")
         print(f"wrote           {args.json}")

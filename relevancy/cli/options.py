@@ -102,9 +102,12 @@ def metric_from_args(
         cache=cache,
         concurrency=concurrency,
         adaptive=not getattr(args, "fixed_concurrency", False),
-        **({"max_response_chars": args.max_response_chars}
-           if getattr(args, "max_response_chars", None) is not None else {}),
-    )  # fmt: skip
+        **(
+            {"max_response_chars": args.max_response_chars}
+            if getattr(args, "max_response_chars", None) is not None
+            else {}
+        ),
+    )
     if check:
         preflight(metric)
     return metric

@@ -12,26 +12,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from relevancy.analysis.agreement import agreement
 from relevancy.analysis.cost import (
     PRICES_AS_OF,
     PRICES_SOURCE,
     money,
-    usage_totals,
 )
-from relevancy.analysis.stability import NEAR_DUPLICATE, summarize_stability
 from relevancy.cli import add_command
 from relevancy.cli.options import (
     add_backend_options,
     cost_hint,
-    embedded_line,
-    fmt,
     metric_from_args,
     prices_from_args,
     repeats_from_args,
 )
+from relevancy.cli.score_summary import report
 from relevancy.cli.writeback import (
     add_tool_options,
     check_write_back,
@@ -40,20 +34,17 @@ from relevancy.cli.writeback import (
     wants_write_back,
     write_back,
 )
-from relevancy.core.modes import describe_mode
-from relevancy.core.stats import summarize
 from relevancy.errors import InputError
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.io.exporters import origin
 from relevancy.io.importers import FORMAT_NAMES, SOURCE_FORMATS
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
-from relevancy.scoring.batch_api import batch_cost, live_generation, run_batch
+from relevancy.scoring.batch_api import batch_cost, run_batch
 from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import Interrupted, score_path
 from relevancy.scoring.estimate import estimate, measure_sample
-from relevancy.scoring.files import CHUNK_ROWS, FileRun, score_file, survey
-from relevancy.scoring.judge import last_check
+from relevancy.scoring.files import CHUNK_ROWS, score_file, survey
 from relevancy.scoring.metric import is_embedded
 
 
@@ -209,8 +200,10 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     for line in found.source.describe_bad_lines():  # lines of the file that could not be read
         print(f"note: {line}", file=sys.stderr)
     if found.label_column:
-        print(f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"labels          column {found.label_column!r}: {found.labelled:,} rows labelled",
+            file=sys.stderr,
+        )
     for note in found.notes:
         print(f"note: {note}", file=sys.stderr)
     for problem in found.problems:
@@ -224,12 +217,17 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.sample:
         preflight(metric)
         measured = measure_sample(metric, found.stats, args.sample)
-        print(f"sample          scored {len(measured)} rows of the file to measure these models "
-              "(they are in the cache for the run)", file=sys.stderr)  # fmt: skip
+        print(
+            f"sample          scored {len(measured)} rows of the file to measure these models "
+            "(they are in the cache for the run)",
+            file=sys.stderr,
+        )
         found = survey(
-            source.path, metric, source_format=found.source.format,
+            source.path,
+            metric,
+            source_format=found.source.format,
             label_column=found.label_column,
-        )  # fmt: skip
+        )
     stats = found.stats
     if repeats > 1:  # every repeat is scored (its cache is not looked up: an upper bound)
         stats = dataclasses.replace(
@@ -248,21 +246,27 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         print(f"  rate limit    {plan.describe_limit()}", file=sys.stderr)
     print(f"  tokens        {plan.describe_tokens()}", file=sys.stderr)
     models = (plan.llm, plan.embeddings)
-    print(f"  cost          {cost_hint(plan.describe_cost(prices), models, prices)}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"  cost          {cost_hint(plan.describe_cost(prices), models, prices)}", file=sys.stderr
+    )
     if args.batch_api:
         dollars = batch_cost(plan, prices)
         if math.isfinite(dollars):
-            print(f"  batch cost    about {money(dollars)} with --batch-api (generation at half "
-                  "price)", file=sys.stderr)  # fmt: skip
+            print(
+                f"  batch cost    about {money(dollars)} with --batch-api (generation at half "
+                "price)",
+                file=sys.stderr,
+            )
     if args.estimate:
         return 0
     preflight(metric)
     check_write_back(args)
     store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
     store = store or temporary_store(args, stack)
-    settings = {**_run_settings(args, metric),
-                "origin": origin(found.source.format, **source.where)}  # fmt: skip
+    settings = {
+        **_run_settings(args, metric),
+        "origin": origin(found.source.format, **source.where),
+    }
     if args.batch_api:
         settings["batch_api"] = _batch(args, metric, source.path, out, found.source.format, prices)
     total = found.rows * repeats
@@ -289,25 +293,33 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             repeats=repeats,
             label_column=found.label_column,
         )
-    code = _report(args, metric, run, store if args.save_run or args.store else None)
+    code = report(args, metric, run, store if args.save_run or args.store else None)
     return write_back(args, run, settings, store, source) or code
 
 
-def _batch(args: argparse.Namespace, metric: Any, path: Any, out: Path, source_format: str,
-           prices: Any) -> dict[str, Any]:  # fmt: skip
+def _batch(
+    args: argparse.Namespace, metric: Any, path: Any, out: Path, source_format: str, prices: Any
+) -> dict[str, Any]:
     """``--batch-api``: the generations from one batch (resumed when OUTPUT.batch.json names
     one), into the cache; what the run keeps of it."""
     from tqdm import tqdm
 
-    with tqdm(unit="request", desc="batch", file=sys.stderr, disable=args.quiet,
-              dynamic_ncols=True) as bar:  # fmt: skip
+    with tqdm(
+        unit="request", desc="batch", file=sys.stderr, disable=args.quiet, dynamic_ncols=True
+    ) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        batch = run_batch(metric, path, out, source_format=source_format,
-                          chunk_rows=args.chunk_rows, progress=progress)  # fmt: skip
+        batch = run_batch(
+            metric,
+            path,
+            out,
+            source_format=source_format,
+            chunk_rows=args.chunk_rows,
+            progress=progress,
+        )
     for note in batch.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"batch           {batch.describe(prices)}", file=sys.stderr)
@@ -351,140 +363,20 @@ def _status_beside(bar: Any, metric: Any, every: float = 0.5) -> Iterator[None]:
             thread.join()
 
 
-def _report(args: argparse.Namespace, metric: Any, run: FileRun, store: Any) -> int:
-    """The summary of a finished run, and the exit code (--fail-under)."""
-    stats = summarize(run.values.tolist(), threshold=args.threshold)
-    print(
-        f"rows            {stats['rows']:,}  (scored {stats['scored']:,}, NaN {stats['nan']:,}, "
-        f"incomplete {run.incomplete:,}, from cache {run.cached:,})"
-    )
-    if run.incomplete:
-        print(
-            f"incomplete      {run.incomplete:,} rows scored from fewer generated questions than "
-            "asked (flag incomplete_generation; column questions_used)"
-        )
-    print(f"mode            {metric.mode} ({describe_mode(metric.mode)})")
-    print(
-        f"mean            {fmt(stats['mean'])}  95% CI [{fmt(stats['ci_low'])}, "
-        f"{fmt(stats['ci_high'])}]"
-    )
-    print(f"median          {fmt(stats['median'])}")
-    print(f"below {args.threshold:<9} {fmt(100 * stats['below_threshold'], 1)}%")
-    print("reasons         " + ", ".join(f"{n:,} {r}" for r, n in run.reasons.most_common()))
-    _print_chance(run)
-    _print_agreement(run)
-    rate = run.seconds / max(len(run.values), 1)
-    print(f"time            {run.seconds:.1f} s ({rate:.2f} s/row)")
-    if metric.rate_summary():
-        print(f"rate limit      {metric.rate_summary()}")
-    prices = prices_from_args(args)
-    spent = usage_totals(run.usage, prices)
-    print(f"tokens          {spent.describe_tokens()}")
-    print(f"cost            {cost_hint(spent.describe_cost(), spent.models, prices)}")
-    live = live_generation(run.usage, str(metric.llm.name), prices) if args.batch_api else None
-    if live:
-        print(f"batch, live     {live} (answers the batch did not give back usably)")
-    _print_languages(run)
-    if run.row_sd is not None:
-        _print_stability(run)
-    for error, count in run.errors.most_common(5):
-        print(f"failed ({count:>3})    {error[:160]}")
-    _print_judge(metric)
-    print(f"wrote           {run.out}")
-    if run.run_id is not None and store is not None:
-        print(f"saved           run #{run.run_id} in {store.path} (open it in the dashboard)")
-    if not stats["scored"]:
-        print(f"FAIL: none of the {stats['rows']:,} rows could be scored", file=sys.stderr)
-        return 1
-    if args.fail_under is not None and not (stats["mean"] >= args.fail_under):
-        print(
-            f"FAIL: mean {fmt(stats['mean'])} is below --fail-under {args.fail_under}",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-def _print_languages(run: Any) -> None:
-    """Which languages the questions were in, and the rows whose languages do not match."""
-    if not run.question_languages:
-        return
-    seen = ", ".join(f"{n:,} {lang}" for lang, n in run.question_languages.most_common(8))
-    print(f"languages       questions: {seen}")
-    print(
-        f"mismatch        {run.language_mismatch:,} rows with generated questions in another "
-        f"language than the question (flag language_mismatch); {run.answer_other_language:,} "
-        "answers in another language than their question"
-    )
-
-
-def _print_stability(run: Any) -> None:
-    """The stability lines of a run scored with --repeats."""
-    s = summarize_stability(run.row_sd.tolist())
-    seeds = ", ".join(str(x) for x in run.seeds)
-    print(f"repeats         {len(run.seeds)} per row (generator seeds {seeds}; columns score_sd, "
-          "score_min, score_max, noncommittal_flips, near_duplicates)")  # fmt: skip
-    print(
-        f"stability       per-row sd median {fmt(s['median_row_sd'])}, p95 "
-        f"{fmt(s['p95_row_sd'])}, max {fmt(s['max_row_sd'])} ({s['rows']:,} rows)"
-    )
-    print(
-        f"flips           {run.flips:,} rows change their noncommittal verdict between repeats; "
-        f"{run.near_duplicate_rows:,} rows have near-duplicate generated questions "
-        f"(cosine >= {NEAR_DUPLICATE})"
-    )
-
-
-def _print_chance(run: FileRun) -> None:
-    """What unrelated pairs score with this embedder, and the rows scoring no better (their
-    Ragas value; noncommittal rows, zeroed on purpose, aside)."""
-    if run.chance is None:
-        return
-    ragas = run.ragas if run.ragas is not None else run.values
-    answered = np.isfinite(ragas)
-    if run.noncommittal is not None:
-        answered &= ~run.noncommittal
-    below = int((ragas[answered] < run.chance.p95).sum())
-    what = "" if np.array_equal(ragas, run.values, equal_nan=True) else " (Ragas value)"
-    rows = "1 row scores" if below == 1 else f"{below:,} rows score"
-    print(f"chance          {run.chance.describe()}; {rows} below that{what}")
-    if run.negative:
-        print(f"negative cosine {run.negative:,} rows have a generated question with a negative "
-              "cosine to the question (counted as it is in the mean)")  # fmt: skip
-
-
-def _print_agreement(run: FileRun) -> None:
-    """The scores' agreement with the human labels (AUROC or Spearman, best threshold)."""
-    if run.labels is None:
-        return
-    a = agreement(run.values, run.labels, groups=run.groups)
-    if not a.rows:
-        print("labels          no labelled row has a score")
-        return
-    split = (
-        f"{a.positives:,} at or above {a.cut:g}, {a.negatives:,} below"
-        if a.cut is not None
-        else f"{a.positives:,} good, {a.negatives:,} bad"
-    )
-    print(f"labels          {a.rows:,} rows ({a.kind}: {split}) on {a.questions:,} questions")
-    if a.kind == "graded":
-        print(f"spearman        {a.spearman.format()}")
-    print(f"auroc           {a.auroc.format()}")
-    if math.isfinite(a.threshold.value):
-        print(f"best threshold  {a.threshold.format()}")
-        print(f"precision       {a.precision.format()} at that threshold")
-        print(f"recall          {a.recall.format()}")
-    for note in a.notes:
-        print(f"note            {note}")
-
-
 def _score_on_ray(args: argparse.Namespace) -> int:
     """``relevancy score --engine ray``: the rows scored by Ray workers, the same summary."""
     from tqdm import tqdm
 
-    local_only = (args.estimate, args.save_run, args.store, repeats_from_args(args) > 1,
-                  args.label_column, args.from_url, wants_write_back(args),
-                  args.batch_api)  # fmt: skip
+    local_only = (
+        args.estimate,
+        args.save_run,
+        args.store,
+        repeats_from_args(args) > 1,
+        args.label_column,
+        args.from_url,
+        wants_write_back(args),
+        args.batch_api,
+    )
     if any(local_only):
         raise InputError(
             "--estimate, --save-run, --store, --repeats, --label-column, --from, --batch-api "
@@ -536,7 +428,7 @@ def _score_on_ray(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    return _report(args, metric, run, None)
+    return report(args, metric, run, None)
 
 
 def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
@@ -557,16 +449,3 @@ def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
         "mode_used": metric.mode,
         "from": "relevancy score",
     }
-
-
-def _print_judge(metric: Any) -> None:
-    """The judge's last check, or how to run one; and the embedded caveat."""
-    check = last_check(metric)
-    if check is not None:
-        print(f"judge           {check.summary()} (95% CI {fmt(check.ci_low, 2)}-"
-              f"{fmt(check.ci_high, 2)})")  # fmt: skip
-    else:
-        print("judge           not checked: `relevancy check-judge` with the same options")
-    note = embedded_line(metric)
-    if note:
-        print(f"note            {note}")

@@ -139,8 +139,11 @@ def describe_languages(languages: dict[str, Any]) -> str:
     if not languages:
         return ""
     q, a = languages.get("question"), languages.get("answer")
-    usable = [(g, d) for g, d in zip(languages.get("generated") or [],
-                                     languages.get("generated_differs") or []) if g]  # fmt: skip
+    usable = [
+        (g, d)
+        for g, d in zip(languages.get("generated") or [], languages.get("generated_differs") or [])
+        if g
+    ]
     other = sum(1 for _, d in usable if d)
     text = f"question in {language_name(q)}, answer in {language_name(a)}"
     if usable:

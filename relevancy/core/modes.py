@@ -155,9 +155,12 @@ class FocusBreakdown:
         """The score with sentence ``j`` left out (NaN when it is the only one)."""
         rest = self.similarities[:j] + self.similarities[j + 1 :]
         return focus_breakdown(
-            rest, self.ragas_value, noncommittal=self.noncommittal, weight=self.weight,
+            rest,
+            self.ragas_value,
+            noncommittal=self.noncommittal,
+            weight=self.weight,
             context=context,
-        ).value  # fmt: skip
+        ).value
 
 
 def focus_breakdown(
@@ -209,9 +212,12 @@ def focus_score(
     0.0
     """
     return focus_breakdown(
-        sentence_similarities, ragas_value, noncommittal=noncommittal, weight=weight,
+        sentence_similarities,
+        ragas_value,
+        noncommittal=noncommittal,
+        weight=weight,
         context=context,
-    ).value  # fmt: skip
+    ).value
 
 
 def off_question(

@@ -55,9 +55,15 @@ __all__ = [
 ]
 
 KINDS = ("float", "int", "bool", "text", "texts", "json", "vector")
-_SQL = {"float": "REAL", "int": "INTEGER", "bool": "INTEGER NOT NULL DEFAULT 0",
-        "text": "TEXT NOT NULL DEFAULT ''", "texts": "TEXT NOT NULL DEFAULT ''",
-        "json": "TEXT NOT NULL DEFAULT ''", "vector": "BLOB"}  # fmt: skip
+_SQL = {
+    "float": "REAL",
+    "int": "INTEGER",
+    "bool": "INTEGER NOT NULL DEFAULT 0",
+    "text": "TEXT NOT NULL DEFAULT ''",
+    "texts": "TEXT NOT NULL DEFAULT ''",
+    "json": "TEXT NOT NULL DEFAULT ''",
+    "vector": "BLOB",
+}
 
 
 def _number(x: Any) -> float:

@@ -130,7 +130,9 @@ def group_weights(
     for start in range(0, n_boot, chunk):
         size = min(chunk, n_boot - start)
         counts = np.stack(
-            [np.bincount(rng.integers(0, len(codes), size=len(codes)), minlength=len(codes))
-             for _ in range(size)]
-        )  # fmt: skip
+            [
+                np.bincount(rng.integers(0, len(codes), size=len(codes)), minlength=len(codes))
+                for _ in range(size)
+            ]
+        )
         yield counts[:, row_group].astype(np.float64)

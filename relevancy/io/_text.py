@@ -198,9 +198,15 @@ def csv_chunks(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", pd.errors.ParserWarning)
             reader = pd.read_csv(
-                source, sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=True,
-                chunksize=chunk_rows, on_bad_lines="warn", index_col=False,
-            )  # fmt: skip
+                source,
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                skip_blank_lines=True,
+                chunksize=chunk_rows,
+                on_bad_lines="warn",
+                index_col=False,
+            )
             chunks = iter([reader] if chunk_rows is None else reader)
         while True:
             with warnings.catch_warnings(record=True) as more:

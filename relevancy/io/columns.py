@@ -166,8 +166,9 @@ def _coerce_text(frame: pd.DataFrame, name: str) -> pd.DataFrame:
         kinds = [_kind(v) for v in values]
         nested = [k in ("a list", "an object", "bytes") for k in kinds]
         present = [not _missing(v) for v in values]
-        if any(nested) and (column not in TEXT_ROLES or all(
-                n for n, p in zip(nested, present) if p)):  # fmt: skip
+        if any(nested) and (
+            column not in TEXT_ROLES or all(n for n, p in zip(nested, present) if p)
+        ):
             row = nested.index(True)
             kind = type(values.iloc[row]).__name__
             raise InputError(

@@ -56,9 +56,14 @@ def read_table(
     (``None``: found by name, ``""``: none). Large files: :func:`iter_table`.
     """
     chunks = iter_table(
-        path, format=format, normalize=normalize, chunk_rows=None, source_format=source_format,
-        report=report, label_column=label_column,
-    )  # fmt: skip
+        path,
+        format=format,
+        normalize=normalize,
+        chunk_rows=None,
+        source_format=source_format,
+        report=report,
+        label_column=label_column,
+    )
     return list(chunks)[0]
 
 
@@ -454,9 +459,10 @@ def _files_folder(path: Path, chunk_rows: int | None) -> tuple[Iterator[Any], st
     """A folder of files of one type (a Batch API's input and output files, an export in
     parts): read one after the other, in name order, as one table."""
     files = sorted(
-        p for p in path.iterdir()
+        p
+        for p in path.iterdir()
         if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in FORMATS
-    )  # fmt: skip
+    )
     kinds = {".jsonl" if p.suffix.lower() == ".ndjson" else p.suffix.lower() for p in files}
     if not files or len(kinds) > 1:
         found = f"files of {len(kinds)} types ({', '.join(sorted(kinds))})" if files else "none"

@@ -170,10 +170,13 @@ class TableWriter:
                 # a column empty in the first chunk, or whole numbers, must still take the
                 # strings and NaNs of later chunks
                 fields = [
-                    f.with_type(pa.string()) if pa.types.is_null(f.type)
-                    else f.with_type(pa.float64()) if pa.types.is_integer(f.type) else f
+                    f.with_type(pa.string())
+                    if pa.types.is_null(f.type)
+                    else f.with_type(pa.float64())
+                    if pa.types.is_integer(f.type)
+                    else f
                     for f in table.schema
-                ]  # fmt: skip
+                ]
                 self._parquet = pq.ParquetWriter(self._tmp, pa.schema(fields))
             self._parquet.write_table(table.cast(self._parquet.schema))
         self.rows += len(frame)

@@ -210,10 +210,14 @@ def score_histogram(
     fig.update_xaxes(title_text="Answer Relevancy", range=[min(0, _lowest(frame)) - 0.02, 1.02])
     # counts are whole rows: with few rows, a tick per row (plotly would draw 0.5 steps)
     tallest = max(
-        (np.histogram(_binned(_scores(part)), bins=np.arange(start, 1.0 + 1e-9, 1.0 / bins))[0]
-         .max(initial=0) for _, part in groups),
+        (
+            np.histogram(_binned(_scores(part)), bins=np.arange(start, 1.0 + 1e-9, 1.0 / bins))[
+                0
+            ].max(initial=0)
+            for _, part in groups
+        ),
         default=0,
-    )  # fmt: skip
+    )
     fig.update_yaxes(
         title_text="rows", rangemode="tozero", **({"dtick": 1} if tallest <= 8 else {})
     )

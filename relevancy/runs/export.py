@@ -28,14 +28,19 @@ class ExportMixin:
     def iter_export(self, run_id: int, *, chunk: int = 5000) -> Iterator[pd.DataFrame]:
         """What exports contain, a chunk of rows at a time: the input's columns, then the
         result columns of :func:`relevancy.results_to_frame` (no embeddings)."""
-        rows = [int(r[0]) for r in self._run(
-            "SELECT idx FROM results WHERE run_id = ? ORDER BY idx", (int(run_id),))]  # fmt: skip
+        rows = [
+            int(r[0])
+            for r in self._run(
+                "SELECT idx FROM results WHERE run_id = ? ORDER BY idx", (int(run_id),)
+            )
+        ]
         labelled = self.has_labels(run_id)
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
             inputs = self.inputs(run_id, part)
-            frame = export_frame(inputs.reset_index(drop=True),
-                                  self.results(run_id, part, vectors=False))  # fmt: skip
+            frame = export_frame(
+                inputs.reset_index(drop=True), self.results(run_id, part, vectors=False)
+            )
             if labelled:  # each row's label as a number (importing the export maps it back)
                 found = self.labels(run_id, part).set_index("row")["label"]
                 values = pd.Series([found.get(r, np.nan) for r in part], dtype=float)

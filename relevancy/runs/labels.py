@@ -70,7 +70,9 @@ class LabelsMixin:
 
     def has_labels(self, run_id: int) -> bool:
         """Whether any row of the run has a label."""
-        return bool(self._run(
-            f"SELECT 1 FROM results r WHERE r.run_id = ? AND {LABEL_SQL} IS NOT NULL LIMIT 1",
-            (int(run_id),),
-        ))  # fmt: skip
+        return bool(
+            self._run(
+                f"SELECT 1 FROM results r WHERE r.run_id = ? AND {LABEL_SQL} IS NOT NULL LIMIT 1",
+                (int(run_id),),
+            )
+        )

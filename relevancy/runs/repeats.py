@@ -26,12 +26,18 @@ class RepeatsMixin:
         now = now_iso()
         rows = [
             (
-                run_id, int(idx), int(seed), num_or_none(r.value), num_or_none(r.ragas_value),
-                int(bool(r.noncommittal)), near_duplicate_pairs(r),
-                json.dumps([q.question for q in r.questions], ensure_ascii=False), now,
+                run_id,
+                int(idx),
+                int(seed),
+                num_or_none(r.value),
+                num_or_none(r.ragas_value),
+                int(bool(r.noncommittal)),
+                near_duplicate_pairs(r),
+                json.dumps([q.question for q in r.questions], ensure_ascii=False),
+                now,
             )
             for idx, seed, r in items
-        ]  # fmt: skip
+        ]
         if not rows:
             return 0
         self._require(run_id)
@@ -62,9 +68,16 @@ class RepeatsMixin:
         found = self._run(sql + " ORDER BY idx, seed", params)
         frame = pd.DataFrame(
             found,
-            columns=["row", "seed", "score", "ragas_value", "noncommittal", "near_duplicates",
-                     "questions"],
-        )  # fmt: skip
+            columns=[
+                "row",
+                "seed",
+                "score",
+                "ragas_value",
+                "noncommittal",
+                "near_duplicates",
+                "questions",
+            ],
+        )
         for name in ("score", "ragas_value"):
             frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
         frame["noncommittal"] = frame["noncommittal"].astype(bool)

@@ -143,8 +143,18 @@ def question_rows(run_id: int, idx: int, r: RelevancyResult) -> list[tuple[Any, 
     for k, q in enumerate(r.questions):
         vec = next(vectors, None) if q.similarity is not None else None
         flag = None if q.noncommittal is None else int(bool(q.noncommittal))
-        rows.append((run_id, idx, k, q.question, num_or_none(q.similarity), flag,
-                     redact(q.error) if q.error else None, vector_blob(vec)))  # fmt: skip
+        rows.append(
+            (
+                run_id,
+                idx,
+                k,
+                q.question,
+                num_or_none(q.similarity),
+                flag,
+                redact(q.error) if q.error else None,
+                vector_blob(vec),
+            )
+        )
     return rows
 
 

@@ -156,8 +156,9 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
         db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=60000")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.create_function("casefold", 1, lambda s: None if s is None else str(s).casefold(),
-                           deterministic=True)  # fmt: skip
+        db.create_function(
+            "casefold", 1, lambda s: None if s is None else str(s).casefold(), deterministic=True
+        )
         return db
 
     def _run(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
@@ -207,9 +208,12 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
                         labels = parse_labels(chunk["label"].tolist(), start=n)
                         db.executemany(
                             "INSERT INTO labels VALUES (?, ?, 'input', ?, ?)",
-                            [(run_id, n + i, float(v), now)
-                             for i, v in enumerate(labels) if v == v],
-                        )  # fmt: skip
+                            [
+                                (run_id, n + i, float(v), now)
+                                for i, v in enumerate(labels)
+                                if v == v
+                            ],
+                        )
                     n += len(chunk)
                 if not n:
                     raise InputError("a run needs at least one input row")
@@ -491,8 +495,9 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
             db.close()
         questions = self._questions(run_id, [d["idx"] for d in found], vectors=vectors)
         if not vectors:
-            return [result_from_row(d, [(q, None) for q in questions.get(d["idx"], [])])
-                    for d in found]  # fmt: skip
+            return [
+                result_from_row(d, [(q, None) for q in questions.get(d["idx"], [])]) for d in found
+            ]
         return [result_from_row(d, questions.get(d["idx"], [])) for d in found]
 
     def _questions(

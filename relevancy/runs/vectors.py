@@ -51,18 +51,37 @@ class VectorsMixin:
         for idx, question, variant, score, flag, blob in origin:
             if question not in originals:
                 originals[question] = len(points)
-                points.append(("question", question, idx, -1, np.nan, 1.0, "(original question)",
-                               "original"))  # fmt: skip
+                points.append(
+                    ("question", question, idx, -1, np.nan, 1.0, "(original question)", "original")
+                )
                 vectors.append(blob)
             for text, sim, vec in by_row.get(int(idx), []):
-                points.append((
-                    "generated", text, idx, originals[question],
-                    np.nan if score is None else score, sim, variant or "",
-                    "yes" if flag else "no",
-                ))  # fmt: skip
+                points.append(
+                    (
+                        "generated",
+                        text,
+                        idx,
+                        originals[question],
+                        np.nan if score is None else score,
+                        sim,
+                        variant or "",
+                        "yes" if flag else "no",
+                    )
+                )
                 vectors.append(vec)
-        table = pd.DataFrame(points, columns=["kind", "text", "row", "parent", "score",
-                                              "similarity", "variant", "noncommittal"])  # fmt: skip
+        table = pd.DataFrame(
+            points,
+            columns=[
+                "kind",
+                "text",
+                "row",
+                "parent",
+                "score",
+                "similarity",
+                "variant",
+                "noncommittal",
+            ],
+        )
         if not vectors:
             return table, np.zeros((0, 0), dtype=np.float32)
         return table, np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)

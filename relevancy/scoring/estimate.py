@@ -116,8 +116,9 @@ class InputStats:
 
     def add(self, metric: Any, user_inputs: Sequence[str], responses: Sequence[str]) -> None:
         """Count a chunk of rows (pairs with an empty side are skipped)."""
-        pairs = [(u, r) for u, r in zip(user_inputs, responses) if str(u).strip() and
-                 str(r).strip()]  # fmt: skip
+        pairs = [
+            (u, r) for u, r in zip(user_inputs, responses) if str(u).strip() and str(r).strip()
+        ]
         hit = cached_mask(metric, [r for _, r in pairs])
         cap = getattr(metric.llm, "max_response_chars", None)
         self.rows += len(pairs)
@@ -363,10 +364,13 @@ def measured_rates(metric: Any) -> TokenRates | None:
     if got is None:
         return None
     return TokenRates(
-        got["prompt_base"], got["prompt_per_char"], got["completion_per_row"],
-        got["embedding_base"], got["embedding_per_char"],
+        got["prompt_base"],
+        got["prompt_per_char"],
+        got["completion_per_row"],
+        got["embedding_base"],
+        got["embedding_per_char"],
         f"measured on {got['rows']:,} rows on {got['measured'][:10]}",
-    )  # fmt: skip
+    )
 
 
 def rough_rates(metric: Any) -> TokenRates:
@@ -465,15 +469,23 @@ def estimate(
         rates = measured_rates(metric) or rough_rates(metric)
         todo = stats.rows - stats.cached
         tokens = rates.tokens(
-            todo, stats.question_chars, stats.answer_chars,
+            todo,
+            stats.question_chars,
+            stats.answer_chars,
             stats.generator_chars or stats.answer_chars,  # stats made by hand may lack it
-        )  # fmt: skip
+        )
         token_basis = rates.basis
     floor, limit = limit_floor(metric, rows - cached, tokens, rpm=rpm, tpm=tpm)
     return Estimate(
-        rows, cached, (rows - cached) * per_row, per_row, basis, tokens, token_basis,
+        rows,
+        cached,
+        (rows - cached) * per_row,
+        per_row,
+        basis,
+        tokens,
+        token_basis,
         llm=str(metric.llm.name),
         embeddings=str(metric.embeddings.name),
         limit_seconds=floor,
         limit=limit,
-    )  # fmt: skip
+    )

@@ -130,9 +130,12 @@ def survey(
     found = Survey(label_column=label_column)
     inspector = RowInspector(long_text=metric.llm.max_response_chars)
     chunks = iter_table(
-        path, chunk_rows=chunk_rows, source_format=source_format, report=found.source,
+        path,
+        chunk_rows=chunk_rows,
+        source_format=source_format,
+        report=found.source,
         label_column=label_column,
-    )  # fmt: skip
+    )
     seen = 0
     for chunk in chunks:
         if "label" in chunk.columns and found.label_column != "":
@@ -244,8 +247,17 @@ def score_file(
     fresh = len(tally.values) - tally.cached + stability.fresh_repeats  # cached rows cost ~0
     record_speed(metric, rows=fresh, seconds=seconds, store=store)
     record_usage(metric, points.points)
-    return summary(out, seconds, tally, run_id=run_id, labels=labels, chance=chance,
-                   usage=usage, languages=languages, stability=stability)  # fmt: skip
+    return summary(
+        out,
+        seconds,
+        tally,
+        run_id=run_id,
+        labels=labels,
+        chance=chance,
+        usage=usage,
+        languages=languages,
+        stability=stability,
+    )
 
 
 def summary(
@@ -263,16 +275,22 @@ def summary(
     """The :class:`FileRun` of a finished run, from what its collectors kept."""
     label_values, groups = labels.arrays() if labels is not None else (None, None)
     run = FileRun(
-        out, np.asarray(tally.values, dtype=float), tally.errors, tally.reasons, tally.cached,
-        seconds, run_id,
+        out,
+        np.asarray(tally.values, dtype=float),
+        tally.errors,
+        tally.reasons,
+        tally.cached,
+        seconds,
+        run_id,
         ragas=np.asarray(tally.ragas, dtype=float),
         noncommittal=np.asarray(tally.noncommittal, dtype=bool),
-        labels=label_values, groups=groups,
+        labels=label_values,
+        groups=groups,
         chance=chance.level() if chance is not None else None,
         negative=tally.negative,
         incomplete=tally.incomplete,
         usage=usage.totals() if usage is not None else pd.DataFrame(),
-    )  # fmt: skip
+    )
     if languages is not None:
         run.question_languages = languages.questions
         run.language_mismatch, run.answer_other_language = (

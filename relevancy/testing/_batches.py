@@ -154,9 +154,15 @@ class BatchesMixin:
     def _store_file(self, content: bytes, filename: str, purpose: str) -> dict[str, Any]:
         with self._lock:
             file_id = f"file-toy{self.seed}{len(self._files) + 1:06d}"
-            meta = {"id": file_id, "object": "file", "bytes": len(content),
-                    "created_at": int(time.time()), "filename": filename, "purpose": purpose,
-                    "status": "processed"}  # fmt: skip
+            meta = {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": int(time.time()),
+                "filename": filename,
+                "purpose": purpose,
+                "status": "processed",
+            }
             self._files[file_id] = {"meta": meta, "content": content}
         return meta
 
@@ -179,15 +185,26 @@ class BatchesMixin:
         with self._lock:
             batch_id = f"batch_toy{self.seed}{next(self._batch_ids):06d}"
             batch = {
-                "id": batch_id, "object": "batch", "endpoint": endpoint, "errors": None,
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": endpoint,
+                "errors": None,
                 "input_file_id": body["input_file_id"],
                 "completion_window": body.get("completion_window", "24h"),
-                "status": "in_progress", "output_file_id": None, "error_file_id": None,
-                "created_at": int(now), "in_progress_at": int(now), "expires_at": int(now) + 86400,
-                "completed_at": None, "failed_at": None, "cancelled_at": None,
+                "status": "in_progress",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": int(now),
+                "in_progress_at": int(now),
+                "expires_at": int(now) + 86400,
+                "completed_at": None,
+                "failed_at": None,
+                "cancelled_at": None,
                 "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
-                "metadata": body.get("metadata"), "_started": time.monotonic(), "_lines": lines,
-            }  # fmt: skip
+                "metadata": body.get("metadata"),
+                "_started": time.monotonic(),
+                "_lines": lines,
+            }
             self._batches[batch_id] = batch
         return json_reply(self._public(batch))
 
@@ -200,8 +217,11 @@ class BatchesMixin:
             batch = self._batches[batch_id]
             if batch["status"] != "in_progress":
                 return self._public(batch)
-            share = (time.monotonic() - batch["_started"]) / self.batch_delay if (
-                self.batch_delay > 0) else 1.0  # fmt: skip
+            share = (
+                (time.monotonic() - batch["_started"]) / self.batch_delay
+                if (self.batch_delay > 0)
+                else 1.0
+            )
             if share < 1.0:
                 counts = batch["request_counts"]
                 counts["completed"] = int(counts["total"] * share)
@@ -238,8 +258,16 @@ class BatchesMixin:
                 payload = method(line["body"], None, entry)
             except BadRequestError as exc:
                 error = {"code": exc.code or "invalid_request", "message": exc.message}
-                errors.append(json.dumps({"id": f"batch_req_{number}", "custom_id": custom_id,
-                                          "response": None, "error": error}))  # fmt: skip
+                errors.append(
+                    json.dumps(
+                        {
+                            "id": f"batch_req_{number}",
+                            "custom_id": custom_id,
+                            "response": None,
+                            "error": error,
+                        }
+                    )
+                )
                 continue
             if self.batch_fault in ("missing", "unknown_ids") and number % 2 == 0:
                 if self.batch_fault == "missing":
@@ -247,16 +275,25 @@ class BatchesMixin:
                 custom_id = f"unknown-{number}"
             self._spoil(payload)
             response = {"status_code": 200, "request_id": request_id, "body": payload}
-            out.append(json.dumps({"id": f"batch_req_{number}", "custom_id": custom_id,
-                                   "response": response, "error": None}))  # fmt: skip
+            out.append(
+                json.dumps(
+                    {
+                        "id": f"batch_req_{number}",
+                        "custom_id": custom_id,
+                        "response": response,
+                        "error": None,
+                    }
+                )
+            )
         content = ("\n".join(out) + "\n").encode()
         if self.batch_fault == "truncated":
             content = content[: len(content) // 2 + 7]
         output = self._store_file(content, "output.jsonl", "batch_output")
         failed = None
         if errors:
-            failed = self._store_file(("\n".join(errors) + "\n").encode(), "errors.jsonl",
-                                      "batch_output")  # fmt: skip
+            failed = self._store_file(
+                ("\n".join(errors) + "\n").encode(), "errors.jsonl", "batch_output"
+            )
         with self._lock:
             batch.update(
                 status="completed",

@@ -207,8 +207,11 @@ class EndpointsMixin:
             entry["decode_tokens"] = completion_tokens
             entry["choices"] = 1
             entry["usage"] = usage
-        call = {"id": f"call_{self.seed}_{number:08d}", "type": "function",
-                "function": {"name": name, "arguments": arguments}}  # fmt: skip
+        call = {
+            "id": f"call_{self.seed}_{number:08d}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
         return {
             "id": f"chatcmpl-{self.seed}-{number:08d}",
             "object": "chat.completion",
@@ -223,7 +226,7 @@ class EndpointsMixin:
                         "content": None,
                         "refusal": None,
                         "tool_calls": [call],
-                    },  # fmt: skip
+                    },
                     "logprobs": None,
                     "finish_reason": "tool_calls",
                 }

@@ -106,8 +106,13 @@ class RateLimits:
 
     def describe(self) -> dict[str, Any]:
         with self._lock:
-            return {"rpm": self.rpm, "tpm": self.tpm, "window": self.window,
-                    "admitted": self.admitted, "rejected": dict(self.rejected)}  # fmt: skip
+            return {
+                "rpm": self.rpm,
+                "tpm": self.tpm,
+                "window": self.window,
+                "admitted": self.admitted,
+                "rejected": dict(self.rejected),
+            }
 
     def admit(self, model: str, tokens: int) -> tuple[dict[str, str], Reply | None]:
         """The rate-limit headers for a request of ``tokens`` to ``model``, and the 429 reply
@@ -211,8 +216,11 @@ class LimitsMixin:
         if endpoint == "embeddings":
             items = body.get("input")
             items = [items] if isinstance(items, str) else items if isinstance(items, list) else []
-            return sum(self._count(i) if isinstance(i, str) else len(i) for i in items
-                       if isinstance(i, (str, list)))  # fmt: skip
+            return sum(
+                self._count(i) if isinstance(i, str) else len(i)
+                for i in items
+                if isinstance(i, (str, list))
+            )
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         prompt = sum(
             self._count(message_text(m.get("content"))) for m in messages if isinstance(m, dict)

@@ -465,9 +465,13 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
                 reply = self._extra_route(method, path, raw, body, content_type)
             else:
                 reply = self._route(
-                    method=method, path=path, authorised=authorised, raw=raw, body=body,
+                    method=method,
+                    path=path,
+                    authorised=authorised,
+                    raw=raw,
+                    body=body,
                     entry=entry,
-                )  # fmt: skip
+                )
             reply.headers = {**entry.pop("limit_headers", {}), **reply.headers}
             decode = self.token_latency * entry.get("decode_tokens", 0)
             if decode and self._stopping.wait(decode):

@@ -61,19 +61,33 @@ def app_url(app_home: Path) -> Iterator[str]:
     log_path = home / "streamlit.log"
     server = ServerProcess(
         [
-            sys.executable, "-m", "streamlit", "run", "app.py",
-            "--server.headless", "true",
-            "--server.port", str(port),
-            "--server.address", "127.0.0.1",
-            "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none",
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
         ],
         url_to_poll=f"http://127.0.0.1:{port}/_stcore/health",
         expect=b"ok",
-        env=env, cwd=ROOT, log_path=log_path,
-        timeout=90, poll_interval=0.3, request_timeout=1, stop_timeout=15,
+        env=env,
+        cwd=ROOT,
+        log_path=log_path,
+        timeout=90,
+        poll_interval=0.3,
+        request_timeout=1,
+        stop_timeout=15,
         name="streamlit",
-    )  # fmt: skip
+    )
     with server:
         ARTIFACTS.mkdir(exist_ok=True)
         yield f"http://127.0.0.1:{port}"

@@ -197,11 +197,24 @@ def _scored_per_run(store: Path) -> dict[str, int]:
 CANCEL_ROWS = "question,answer\n" + "".join(
     f"How many legs does a {animal} have?,A {animal} has {legs} legs.\n"
     for animal, legs in (
-        ("spider", 8), ("cat", 4), ("chicken", 2), ("beetle", 6), ("crab", 10), ("horse", 4),
-        ("ostrich", 2), ("ant", 6), ("lobster", 10), ("dog", 4), ("penguin", 2), ("moth", 6),
-        ("scorpion", 8), ("goat", 4), ("duck", 2), ("tick", 8),
+        ("spider", 8),
+        ("cat", 4),
+        ("chicken", 2),
+        ("beetle", 6),
+        ("crab", 10),
+        ("horse", 4),
+        ("ostrich", 2),
+        ("ant", 6),
+        ("lobster", 10),
+        ("dog", 4),
+        ("penguin", 2),
+        ("moth", 6),
+        ("scorpion", 8),
+        ("goat", 4),
+        ("duck", 2),
+        ("tick", 8),
     )
-)  # fmt: skip
+)
 CANCEL_N = 16
 
 

@@ -24,13 +24,19 @@ def _run_with_a_cut_off_row(store_path: Path) -> None:
 
     def row(answer: str, sims: list[float | None]) -> RelevancyResult:
         result = RelevancyResult(
-            user_input="What are the seasons?", response=answer,
+            user_input="What are the seasons?",
+            response=answer,
             value=sum(s for s in sims if s is not None) / sum(s is not None for s in sims),
-            questions=[QuestionScore("", None, None, CUT) if s is None
-                       else QuestionScore(f"What about seasons {i}?", s, None)
-                       for i, s in enumerate(sims)],
-            answer_similarity=0.7, strictness=3, parts=[{"text": answer, "similarity": 0.7}],
-        )  # fmt: skip
+            questions=[
+                QuestionScore("", None, None, CUT)
+                if s is None
+                else QuestionScore(f"What about seasons {i}?", s, None)
+                for i, s in enumerate(sims)
+            ],
+            answer_similarity=0.7,
+            strictness=3,
+            parts=[{"text": answer, "similarity": 0.7}],
+        )
         t = triage(result)
         result.reason, result.flags = t.reason, list(t.flags)
         return result

@@ -70,18 +70,33 @@ def dashboard_url(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     port = free_port()
     log = home / "dashboard.log"
     server = ServerProcess(
-        [str(venv / "bin" / "relevancy"), "dashboard", "--port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1"],
-        url_to_poll=f"http://127.0.0.1:{port}/_stcore/health", expect=b"ok",
-        env=_clean_env(RELEVANCY_STORE=str(home / "runs.sqlite3"),
-                       RELEVANCY_CACHE_DIR=str(home / "cache")),
-        cwd=cwd, log_path=log, timeout=120, name="relevancy dashboard",
-    )  # fmt: skip
+        [
+            str(venv / "bin" / "relevancy"),
+            "dashboard",
+            "--port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+        ],
+        url_to_poll=f"http://127.0.0.1:{port}/_stcore/health",
+        expect=b"ok",
+        env=_clean_env(
+            RELEVANCY_STORE=str(home / "runs.sqlite3"), RELEVANCY_CACHE_DIR=str(home / "cache")
+        ),
+        cwd=cwd,
+        log_path=log,
+        timeout=120,
+        name="relevancy dashboard",
+    )
     with server:
         yield f"http://127.0.0.1:{port}"
     served = log.read_text(errors="replace").splitlines()[0]
-    assert served == f"dashboard: {venv}/lib/python{sys.version_info[0]}.{sys.version_info[1]}" \
-        "/site-packages/relevancy/_app/app.py", served  # fmt: skip
+    assert (
+        served == f"dashboard: {venv}/lib/python{sys.version_info[0]}.{sys.version_info[1]}"
+        "/site-packages/relevancy/_app/app.py"
+    ), served
 
 
 def test_the_wheel_carries_the_dashboard_byte_for_byte(wheel: Path):

@@ -29,9 +29,11 @@ def main() -> None:
     record = check.to_dict()
     record.pop("seconds", None)  # this machine's time, not a property of the check
     OUT.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    print(f"agreement {check.agreement:.3f} (CI {check.ci_low:.3f}-{check.ci_high:.3f}), "
-          f"cos(question, answer) {check.baselines['cos(question, answer)']:.3f}, "
-          f"failed {check.failed}: {OUT}")  # fmt: skip
+    print(
+        f"agreement {check.agreement:.3f} (CI {check.ci_low:.3f}-{check.ci_high:.3f}), "
+        f"cos(question, answer) {check.baselines['cos(question, answer)']:.3f}, "
+        f"failed {check.failed}: {OUT}"
+    )
 
 
 if __name__ == "__main__":

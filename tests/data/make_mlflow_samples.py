@@ -40,7 +40,7 @@ import sample_app  # noqa: E402
 OUT = Path(__file__).resolve().parent / "mlflow"
 EXPERIMENT = "router-support"
 #: columns of ``search_traces`` holding objects: written as JSON text for Parquet
-NESTED = ("request", "response", "trace_metadata", "tags", "spans", "assessments")  # fmt: skip
+NESTED = ("request", "response", "trace_metadata", "tags", "spans", "assessments")
 
 
 def versions() -> dict[str, str]:
@@ -57,10 +57,10 @@ def main() -> None:
         truth = sample_app.trace_into_mlflow(experiment_id, toy)
         frame = mlflow.search_traces(locations=[experiment_id], order_by=["timestamp_ms ASC"])
         frame.to_json(OUT / "search_traces.json", orient="records", force_ascii=False)
-        frame.to_json(OUT / "search_traces.jsonl", orient="records", lines=True,
-                      force_ascii=False)  # fmt: skip
-        bare = mlflow.search_traces(locations=[experiment_id], order_by=["timestamp_ms ASC"],
-                                    include_spans=False)  # fmt: skip
+        frame.to_json(OUT / "search_traces.jsonl", orient="records", lines=True, force_ascii=False)
+        bare = mlflow.search_traces(
+            locations=[experiment_id], order_by=["timestamp_ms ASC"], include_spans=False
+        )
         bare.to_json(OUT / "search_traces_no_spans.json", orient="records", force_ascii=False)
         dumped = frame.copy()
         for column in NESTED:
@@ -69,13 +69,26 @@ def main() -> None:
         dumped.to_parquet(OUT / "search_traces.parquet")
         env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
         cli = subprocess.run(
-            [str(Path(sys.executable).with_name("mlflow")), "traces", "search",
-             "--experiment-id", experiment_id, "--output", "json", "--max-results", "100"],
-            env=env, capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            [
+                str(Path(sys.executable).with_name("mlflow")),
+                "traces",
+                "search",
+                "--experiment-id",
+                experiment_id,
+                "--output",
+                "json",
+                "--max-results",
+                "100",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         listed = json.loads(cli.stdout)
-        (OUT / "cli_traces.json").write_text(json.dumps(listed, indent=1, ensure_ascii=False)
-                                             + "\n", encoding="utf-8")  # fmt: skip
+        (OUT / "cli_traces.json").write_text(
+            json.dumps(listed, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         tags = frame["tags"].map(lambda t: t.get("case"))
         one = mlflow.get_trace(frame["trace_id"][tags == "pipeline-json"].iloc[0])
         (OUT / "trace.json").write_text(one.to_json(pretty=True) + "\n", encoding="utf-8")

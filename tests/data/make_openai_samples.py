@@ -53,9 +53,11 @@ def main() -> None:
     with OpenAICompatServer(text_mode="lines") as toy:
         client = openai.OpenAI(base_url=toy.base_url, api_key="sk-toy", max_retries=0)
         # a streamed call has no place in a batch or a request log of whole replies
-        calls = [(case, {"model": sample_app.MODEL, "messages": messages, **kwargs}, fault)
-                 for case, (messages, kwargs, fault) in sample_app.CHATS.items()
-                 if not kwargs.get("stream")]  # fmt: skip
+        calls = [
+            (case, {"model": sample_app.MODEL, "messages": messages, **kwargs}, fault)
+            for case, (messages, kwargs, fault) in sample_app.CHATS.items()
+            if not kwargs.get("stream")
+        ]
         calls.append((sample_app.TOOL_RESULT, None, None))
         tool_call = None
         for number, (case, body, fault) in enumerate(calls, start=1):
@@ -71,8 +73,11 @@ def main() -> None:
                         "content": sample_app.MANUAL["firmware"],
                     },
                 ]
-                body = {"model": sample_app.MODEL, "messages": messages,
-                        "tools": [sample_app.SEARCH_TOOL]}  # fmt: skip
+                body = {
+                    "model": sample_app.MODEL,
+                    "messages": messages,
+                    "tools": [sample_app.SEARCH_TOOL],
+                }
             question = sample_app.question_of(body["messages"])
             inputs.append({"custom_id": case, "method": "POST", "url": URL, "body": body})
             if fault:
@@ -83,12 +88,27 @@ def main() -> None:
             except openai.APIStatusError as exc:
                 error = exc.response.json()
                 request_id = exc.response.headers.get("x-request-id")
-                errors.append({"id": f"batch_req_{number:04d}", "custom_id": case,
-                               "response": {"status_code": exc.status_code,
-                                            "request_id": request_id, "body": error},
-                               "error": None})  # fmt: skip
-                log.append({"timestamp": int(started * 1000), "request": body, "response": None,
-                            "error": error["error"], "request_id": request_id})  # fmt: skip
+                errors.append(
+                    {
+                        "id": f"batch_req_{number:04d}",
+                        "custom_id": case,
+                        "response": {
+                            "status_code": exc.status_code,
+                            "request_id": request_id,
+                            "body": error,
+                        },
+                        "error": None,
+                    }
+                )
+                log.append(
+                    {
+                        "timestamp": int(started * 1000),
+                        "request": body,
+                        "response": None,
+                        "error": error["error"],
+                        "request_id": request_id,
+                    }
+                )
                 truth[case] = {"question": question, "answer": None, "skip": "failed"}
                 continue
             completion = raw.parse()
@@ -101,12 +121,23 @@ def main() -> None:
                 truth[case]["skip"] = "no answer"
             request_id = raw.headers.get("x-request-id")
             dumped = completion.model_dump(mode="json")
-            outputs.append({"id": f"batch_req_{number:04d}", "custom_id": case,
-                            "response": {"status_code": 200, "request_id": request_id,
-                                         "body": dumped}, "error": None})  # fmt: skip
-            log.append({"timestamp": int(started * 1000), "request": body, "response": dumped,
-                        "request_id": request_id,
-                        "duration_ms": round(1000 * (time.time() - started))})  # fmt: skip
+            outputs.append(
+                {
+                    "id": f"batch_req_{number:04d}",
+                    "custom_id": case,
+                    "response": {"status_code": 200, "request_id": request_id, "body": dumped},
+                    "error": None,
+                }
+            )
+            log.append(
+                {
+                    "timestamp": int(started * 1000),
+                    "request": body,
+                    "response": dumped,
+                    "request_id": request_id,
+                    "duration_ms": round(1000 * (time.time() - started)),
+                }
+            )
             chats.append({"messages": [*body["messages"], reply], "metadata": {"case": case}})
     write_jsonl(OUT / "chat.jsonl", chats)
     write_jsonl(OUT / "request_log.jsonl", log)

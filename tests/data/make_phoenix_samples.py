@@ -51,8 +51,14 @@ PRIVATE = "router-support-private"
 
 
 def versions() -> dict[str, str]:
-    names = ["arize-phoenix-client", "arize-phoenix-otel", "openinference-instrumentation-openai",
-             "openai", "pandas", "pyarrow"]  # fmt: skip
+    names = [
+        "arize-phoenix-client",
+        "arize-phoenix-otel",
+        "openinference-instrumentation-openai",
+        "openai",
+        "pandas",
+        "pyarrow",
+    ]
     found = {name: md.version(name) for name in names}
     return {"arize-phoenix (server)": "20.26.1", **found}
 
@@ -71,8 +77,11 @@ def message(m: dict[str, Any]) -> dict[str, Any]:
     content: Any = m.get("message.content") or ""
     parts = m.get("message.contents")
     if not content and parts is not None and len(parts):
-        content = [{"type": "text", "text": p["message_content.text"]} for p in parts
-                   if p.get("message_content.type") == "text"]  # fmt: skip
+        content = [
+            {"type": "text", "text": p["message_content.text"]}
+            for p in parts
+            if p.get("message_content.type") == "text"
+        ]
     return {"role": m["message.role"], "content": content}
 
 
@@ -80,8 +89,9 @@ def dataset_from(frame: Any) -> tuple[list[dict], list[dict], list[dict]]:
     """What "Add to dataset" keeps of each LLM span with an answer: its messages in and out."""
     inputs, outputs, metadata = [], [], []
     for _, span in frame.iterrows():
-        if span["span_kind"] != "LLM" or not isinstance(span["attributes.llm.output_messages"],
-                                                        list):  # fmt: skip
+        if span["span_kind"] != "LLM" or not isinstance(
+            span["attributes.llm.output_messages"], list
+        ):
             continue
         ins = [message(m) for m in span["attributes.llm.input_messages"]]
         outs = [message(m) for m in span["attributes.llm.output_messages"]]
@@ -97,8 +107,11 @@ def dataset_from(frame: Any) -> tuple[list[dict], list[dict], list[dict]]:
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp, PhoenixServer(Path(tmp) / "phoenix") as phoenix, \
-            OpenAICompatServer(text_mode="lines") as toy:  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        PhoenixServer(Path(tmp) / "phoenix") as phoenix,
+        OpenAICompatServer(text_mode="lines") as toy,
+    ):
         print(f"phoenix serve answered after {phoenix.start_s:.1f} s at {phoenix.base_url}")
         truth = sample_app.trace_into_phoenix(phoenix.collector, PROJECT, toy)
         # one span per chat call, three per pipeline (root, retriever, model)
@@ -117,9 +130,12 @@ def main() -> None:
             (OUT / name).write_text(json.dumps(body.json(), indent=1, ensure_ascii=False) + "\n")
         inputs, outputs, metadata = dataset_from(frame)
         dataset = client.datasets.create_dataset(
-            name="router-answers", inputs=inputs, outputs=outputs, metadata=metadata,
+            name="router-answers",
+            inputs=inputs,
+            outputs=outputs,
+            metadata=metadata,
             dataset_description="LLM spans of the router support app",
-        )  # fmt: skip
+        )
         downloads = {
             "dataset_examples.json": f"/v1/datasets/{dataset.id}/examples",
             "dataset.csv": f"/v1/datasets/{dataset.id}/csv",
@@ -145,8 +161,9 @@ def main() -> None:
             else:
                 os.environ["OPENINFERENCE_HIDE_INPUTS"] = hidden
         private = wait_for_spans(client, spans, PRIVATE).sort_values("start_time")
-        private.to_json(OUT / "spans_redacted.jsonl", orient="records", lines=True,
-                        date_format="iso")  # fmt: skip
+        private.to_json(
+            OUT / "spans_redacted.jsonl", orient="records", lines=True, date_format="iso"
+        )
     print(f"wrote {len(frame)} spans and the dataset's {len(inputs)} examples to {OUT}")
 
 

@@ -87,9 +87,12 @@ def compute(
             for key in sorted(keys.unique()):
                 m = (keys == key).to_numpy()
                 by_group[key or "(none)"] = agreement(
-                    scores[m], labels[m], groups=[g for g, k in zip(groups, m) if k], cut=cut,
+                    scores[m],
+                    labels[m],
+                    groups=[g for g, k in zip(groups, m) if k],
+                    cut=cut,
                     n_boot=n_boot,
-                )  # fmt: skip
+                )
     keep = np.isfinite(scores) & np.isfinite(labels)
     rows = frame.loc[keep].copy()
     rows["good"] = positive_labels(labels, cut)[keep]
@@ -229,9 +232,12 @@ def score_label_chart(view: AgreementView, *, height: int = 380) -> go.Figure:
         fig.update_xaxes(title_text="human label (jittered)")
         fig.update_yaxes(title_text="score")
         if view.overall.cut is not None:
-            fig.add_vline(x=view.overall.cut, line=dict(color="#6b7280", width=1, dash="dot"),
-                          annotation_text=f"good ≥ {view.overall.cut:g}",
-                          annotation_position="top")  # fmt: skip
+            fig.add_vline(
+                x=view.overall.cut,
+                line=dict(color="#6b7280", width=1, dash="dot"),
+                annotation_text=f"good ≥ {view.overall.cut:g}",
+                annotation_position="top",
+            )
     if math.isfinite(threshold):
         fig.add_hline(
             y=threshold,

@@ -87,9 +87,14 @@ def validate(
             issues.append(Issue("error", f"{exc}; or choose (none) for the label column."))
         else:
             n = int((values == values).sum())
-            issues.append(Issue("info", f"Human labels in {label!r}: {n} row(s), "
-                                f"{label_kind(values)}; the Agreement page compares them with "
-                                "the scores."))  # fmt: skip
+            issues.append(
+                Issue(
+                    "info",
+                    f"Human labels in {label!r}: {n} row(s), "
+                    f"{label_kind(values)}; the Agreement page compares them with "
+                    "the scores.",
+                )
+            )
     if any(i.level == "error" for i in issues):
         return issues
     try:
@@ -131,7 +136,7 @@ def validate(
                     ", and a small model's scores of long answers are less reliable."
                     if embedded
                     else "."
-                ),  # fmt: skip
+                ),
             )
         )
     if "variant" in mapped.columns:

@@ -86,7 +86,7 @@ def projection_scatter(
             # WebGL (3D) draws no see-through lines: solid and thicker there
             line=dict(color="#94a3b8", width=2)
             if three
-            else dict(color="rgba(100,116,139,0.35)", width=1),  # fmt: skip
+            else dict(color="rgba(100,116,139,0.35)", width=1),
         )
     )
 
@@ -184,8 +184,9 @@ def row_questions(points: pd.DataFrame) -> dict[int, str]:
     """Each row's original question, from a point table (a row's generated points name their
     original's point as ``parent``)."""
     out: dict[int, str] = {}
-    for row, kind, text, parent in zip(points["row"], points["kind"], points["text"],
-                                       points["parent"]):  # fmt: skip
+    for row, kind, text, parent in zip(
+        points["row"], points["kind"], points["text"], points["parent"]
+    ):
         out.setdefault(int(row), text if kind == "question" else points["text"].iloc[parent])
     return out
 

@@ -128,8 +128,9 @@ def row_notes(result: RelevancyResult, level: ChanceLevel | None) -> list[tuple[
                     "is no closer to the question than an answer to another question.",
                 )
             )
-    negative = [q.similarity for q in result.questions if q.similarity is not None and
-                q.similarity < 0]  # fmt: skip
+    negative = [
+        q.similarity for q in result.questions if q.similarity is not None and q.similarity < 0
+    ]
     if negative:
         share = (
             f" ({100 * level.negative_share:.0f}% of unrelated questions do so with "

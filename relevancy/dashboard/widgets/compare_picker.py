@@ -46,8 +46,16 @@ def _most_shared(run_b: int, ids: list[int]) -> int:
 def pair_frame(run: RunInfo, extra: list[str] | None = None) -> pd.DataFrame:
     """What pairing needs of a run's scored rows (and no more)."""
     roles = [c for c in ("id", "variant", *QUESTION_ID_COLUMNS) if c in run.columns]
-    names = ["user_input", *roles, *(extra or []), "score", "mode", "ragas_value",
-             "noncommittal", "error"]  # fmt: skip
+    names = [
+        "user_input",
+        *roles,
+        *(extra or []),
+        "score",
+        "mode",
+        "ragas_value",
+        "noncommittal",
+        "error",
+    ]
     return run_columns(run.id, list(dict.fromkeys(names)))
 
 
@@ -88,8 +96,15 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
         label_a = c1.selectbox("A (baseline)", values, index=0, key="cmp_a")
         label_b = c2.selectbox("B (candidate)", values, index=1, key="cmp_b")
         kept = frame[column].astype(str)
-        return Sides(frame[kept == label_a], frame[kept == label_b], label_a, label_b, info.id,
-                     info.id, column)  # fmt: skip
+        return Sides(
+            frame[kept == label_a],
+            frame[kept == label_b],
+            label_a,
+            label_b,
+            info.id,
+            info.id,
+            column,
+        )
     if len(runs) < 2:
         st.info("Only one run has scored rows: score another dataset to compare runs.", icon="ℹ️")
         return None
@@ -99,10 +114,12 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
     # of those): pairs match on the question text
     default_b = ids.index(info.id) if info.id in ids else 0
     default_a = ids.index(_most_shared(ids[default_b], ids))
-    run_a = c1.selectbox("A (baseline run)", ids, index=default_a, format_func=labels.get,
-                         key="cmp_run_a")  # fmt: skip
-    run_b = c2.selectbox("B (candidate run)", ids, index=default_b, format_func=labels.get,
-                         key="cmp_run_b")  # fmt: skip
+    run_a = c1.selectbox(
+        "A (baseline run)", ids, index=default_a, format_func=labels.get, key="cmp_run_a"
+    )
+    run_b = c2.selectbox(
+        "B (candidate run)", ids, index=default_b, format_func=labels.get, key="cmp_run_b"
+    )
     frame_a = pair_frame(next(r for r in runs if r.id == run_a))
     frame_b = pair_frame(next(r for r in runs if r.id == run_b))
     if "variant" in frame_a.columns and "variant" in frame_b.columns:

@@ -34,9 +34,10 @@ def show_health(slot: Any) -> None:
 
     Called at the end of the page's script, so a crash during this run is already counted.
     """
-    checks = [Check(*found) for found in _install_problems(
-        str(default_cache_dir()), str(default_store_path())
-    )]  # fmt: skip
+    checks = [
+        Check(*found)
+        for found in _install_problems(str(default_cache_dir()), str(default_store_path()))
+    ]
     crashed = worker_check()
     if crashed is not None:
         checks.append(crashed)

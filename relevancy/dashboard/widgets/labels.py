@@ -146,8 +146,11 @@ def label_control(run_id: int, row: int, *, key: str) -> None:
         if found.empty:
             st.caption("No label yet: a label adds this row to the **Agreement** page.")
         else:
-            where = "set in the dashboard" if found["source"].iloc[0] == "dashboard" else (
-                "from the input's label column")  # fmt: skip
+            where = (
+                "set in the dashboard"
+                if found["source"].iloc[0] == "dashboard"
+                else ("from the input's label column")
+            )
             st.caption(f"Label {current:g}, {where} · {_when(found['set_at'].iloc[0])}")
 
 

@@ -87,8 +87,9 @@ def sync_link(run_id: int | None, row: int | None = None) -> None:
     want = link_params(run_id, row)
     current = st.query_params.to_dict()
     if _ours(current) != want:
-        st.query_params.from_dict({**{k: v for k, v in current.items() if k not in (RUN, ROW)},
-                                   **want})  # fmt: skip
+        st.query_params.from_dict(
+            {**{k: v for k, v in current.items() if k not in (RUN, ROW)}, **want}
+        )
     st.session_state[_SENT] = want
     notes, slot = st.session_state.get(_NOTES), st.session_state.get(_SLOT)
     if not notes:

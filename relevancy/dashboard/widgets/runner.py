@@ -13,12 +13,14 @@ from typing import Any
 
 import streamlit as st
 
+from relevancy.dashboard.views.format import esc
+from relevancy.dashboard.widgets.state import set_active_run
 from relevancy.runs import RunStore
 from relevancy.scoring.collectors import StoreSink, Tally, TokenPoints
 from relevancy.scoring.estimate import duration, record_speed, record_usage
 from relevancy.scoring.pipeline import score_chunks
 
-__all__ = ["JOB_KEY", "Outcome", "score_run", "interrupted_job"]
+__all__ = ["stopped_notice", "JOB_KEY", "Outcome", "score_run", "interrupted_job"]
 
 JOB_KEY = "ds_job"
 
@@ -110,3 +112,20 @@ def score_run(store: RunStore, run_id: int, metric: Any, *, chunk: int | None = 
 def interrupted_job() -> dict[str, Any] | None:
     """The job a previous script run left unfinished (Cancel, or leaving the page), if any."""
     return st.session_state.pop(JOB_KEY, None)
+
+
+def stopped_notice(store: RunStore) -> bool:
+    """Say so when the last scoring was stopped (its run kept, made the active one) and whether
+    a Score click may start a run now: never in the script run right after a stop (a click
+    while scoring, Cancel..., is sent again)."""
+    stopped = interrupted_job()
+    if stopped:
+        info = store.get_run(stopped["run_id"])
+        st.warning(
+            f"Scoring stopped. Run **{esc(info.name)}** keeps every row scored so far "
+            f"({info.n_scored} of {info.n_rows} now; rows that were in flight finish in the "
+            "background and are kept too). Resume it below to score the rest.",
+            icon="⏹️",
+        )
+        set_active_run(info.id)
+    return stopped is None and not st.session_state.get("ds_cancel")

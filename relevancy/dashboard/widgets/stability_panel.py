@@ -75,10 +75,18 @@ def band_figure(values: list[float], seeds: list[int], score: float) -> go.Figur
         lo, hi = min(xs), max(xs)
         mean = sum(xs) / len(xs)
         sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs))
-        fig.add_shape(type="rect", x0=lo, x1=hi, y0=-0.5, y1=0.5, line_width=0,
-                      fillcolor="rgba(59,130,246,0.18)")  # fmt: skip
-        fig.add_shape(type="line", x0=mean - sd, x1=mean + sd, y0=0, y1=0,
-                      line=dict(color="#1d4ed8", width=3))  # fmt: skip
+        fig.add_shape(
+            type="rect",
+            x0=lo,
+            x1=hi,
+            y0=-0.5,
+            y1=0.5,
+            line_width=0,
+            fillcolor="rgba(59,130,246,0.18)",
+        )
+        fig.add_shape(
+            type="line", x0=mean - sd, x1=mean + sd, y0=0, y1=0, line=dict(color="#1d4ed8", width=3)
+        )
         fig.add_trace(
             go.Scatter(
                 x=xs,
@@ -133,8 +141,11 @@ def draw_band(band: pd.Series, score: float, *, key: str) -> None:
 
 def models_mismatch(info: RunInfo, metric: Any) -> str | None:
     """Why the sidebar's models cannot re-score this run (None when they can)."""
-    want = (info.settings.get("llm_name"), info.settings.get("embeddings_name"),
-            info.settings.get("strictness"))  # fmt: skip
+    want = (
+        info.settings.get("llm_name"),
+        info.settings.get("embeddings_name"),
+        info.settings.get("strictness"),
+    )
     have = (metric.llm.name, metric.embeddings.name, metric.strictness)
     if want[0] and want != have:
         return (
@@ -157,16 +168,26 @@ def rescore_panel(
         c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="bottom")
         k = c1.number_input("k (repeats)", 2, MAX_REPEATS, 5, key="ds_stab_k")
         which = c2.radio("Rows", list(_WHICH), format_func=_WHICH.get, key="ds_stab_which")
-        size = c3.number_input("Sample size", 1, max(1, info.n_scored), min(12, info.n_scored),
-                               key="ds_stab_n", disabled=which != "sample")  # fmt: skip
+        size = c3.number_input(
+            "Sample size",
+            1,
+            max(1, info.n_scored),
+            min(12, info.n_scored),
+            key="ds_stab_n",
+            disabled=which != "sample",
+        )
         rows = _rows(info, which, page_rows, inspected, int(size))
         st.caption(
             f"{len(rows)} row(s) x {int(k)} repeats. Each repeat draws its own N questions "
             "(seeds spaced by N, so no two repeats share one); repeats already made come from "
             "the cache."
         )
-        go_ = st.button(f"Re-score {len(rows)} row(s) {int(k)} times", key="ds_stab_go",
-                        icon="🔁", disabled=not rows)  # fmt: skip
+        go_ = st.button(
+            f"Re-score {len(rows)} row(s) {int(k)} times",
+            key="ds_stab_go",
+            icon="🔁",
+            disabled=not rows,
+        )
         if go_ and may_start:
             _run(info, settings, rows, int(k))
         if not done.empty:

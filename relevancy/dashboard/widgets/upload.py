@@ -146,8 +146,13 @@ def choose_mapping(frame: pd.DataFrame, source: str) -> dict[str, str | None]:
             parse_labels(frame[guess["label"]].tolist(), column=guess["label"])
         except InputError:
             guess["label"] = None
-    labels = ("Question column", "Answer column", "Variant column (optional)", "ID (optional)",
-              "Human label (optional)")  # fmt: skip
+    labels = (
+        "Question column",
+        "Answer column",
+        "Variant column (optional)",
+        "ID (optional)",
+        "Human label (optional)",
+    )
     mapping: dict[str, str | None] = {}
     for col, role, label in zip(st.columns(len(datasets.ROLES)), datasets.ROLES, labels):
         options = [none, *frame.columns]

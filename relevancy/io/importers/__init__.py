@@ -61,8 +61,18 @@ __all__ = [
 ]
 
 #: what ``--format`` accepts (``auto`` detects from the content)
-SOURCE_FORMATS = ("auto", "table", "langfuse", "langsmith", "phoenix", "mlflow", "openai-chat",
-                  "openai-batch", "openai-log", "hf")  # fmt: skip
+SOURCE_FORMATS = (
+    "auto",
+    "table",
+    "langfuse",
+    "langsmith",
+    "phoenix",
+    "mlflow",
+    "openai-chat",
+    "openai-batch",
+    "openai-log",
+    "hf",
+)
 FORMAT_NAMES = {
     "auto": "detect from the content",
     "table": "a table, columns matched by name",

@@ -22,20 +22,57 @@ MAX_METADATA = 20  #: metadata keys kept as columns per record
 
 
 ROLE_NAMES = {
-    "user": "user", "human": "user", "humanmessage": "user", "humanmessagechunk": "user",
-    "assistant": "assistant", "ai": "assistant", "aimessage": "assistant",
-    "aimessagechunk": "assistant", "model": "assistant", "system": "system",
-    "developer": "system", "systemmessage": "system", "tool": "tool", "function": "tool",
-    "toolmessage": "tool", "functionmessage": "tool",
-}  # fmt: skip
+    "user": "user",
+    "human": "user",
+    "humanmessage": "user",
+    "humanmessagechunk": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "aimessage": "assistant",
+    "aimessagechunk": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "developer": "system",
+    "systemmessage": "system",
+    "tool": "tool",
+    "function": "tool",
+    "toolmessage": "tool",
+    "functionmessage": "tool",
+}
 
 
 KEYS = {
-    "q": ("question", "query", "user_input", "input", "inputs", "prompt", "prompts", "text",
-          "content", "message", "user_message", "human_input", "q"),
-    "a": ("answer", "response", "output", "outputs", "result", "completion", "generation",
-          "text", "content", "message", "reply", "output_text", "a"),
-}  # fmt: skip
+    "q": (
+        "question",
+        "query",
+        "user_input",
+        "input",
+        "inputs",
+        "prompt",
+        "prompts",
+        "text",
+        "content",
+        "message",
+        "user_message",
+        "human_input",
+        "q",
+    ),
+    "a": (
+        "answer",
+        "response",
+        "output",
+        "outputs",
+        "result",
+        "completion",
+        "generation",
+        "text",
+        "content",
+        "message",
+        "reply",
+        "output_text",
+        "a",
+    ),
+}
 
 
 # --- reading payloads --------------------------------------------------------------------------
@@ -201,8 +238,19 @@ def _is_json(value: Any) -> bool:
 
 
 #: keys of the envelopes payloads come in: never a reply's own data
-ENVELOPE = {"messages", "choices", "generations", "role", "lc", "args", "kwargs", "message",
-            "content", "candidates", "output_messages"}  # fmt: skip
+ENVELOPE = {
+    "messages",
+    "choices",
+    "generations",
+    "role",
+    "lc",
+    "args",
+    "kwargs",
+    "message",
+    "content",
+    "candidates",
+    "output_messages",
+}
 
 
 def is_reply_data(value: Any) -> bool:

@@ -19,23 +19,48 @@ from relevancy.io.importers._payloads import (
 from relevancy.io.importers.report import ImportReport
 
 LANGFUSE_TRACE_KEYS = {
-    "sessionId", "session_id", "userId", "user_id", "release", "htmlPath", "html_path",
-    "latency", "totalCost", "total_cost", "public", "bookmarked", "environment", "projectId",
-    "project_id", "observations", "scores",
-}  # fmt: skip
+    "sessionId",
+    "session_id",
+    "userId",
+    "user_id",
+    "release",
+    "htmlPath",
+    "html_path",
+    "latency",
+    "totalCost",
+    "total_cost",
+    "public",
+    "bookmarked",
+    "environment",
+    "projectId",
+    "project_id",
+    "observations",
+    "scores",
+}
 
 
 LANGFUSE_TYPES = {
-    "GENERATION", "SPAN", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER", "EVALUATOR",
-    "EMBEDDING", "GUARDRAIL",
-}  # fmt: skip
+    "GENERATION",
+    "SPAN",
+    "EVENT",
+    "AGENT",
+    "TOOL",
+    "CHAIN",
+    "RETRIEVER",
+    "EVALUATOR",
+    "EMBEDDING",
+    "GUARDRAIL",
+}
 
 
 # --- the importers -----------------------------------------------------------------------------
 def langfuse(
-    records: Iterable[dict[str, Any]], report: ImportReport, *, observations: bool = False,
+    records: Iterable[dict[str, Any]],
+    report: ImportReport,
+    *,
+    observations: bool = False,
     generations_only: bool = True,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Langfuse traces (their ``input`` and ``output``) or observations (each generation's last
     user message and its output); camelCase (API, UI export) or snake_case (blob export)."""
     rows = []
@@ -74,13 +99,15 @@ def langfuse(
                 "latency": r.get("latency"),
                 "total_cost": first_of(r, "totalCost", "total_cost"),
             }
-        extras.update({
-            "version": r.get("version"),
-            "environment": r.get("environment"),
-            "user_id": first_of(r, "userId", "user_id"),
-            "session_id": first_of(r, "sessionId", "session_id"),
-            "tags": r.get("tags"),
-            **metadata_columns(r.get("metadata")),
-        })  # fmt: skip
+        extras.update(
+            {
+                "version": r.get("version"),
+                "environment": r.get("environment"),
+                "user_id": first_of(r, "userId", "user_id"),
+                "session_id": first_of(r, "sessionId", "session_id"),
+                "tags": r.get("tags"),
+                **metadata_columns(r.get("metadata")),
+            }
+        )
         rows.append(pair_row(question, answer, extras))
     return pairs_table(rows)

@@ -25,8 +25,17 @@ from relevancy.io.importers._payloads import (
 from relevancy.io.importers.report import ImportReport
 
 #: keys of a ``search_traces`` row besides ``trace_id``, ``request`` and ``response``
-FRAME_KEYS = {"state", "request_time", "execution_duration", "trace_metadata", "spans",
-              "assessments", "client_request_id", "status", "timestamp_ms"}  # fmt: skip
+FRAME_KEYS = {
+    "state",
+    "request_time",
+    "execution_duration",
+    "trace_metadata",
+    "spans",
+    "assessments",
+    "client_request_id",
+    "status",
+    "timestamp_ms",
+}
 MAX_TAGS = 20  #: user tags kept as ``tags.KEY`` columns per trace
 #: why a trace exported without its spans is skipped when its preview was cut
 CUT = "whose question or answer is cut short in the export (export with include_spans=True)"
@@ -99,10 +108,12 @@ def trace_parts(record: dict[str, Any]) -> dict[str, Any]:
             "state": first_of(info, "state", "status"),
             "request_time": first_of(info, "request_time", "timestamp_ms"),
             "execution_ms": first_of(info, "execution_duration_ms", "execution_time_ms"),
-            "request": request, "response": response, "metadata": meta,
+            "request": request,
+            "response": response,
+            "metadata": meta,
             "tags": _dict(info.get("tags")),
             "experiment_id": _experiment(info),
-        }  # fmt: skip
+        }
     request, response = record.get("request"), record.get("response")
     if is_missing(request) and is_missing(response) and not is_missing(record.get("trace")):
         return trace_parts(_dict(record.get("trace")))  # only the whole trace, as JSON text
@@ -111,11 +122,12 @@ def trace_parts(record: dict[str, Any]) -> dict[str, Any]:
         "state": first_of(record, "state", "status"),
         "request_time": first_of(record, "request_time", "timestamp_ms"),
         "execution_ms": first_of(record, "execution_duration", "execution_time_ms"),
-        "request": request, "response": response,
+        "request": request,
+        "response": response,
         "metadata": _dict(first_of(record, "trace_metadata", "request_metadata")),
         "tags": _dict(record.get("tags")),
         "experiment_id": _experiment(_dict(plain(record.get("trace")) or {}).get("info") or {}),
-    }  # fmt: skip
+    }
 
 
 def _whole(*candidates: Any) -> Any:

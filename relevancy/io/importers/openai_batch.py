@@ -28,8 +28,17 @@ from relevancy.io.importers.report import ImportReport
 REQUEST_KEYS = ("request", "request_body", "req")
 RESPONSE_KEYS = ("response", "response_body", "resp", "completion")
 #: top-level fields of a log record read as times
-TIME_KEYS = {"timestamp", "time", "created", "created_at", "started_at", "finished_at",
-             "start_time", "end_time", "logged_at"}  # fmt: skip
+TIME_KEYS = {
+    "timestamp",
+    "time",
+    "created",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "start_time",
+    "end_time",
+    "logged_at",
+}
 
 
 def batch_line(record: dict[str, Any]) -> str | None:
@@ -77,9 +86,10 @@ class OpenAIRequests:
                 continue
             key = str(record["custom_id"])
             mine, theirs = (
-                (self.requests, self.responses) if kind == "request"
+                (self.requests, self.responses)
+                if kind == "request"
                 else (self.responses, self.requests)
-            )  # fmt: skip
+            )
             other = theirs.pop(key, None)
             if other is None:
                 mine[key] = record
@@ -90,11 +100,13 @@ class OpenAIRequests:
 
     def finish(self, report: ImportReport) -> None:
         if self.requests:
-            report.skip("request", "without a response (give the output file too)",
-                        len(self.requests))  # fmt: skip
+            report.skip(
+                "request", "without a response (give the output file too)", len(self.requests)
+            )
         if self.responses:
-            report.skip("response", "without a request (give the input file too)",
-                        len(self.responses))  # fmt: skip
+            report.skip(
+                "response", "without a request (give the input file too)", len(self.responses)
+            )
         self.requests, self.responses = {}, {}
 
 

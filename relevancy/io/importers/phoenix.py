@@ -27,8 +27,14 @@ from relevancy.io.importers._payloads import (
 from relevancy.io.importers.report import ImportReport
 
 #: OTLP's status codes, as numbers (protobuf JSON) or names
-OTLP_STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET",
-               "STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"}  # fmt: skip
+OTLP_STATUS = {
+    0: "UNSET",
+    1: "OK",
+    2: "ERROR",
+    "STATUS_CODE_UNSET": "UNSET",
+    "STATUS_CODE_OK": "OK",
+    "STATUS_CODE_ERROR": "ERROR",
+}
 
 
 def is_otlp_span(record: dict[str, Any]) -> bool:

@@ -112,9 +112,12 @@ def fetch_spans(
     quiet.setLevel(logging.ERROR)
     try:
         frame = client.spans.get_spans_dataframe(
-            query=SpanQuery().where("parent_id is None"), project_identifier=source.project,
-            start_time=since, end_time=until, limit=limit,
-        )  # fmt: skip
+            query=SpanQuery().where("parent_id is None"),
+            project_identifier=source.project,
+            start_time=since,
+            end_time=until,
+            limit=limit,
+        )
     except Exception as exc:  # httpx errors, a project that is not there...
         raise InputError(f"cannot read spans from {source.url}: {_why(exc)}") from None
     finally:
