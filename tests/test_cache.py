@@ -205,3 +205,43 @@ def test_the_embedding_memo_is_bounded():
     again = asyncio.run(service.embed(texts[-50:]))  # from the memo: no backend call
     assert service.backend_texts == 400 and np.allclose(again, first[-50:])
     assert EmbeddingService(FakeEmbedder(dim=8), None).memo_size == 10_000
+
+
+def test_a_text_embedded_while_another_row_reads_the_cache_is_not_embedded_again(tmp_path):
+    """The race CI hit: row A misses the memo and reads the disk cache (in a thread); row B has
+    the same question embedded meanwhile; A must take B's vector, not send the text again."""
+    import asyncio
+    import threading
+
+    from relevancy.backends import EmbeddingService
+
+    class HeldCache:
+        """A cache whose first read waits until it is let go."""
+
+        def __init__(self) -> None:
+            self.release = threading.Event()
+            self.reads = 0
+
+        def get_embeddings(self, keys):
+            self.reads += 1
+            if self.reads == 1:
+                assert self.release.wait(10)
+            return {}
+
+        def put_embeddings(self, items) -> None:
+            pass
+
+    emb = FakeEmbedder(dim=8)
+    cache = HeldCache()
+    service = EmbeddingService(emb, cache)  # type: ignore[arg-type]
+
+    async def both():
+        a = asyncio.create_task(service.embed_counted(["Where is France?"]))
+        await asyncio.sleep(0.05)  # A is inside its cache read
+        b = await service.embed_counted(["Where is France?"])  # B has it embedded
+        cache.release.set()
+        return await a, b
+
+    (va, ta), (vb, tb) = asyncio.run(both())
+    assert emb.calls == [["Where is France?"]]  # one backend call for the shared text
+    assert np.allclose(va, vb) and ta == 0  # A sent nothing, so it pays for nothing

@@ -150,6 +150,11 @@ class EmbeddingService:
                 if k in found:
                     got[t] = found[k]
                     self._remember(t, found[k])
+            # another row may have had these embedded while the cache was read: the memo
+            # holds them now (it is filled before their futures are let go)
+            for t in wanted:
+                if t not in got and t in self._memo:
+                    got[t] = self._memo[t]
             wanted = [t for t in wanted if t not in got]
         futures: dict[str, asyncio.Future[np.ndarray]] = {}
         owned: list[str] = []  # texts this call sends to the backend (and pays for)
