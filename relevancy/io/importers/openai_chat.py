@@ -11,6 +11,7 @@ import pandas as pd
 from relevancy.io.importers._payloads import (
     all_scalars,
     as_messages,
+    as_time,
     chat_pair,
     is_missing,
     metadata_columns,
@@ -20,6 +21,9 @@ from relevancy.io.importers._payloads import (
     text_of,
 )
 from relevancy.io.importers.report import ImportReport
+
+#: top-level fields read as times (epoch numbers become ISO text, as other importers give them)
+TIME_KEYS = {"created", "created_at", "timestamp", "time", "start_time", "request_time"}
 
 
 def openai_chat(records: Iterable[dict[str, Any]], report: ImportReport) -> pd.DataFrame:
@@ -49,6 +53,8 @@ def openai_chat(records: Iterable[dict[str, Any]], report: ImportReport) -> pd.D
             value = plain(value) if not isinstance(value, str) else value
             if key == "metadata" and isinstance(value, dict):
                 extras.update(metadata_columns(value))
+            elif key in TIME_KEYS:
+                extras[key] = as_time(value)
             elif not isinstance(value, (dict, list)) or all_scalars(value):
                 extras[key] = value
         rows.append(pair_row(question, answer, extras))

@@ -48,5 +48,7 @@ def phoenix_examples(records: Iterable[dict[str, Any]], report: ImportReport) ->
             "updated_at": e.get("updated_at"),
             **metadata_columns(e.get("metadata")),
         }
+        if e.get("created_at") is not None:  # the example's own time, when the export has it
+            extras["created_at"] = e["created_at"]
         rows.append(pair_row(question, answer, extras))
     return pairs_table(rows)

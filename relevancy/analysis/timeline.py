@@ -1,0 +1,294 @@
+"""Relevancy over time: rows placed by their own time, per bucket (10 minutes, an hour, a day or
+a week) with the mean's 95% CI, split by a column, and where the model or the prompt changed.
+
+A row's time is one of the input's own columns (an importer's ``start_time``, an MLflow
+trace's ``request_time``, a log's ``created``...): :func:`find_time_column` finds it by name,
+:func:`parse_times` reads ISO text (UTC when it names no zone), datetimes and pandas
+Timestamps, and epoch numbers (seconds, milliseconds, microseconds or nanoseconds, told apart
+by their size). A cell that is none of these is counted, never dropped unsaid.
+
+A bucket's mean is over its rows with a finite score; rows whose score is NaN (failed rows)
+are counted in ``failed``, not in the mean. Numpy and pandas only.
+
+>>> import pandas as pd
+>>> times = parse_times(["2026-01-05T09:10:00Z", "2026-01-05T09:50", 1767608400, "soon"])
+>>> times.bad, times.values[:3].dt.hour.tolist()
+(1, [9, 9, 10])
+>>> table = bucket_table(times.values, [0.8, 0.6, 0.9, 0.5], bucket="hour")
+>>> table[["n", "scored", "mean"]].to_dict("list")
+{'n': [2, 1], 'scored': [2, 1], 'mean': [0.7, 0.9]}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from relevancy.core.stats import bootstrap_ci
+
+__all__ = [
+    "TIME_NAMES",
+    "CHANGE_NAMES",
+    "BUCKETS",
+    "ParsedTimes",
+    "find_time_column",
+    "parse_times",
+    "choose_bucket",
+    "bucket_of",
+    "bucket_table",
+    "change_marks",
+]
+
+#: column names read as a row's time, in order of preference (any case): the trace's start first
+TIME_NAMES = (
+    "start_time",
+    "startTime",
+    "request_time",
+    "timestamp",
+    "time",
+    "created_at",
+    "createdAt",
+    "created",
+    "timestamp_ms",
+    "datetime",
+    "date",
+)
+#: columns whose first new value marks a change of model or prompt (any case)
+CHANGE_NAMES = (
+    "llm",
+    "model",
+    "metadata.model",
+    "ls_model_name",
+    "prompt_version",
+    "prompt_template",
+    "metadata.prompt_version",
+    "version",
+    "variant",
+)
+#: bucket widths, narrowest first
+BUCKETS: dict[str, timedelta] = {
+    "10min": timedelta(minutes=10),
+    "hour": timedelta(hours=1),
+    "day": timedelta(days=1),
+    "week": timedelta(weeks=1),
+}
+#: the automatic bucket is the narrowest giving at most this many buckets
+MAX_BUCKETS = 72
+#: weeks start on Monday (1970-01-05), the other buckets at the epoch
+_WEEK_ORIGIN = pd.Timestamp("1970-01-05", tz="UTC")
+_EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
+#: epoch numbers: the smallest value read in each unit (1973 onwards in all four)
+_EPOCH_UNITS = (("ns", 1e17), ("us", 1e14), ("ms", 1e11), ("s", 1e8))
+
+
+@dataclass(frozen=True)
+class ParsedTimes:
+    """Times read from a column: ``values`` (UTC, ``NaT`` where a cell is empty or unreadable),
+    how many cells were ``empty``, how many ``bad`` (not a time), and up to three of those."""
+
+    values: pd.Series
+    empty: int
+    bad: int
+    examples: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line on the cells that are not times (``""`` when all are)."""
+        parts = []
+        if self.bad:
+            shown = ", ".join(repr(e) for e in self.examples)
+            parts.append(f"{self.bad} cell(s) are not times (such as {shown})")
+        if self.empty:
+            parts.append(f"{self.empty} row(s) have no time")
+        if not parts:
+            return ""
+        return "; ".join(parts) + ": they are left out of the chart."
+
+
+def find_time_column(columns: Sequence[Any]) -> str | None:
+    """The column holding the rows' time, by name (:data:`TIME_NAMES`, any case), or ``None``.
+
+    >>> find_time_column(["question", "answer", "Timestamp"])
+    'Timestamp'
+    """
+    lower = {str(c).strip().lower(): str(c) for c in reversed(list(columns))}
+    return next((lower[n.lower()] for n in TIME_NAMES if n.lower() in lower), None)
+
+
+def _one(value: Any) -> pd.Timestamp | None:
+    """One cell as a UTC time, or None when it is not one."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if number is None:
+            try:
+                stamp = pd.Timestamp(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+            except (ValueError, TypeError, OverflowError):
+                return None
+            if pd.isna(stamp):
+                return None
+            return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+        value = number
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        magnitude = abs(float(value))
+        if not math.isfinite(magnitude):
+            return None
+        for unit, above in _EPOCH_UNITS:
+            if magnitude >= above:
+                exact = int(value) if unit == "ns" else float(value)
+                return pd.Timestamp(exact, unit=unit, tz="UTC")
+        return None
+    try:
+        stamp = pd.Timestamp(value)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if pd.isna(stamp):
+        return None
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+def _is_empty(value: Any) -> bool:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def parse_times(values: Sequence[Any] | pd.Series) -> ParsedTimes:
+    """Read a column of times (see the module): UTC timestamps, ``NaT`` where a cell is empty or
+    not a time, with those counted.
+
+    >>> parse_times([1767607200000, "2026-01-05 10:00+01:00", None]).values[:2].dt.hour.tolist()
+    [10, 9]
+    """
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    if isinstance(series.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(series):
+        out = pd.to_datetime(series, utc=True)
+        return ParsedTimes(out.reset_index(drop=True), int(out.isna().sum()), 0)
+    parsed: list[pd.Timestamp | None] = []
+    empty = bad = 0
+    examples: list[str] = []
+    for value in series.tolist():
+        if _is_empty(value):
+            empty += 1
+            parsed.append(None)
+            continue
+        stamp = _one(value)
+        if stamp is None:
+            bad += 1
+            if len(examples) < 3:
+                examples.append(str(value)[:40])
+        parsed.append(stamp)
+    out = pd.to_datetime(pd.Series(parsed, dtype=object), utc=True)
+    return ParsedTimes(out, empty, bad, tuple(examples))
+
+
+def choose_bucket(times: pd.Series | Sequence[Any], *, most: int = MAX_BUCKETS) -> str:
+    """The narrowest of :data:`BUCKETS` that splits the times' span into at most ``most``
+    buckets (``"week"`` when none does; ``"hour"`` for no times).
+
+    >>> choose_bucket(pd.to_datetime(["2026-01-01", "2026-01-03"], utc=True))
+    'hour'
+    >>> choose_bucket(pd.to_datetime(["2026-01-01", "2026-03-01"], utc=True))
+    'day'
+    """
+    stamps = pd.to_datetime(pd.Series(times), utc=True).dropna()
+    if stamps.empty:
+        return "hour"
+    span = stamps.max() - stamps.min()
+    for name, width in BUCKETS.items():
+        if span / width < most:
+            return name
+    return "week"
+
+
+def bucket_of(times: pd.Series, bucket: str) -> pd.Series:
+    """Each time's bucket start (UTC): buckets aligned to the epoch, weeks starting on Monday."""
+    width = pd.Timedelta(BUCKETS[bucket])
+    origin = _WEEK_ORIGIN if bucket == "week" else _EPOCH
+    stamps = pd.to_datetime(times, utc=True)
+    return origin + ((stamps - origin) // width) * width
+
+
+def _stats(scores: np.ndarray) -> tuple[int, int, float, float, float]:
+    finite = scores[np.isfinite(scores)]
+    mean = float(finite.mean()) if finite.size else math.nan
+    low, high = bootstrap_ci(finite) if finite.size > 1 else (math.nan, math.nan)
+    return int(finite.size), int(scores.size - finite.size), mean, low, high
+
+
+def bucket_table(
+    times: pd.Series | Sequence[Any],
+    scores: Sequence[float] | np.ndarray,
+    *,
+    bucket: str = "hour",
+    groups: Sequence[Any] | pd.Series | None = None,
+) -> pd.DataFrame:
+    """Per bucket (and per group, with ``groups``): ``start``, ``end``, ``group`` (``""`` without
+    groups), ``n`` (rows), ``scored`` (finite scores), ``failed`` (NaN scores), ``mean`` (of the
+    finite scores), ``low``/``high`` (its 95% CI: :func:`relevancy.core.stats.bootstrap_ci`,
+    NaN under 2 scores). Rows without a time are left out (:class:`ParsedTimes` counts them).
+    Sorted by group, then time.
+    """
+    stamps = pd.to_datetime(
+        pd.Series(list(times) if not isinstance(times, pd.Series) else times), utc=True
+    ).reset_index(drop=True)
+    values = np.asarray(scores, dtype=np.float64)
+    names = (
+        pd.Series([""] * len(stamps))
+        if groups is None
+        else pd.Series(list(groups), dtype=object).fillna("(none)").astype(str)
+    )
+    frame = pd.DataFrame({"start": bucket_of(stamps, bucket), "group": names, "score": values})
+    frame = frame[stamps.notna().to_numpy()]
+    width = pd.Timedelta(BUCKETS[bucket])
+    rows = []
+    for (group, start), part in frame.groupby(["group", "start"], sort=True):
+        scored, failed, mean, low, high = _stats(part["score"].to_numpy())
+        rows.append((start, start + width, group, len(part), scored, failed, mean, low, high))
+    columns = ["start", "end", "group", "n", "scored", "failed", "mean", "low", "high"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def change_marks(times: pd.Series | Sequence[Any], frame: pd.DataFrame) -> pd.DataFrame:
+    """Where the model or the prompt changed: for each column of ``frame`` named in
+    :data:`CHANGE_NAMES`, the first time each of its values appears after the first value
+    (``time``, ``column``, ``value``, ``previous``: the value seen last before it), in time order.
+
+    >>> t = pd.to_datetime(["2026-01-01 09:00", "2026-01-01 10:00", "2026-01-01 11:00"], utc=True)
+    >>> change_marks(t, pd.DataFrame({"llm": ["a", "a", "b"]}))[["column", "value", "previous"]]
+      column value previous
+    0    llm     b        a
+    """
+    stamps = pd.to_datetime(pd.Series(list(times)), utc=True).reset_index(drop=True)
+    wanted = {n.lower() for n in CHANGE_NAMES}
+    out = []
+    order = np.argsort(stamps.to_numpy(), kind="stable")
+    for column in frame.columns:
+        if str(column).lower() not in wanted:
+            continue
+        values = frame[column].reset_index(drop=True)
+        seen: set[str] = set()
+        last = None
+        for i in order:
+            if pd.isna(stamps[i]) or _is_empty(values[i]):
+                continue
+            value = str(values[i])
+            if value not in seen and seen:
+                out.append((stamps[i], str(column), value, last))
+            seen.add(value)
+            last = value
+    marks = pd.DataFrame(out, columns=["time", "column", "value", "previous"])
+    return marks.sort_values("time", kind="stable").reset_index(drop=True)

@@ -1,0 +1,104 @@
+"""An alert posted to a webhook (Slack's incoming webhooks, or anything that takes JSON).
+
+The body is ``{"text": "<one line>", "relevancy": {...the check..., "run": run}}``: Slack shows
+``text``, other receivers read ``relevancy``. Standard library only (``urllib``). A webhook
+URL's path is its secret (Slack's is the key itself), so no message ever shows more of it than
+``scheme://host``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from relevancy.core.redact import redact
+from relevancy.errors import InputError
+
+__all__ = ["post_alert", "alert_body", "webhook_host"]
+
+
+def webhook_host(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, all a message may show of it (no path, no query, no
+    credentials).
+
+    >>> webhook_host("https://hooks.slack.com/services/T000/B000/XXXX")
+    'https://hooks.slack.com'
+    """
+    parts = urlsplit(str(url).strip())
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme or '?'}://{host}{port}"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if callable(isoformat) else str(value)
+
+
+def alert_body(check: Mapping[str, Any] | Any, *, run: str) -> dict[str, Any]:
+    """The JSON body of ``check``: a mapping, or an object with ``to_json()`` (and
+    ``message``), such as :class:`relevancy.analysis.alerts.WindowCheck`.
+
+    >>> alert_body({"message": "relevancy 0.41 is below 0.60", "n": 212}, run="#3 prod")
+    {'text': 'relevancy 0.41 is below 0.60 (run #3 prod)', 'relevancy': {'message': \
+'relevancy 0.41 is below 0.60', 'n': 212, 'run': '#3 prod'}}
+    """
+    if isinstance(check, Mapping):
+        data = dict(check)
+    elif callable(getattr(check, "to_json", None)):
+        data = dict(check.to_json())
+    else:
+        raise TypeError("post_alert: give a mapping or an object with to_json()")
+    message = data.get("message") or getattr(check, "message", "") or "relevancy alert"
+    line = " ".join(str(message).split())
+    return {"text": f"{line} (run {run})", "relevancy": _plain({**data, "run": run})}
+
+
+def post_alert(
+    url: str, check: Mapping[str, Any] | Any, *, run: str, timeout: float = 10.0
+) -> None:
+    """POST ``check`` (see :func:`alert_body`) as JSON to the webhook ``url``, waiting at most
+    ``timeout`` seconds. Raises :class:`InputError` (one line naming only ``scheme://host``)
+    when the URL is not http(s), the receiver answers other than 2xx, or does not answer."""
+    where = webhook_host(url)
+    if urlsplit(str(url).strip()).scheme not in ("http", "https"):
+        raise InputError(f"the webhook {where} is not an http(s) URL")
+    body = json.dumps(alert_body(check, run=run), ensure_ascii=False).encode("utf-8")
+    request = urllib.request.Request(
+        str(url).strip(),
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "relevancy-alerts"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 (http(s) only)
+            status = answer.status
+            answer.read(65536)
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+        exc.close()
+    except TimeoutError:
+        raise InputError(f"the webhook at {where} did not answer within {timeout:g} s") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise InputError(
+                f"the webhook at {where} did not answer within {timeout:g} s"
+            ) from None
+        text = " ".join(redact(reason).replace(str(url).strip(), where).split())[:160]
+        raise InputError(f"the webhook at {where} could not be reached: {text}") from None
+    if not 200 <= status < 300:
+        raise InputError(f"the webhook at {where} answered HTTP {status}: the alert was not taken")

@@ -1,0 +1,267 @@
+"""Relevancy over time: times read, buckets and their CIs, change marks, alert windows, the
+webhook against a real local HTTP server, and the Over time page under AppTest."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from relevancy import InputError
+from relevancy.analysis import alerts, timeline
+from relevancy.analysis.alerts import WindowCheck, check_windows, parse_window, window_of
+from relevancy.analysis.timeline import (
+    bucket_table,
+    change_marks,
+    choose_bucket,
+    find_time_column,
+    parse_times,
+)
+from relevancy.core.stats import bootstrap_ci
+from relevancy.io import webhook
+from relevancy.io.webhook import post_alert
+
+T0 = datetime(2026, 12, 6, 9, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("module", [timeline, alerts, webhook])
+def test_doctests(module):
+    failed, tried = doctest.testmod(module)
+    assert tried and not failed
+
+
+# --- times and buckets -------------------------------------------------------------------------
+def test_time_column_found_by_name():
+    assert find_time_column(["question", "answer", "request_time"]) == "request_time"
+    assert find_time_column(["startTime", "timestamp"]) == "startTime"  # the trace's start first
+    assert find_time_column(["question", "answer"]) is None
+
+
+def test_epoch_numbers_told_apart_by_magnitude_and_iso_text_with_or_without_zone():
+    seconds = T0.timestamp()
+    cells = [
+        seconds,
+        seconds * 1e3,
+        int(seconds * 1e6),
+        int(seconds) * 10**9,
+        str(int(seconds)),
+        "2026-12-06T09:00:00Z",
+        "2026-12-06 09:00",  # no zone: UTC
+        "2026-12-06T10:00:00+01:00",
+        pd.Timestamp("2026-12-06 09:00"),
+    ]
+    parsed = parse_times(cells)
+    assert parsed.bad == parsed.empty == 0
+    assert set(parsed.values) == {pd.Timestamp(T0)}
+
+
+def test_unparseable_cells_are_counted_and_said():
+    parsed = parse_times(["2026-12-06T09:00Z", "yesterday", "", None, 42, True])
+    assert parsed.empty == 2 and parsed.bad == 3  # 42 is too small to be a time; True no time
+    assert parsed.values.isna().tolist() == [False, True, True, True, True, True]
+    line = parsed.describe()
+    assert "3 cell(s) are not times" in line and "'yesterday'" in line
+    assert "2 row(s) have no time" in line
+
+
+def test_bucket_chosen_from_the_span():
+    def span(**kw):
+        return [T0, T0 + timedelta(**kw)]
+
+    assert choose_bucket(span(hours=5)) == "10min"
+    assert choose_bucket(span(days=2)) == "hour"
+    assert choose_bucket(span(days=40)) == "day"
+    assert choose_bucket(span(days=900)) == "week"
+
+
+def test_bucket_means_cis_failed_rows_and_groups():
+    times = [T0 + timedelta(minutes=m) for m in (1, 5, 20, 40, 61, 62, 70)]
+    scores = [0.9, 0.7, np.nan, 0.5, 0.2, 0.4, np.nan]
+    table = bucket_table(times, scores, bucket="hour")
+    assert table["start"].tolist() == [pd.Timestamp(T0), pd.Timestamp(T0 + timedelta(hours=1))]
+    assert table["n"].tolist() == [4, 3] and table["failed"].tolist() == [1, 1]
+    assert table["scored"].tolist() == [3, 2]
+    assert table["mean"].round(6).tolist() == [0.7, 0.3]  # NaN left out of the mean
+    assert (table["low"].iloc[0], table["high"].iloc[0]) == bootstrap_ci([0.9, 0.7, 0.5])
+    grouped = bucket_table(times, scores, bucket="hour", groups=list("aabbaab"))
+    first = grouped[grouped["group"] == "a"]
+    assert first["n"].tolist() == [2, 2] and first["mean"].round(6).tolist() == [0.8, 0.3]
+
+
+def test_week_buckets_start_on_monday():
+    table = bucket_table([T0], [0.5], bucket="week")  # Sunday 2026-12-06
+    assert table["start"].iloc[0] == pd.Timestamp("2026-11-30", tz="UTC")
+
+
+def test_change_marks_the_first_time_a_new_model_or_prompt_appears():
+    times = [T0 + timedelta(hours=h) for h in (3, 0, 1, 2, 4)]
+    frame = pd.DataFrame(
+        {
+            "llm": ["b", "a", "a", "b", "a"],
+            "prompt_version": ["v1"] * 4 + ["v2"],
+            "x": list("xyzxy"),
+        }
+    )
+    marks = change_marks(times, frame)
+    assert marks[["column", "value", "previous"]].values.tolist() == [
+        ["llm", "b", "a"],
+        ["prompt_version", "v2", "v1"],
+    ]
+    assert marks["time"].tolist() == [
+        pd.Timestamp(T0 + timedelta(hours=2)),
+        T0 + timedelta(hours=4),
+    ]
+
+
+# --- alerts --------------------------------------------------------------------------------------
+def test_parse_window_and_aligned_windows():
+    assert parse_window("30m") == timedelta(minutes=30)
+    assert parse_window("1h") == timedelta(hours=1)
+    assert parse_window(" 1d ") == timedelta(days=1)
+    assert parse_window("2w") == timedelta(weeks=2)
+    for bad in ("", "h", "1y", "-1h", "0m", "1 hour please"):
+        with pytest.raises(InputError) as err:
+            parse_window(bad)
+        assert "\n" not in str(err.value) and "30m, 1h, 1d or 2w" in str(err.value)
+    start, end = window_of(datetime(2026, 12, 6, 9, 59), timedelta(hours=1))  # naive: UTC
+    assert (start, end) == (T0, T0 + timedelta(hours=1))
+
+
+def _rows(start: datetime, scores: list[float]) -> tuple[list[datetime], list[float]]:
+    step = timedelta(hours=1) / (len(scores) + 1)
+    return [start + step * (i + 1) for i in range(len(scores))], scores
+
+
+def test_too_few_rows_never_alert_and_say_how_many_are_needed():
+    times, scores = _rows(T0, [0.1, 0.2, 0.1, np.nan])
+    (check,) = check_windows(times, scores, below=0.6, window=timedelta(hours=1))
+    assert (check.status, check.kind, check.n, check.n_failed) == ("too_few", "", 3, 1)
+    assert check.needed == 10
+    assert check.message.endswith("only 3 rows: 10 needed to tell")
+    assert "2026-12-06 09:00-10:00 UTC" in check.message
+
+
+def test_below_needs_the_ci_upper_bound_below_the_threshold():
+    rng = np.random.default_rng(0)
+    wide = list(np.clip(0.55 + rng.normal(0, 0.3, 12), 0, 1))  # mean under 0.6, CI reaches it
+    narrow = [0.40, 0.42, 0.44, 0.38, 0.41, 0.43, 0.39, 0.40, 0.42, 0.41, 0.40, 0.44]
+    t1, s1 = _rows(T0, wide)
+    t2, s2 = _rows(T0 + timedelta(hours=1), narrow)
+    first, second = check_windows(
+        t1 + t2, s1 + s2, below=0.6, window=timedelta(hours=1), drop=False
+    )
+    assert first.mean < 0.6 <= first.high
+    assert first.status == "too_few" and first.needed > first.n  # more rows would tell
+    assert second.status == "alert" and second.kind == "below" and second.high < 0.6
+    assert second.message == (
+        f"relevancy {second.mean:.2f} (95% CI {second.low:.2f}-{second.high:.2f}, 12 rows) in "
+        "2026-12-06 10:00-11:00 UTC is below 0.60"
+    )
+    assert json.loads(json.dumps(second.to_json()))["start"] == "2026-12-06T10:00:00+00:00"
+
+
+def test_drop_against_the_previous_window_with_rows():
+    high = [0.90, 0.92, 0.88, 0.91, 0.89, 0.90, 0.93, 0.87, 0.90, 0.91]
+    low = [0.70, 0.72, 0.68, 0.71, 0.69, 0.70, 0.73, 0.67, 0.70, 0.71]
+    same = [0.71, 0.69, 0.70, 0.72, 0.68, 0.70, 0.71, 0.69, 0.70, 0.70]
+    t1, _ = _rows(T0, high)
+    t2, _ = _rows(T0 + timedelta(hours=3), low)  # two empty windows between: skipped
+    t3, _ = _rows(T0 + timedelta(hours=4), same)
+    checks = check_windows(t1 + t2 + t3, high + low + same, below=0.5, window=timedelta(hours=1))
+    assert [(c.status, c.kind) for c in checks] == [("ok", ""), ("alert", "drop"), ("ok", "")]
+    assert "dropped from 0.90" in checks[1].message
+    no_drop = check_windows(t1 + t2, high + low, below=0.5, window=timedelta(hours=1), drop=False)
+    assert [c.status for c in no_drop] == ["ok", "ok"]
+
+
+def test_until_keeps_complete_windows_only():
+    times, scores = _rows(T0, [0.8] * 10)
+    later, more = _rows(T0 + timedelta(hours=1), [0.8] * 10)
+    until = T0 + timedelta(hours=1, minutes=30)
+    checks = check_windows(
+        times + later, scores + more, below=0.6, window=timedelta(hours=1), until=until
+    )
+    assert [c.start for c in checks] == [T0]
+
+
+# --- the webhook ---------------------------------------------------------------------------------
+class _Receiver(BaseHTTPRequestHandler):
+    status = 200
+    delay = 0.0
+    bodies: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length))
+        self.server.bodies.append((self.path, self.headers.get("Content-Type"), body))
+        if self.server.delay:
+            self.server.release.wait(self.server.delay)
+        self.send_response(self.server.status)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    server.bodies, server.status, server.delay = [], 200, 0.0
+    server.release = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.release.set()
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def _alert() -> WindowCheck:
+    times, scores = _rows(T0, [0.40, 0.42, 0.44, 0.38, 0.41, 0.43, 0.39, 0.40, 0.42, 0.41])
+    (check,) = check_windows(times, scores, below=0.6, window=timedelta(hours=1))
+    assert check.status == "alert"
+    return check
+
+
+def test_webhook_posts_a_slack_compatible_body(receiver):
+    url = f"http://127.0.0.1:{receiver.server_port}/services/T000/B000/SECRET"
+    check = _alert()
+    post_alert(url, check, run="#4 prod", timeout=5)
+    ((path, kind, body),) = receiver.bodies
+    assert path == "/services/T000/B000/SECRET" and kind == "application/json"
+    assert body["text"] == f"{check.message} (run #4 prod)"
+    assert body["relevancy"] == {**check.to_json(), "run": "#4 prod"}
+    post_alert(url, {"message": "plain mapping", "n": 3}, run="r")
+    assert receiver.bodies[-1][2]["relevancy"] == {"message": "plain mapping", "n": 3, "run": "r"}
+
+
+@pytest.mark.parametrize("failure", ["status", "silence"])
+def test_webhook_failures_are_one_line_without_the_url_path(receiver, failure):
+    url = f"http://127.0.0.1:{receiver.server_port}/services/T000/B000/SECRET"
+    if failure == "status":
+        receiver.status = 500
+    else:
+        receiver.delay = 5.0
+    with pytest.raises(InputError) as err:
+        post_alert(url, _alert(), run="r", timeout=0.5)
+    text = str(err.value)
+    assert "\n" not in text and "SECRET" not in text and "services" not in text
+    assert f"http://127.0.0.1:{receiver.server_port}" in text
+    assert ("HTTP 500" in text) if failure == "status" else ("did not answer within 0.5 s" in text)
+
+
+def test_webhook_refuses_other_schemes_and_unreachable_hosts():
+    with pytest.raises(InputError, match="not an http"):
+        post_alert("file:///etc/SECRET", {"message": "x"}, run="r")
+    with pytest.raises(InputError) as err:  # a port nothing listens on
+        post_alert("http://127.0.0.1:9/hook/SECRET", {"message": "x"}, run="r", timeout=2)
+    assert "SECRET" not in str(err.value) and "could not be reached" in str(err.value)
