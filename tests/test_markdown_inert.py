@@ -31,6 +31,7 @@ PAGES = [
     "4_Compare.py",
     "5_Runs.py",
     "6_Agreement.py",
+    "7_Over_time.py",
 ]
 #: a live link, a bare URL GitHub-flavoured Markdown would link, emphasis or HTML from the data
 LIVE = re.compile(

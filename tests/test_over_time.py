@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -71,14 +72,16 @@ def test_unparseable_cells_are_counted_and_said():
     assert "2 row(s) have no time" in line
 
 
-def test_bucket_chosen_from_the_span():
-    def span(**kw):
-        return [T0, T0 + timedelta(**kw)]
+def test_bucket_chosen_from_the_span_and_the_rows():
+    def every(minutes, hours):
+        return [T0 + timedelta(minutes=m) for m in range(0, int(hours * 60), minutes)]
 
-    assert choose_bucket(span(hours=5)) == "10min"
-    assert choose_bucket(span(days=2)) == "hour"
-    assert choose_bucket(span(days=40)) == "day"
-    assert choose_bucket(span(days=900)) == "week"
+    assert choose_bucket(every(1, 5)) == "10min"  # 10 rows in 10 minutes
+    assert choose_bucket(every(5, 5)) == "hour"  # 2 rows in 10 minutes: too few for a CI
+    assert choose_bucket(every(5, 48)) == "hour"
+    assert choose_bucket(every(60, 40 * 24)) == "day"
+    assert choose_bucket([T0, T0 + timedelta(days=900)]) == "week"
+    assert choose_bucket([T0, T0 + timedelta(hours=2)]) == "hour"  # few rows: an hour at least
 
 
 def test_bucket_means_cis_failed_rows_and_groups():
@@ -203,9 +206,12 @@ class _Receiver(BaseHTTPRequestHandler):
         self.server.bodies.append((self.path, self.headers.get("Content-Type"), body))
         if self.server.delay:
             self.server.release.wait(self.server.delay)
-        self.send_response(self.server.status)
-        self.end_headers()
-        self.wfile.write(b"ok")
+        try:
+            self.send_response(self.server.status)
+            self.end_headers()
+            self.wfile.write(b"ok")
+        except OSError:  # the client gave up waiting (the timeout test)
+            pass
 
     def log_message(self, *args):
         pass
@@ -265,3 +271,117 @@ def test_webhook_refuses_other_schemes_and_unreachable_hosts():
     with pytest.raises(InputError) as err:  # a port nothing listens on
         post_alert("http://127.0.0.1:9/hook/SECRET", {"message": "x"}, run="r", timeout=2)
     assert "SECRET" not in str(err.value) and "could not be reached" in str(err.value)
+
+
+# --- the Over time page under AppTest ------------------------------------------------------------
+def _timed_run(store) -> tuple[int, pd.DataFrame]:
+    """A run scored with the fake backends (as the dashboard's AppTests do): 8 rows an hour for
+    three hours, the third under a new prompt version and answered off topic; the times as ISO
+    text, epoch seconds and epoch milliseconds, and one cell that is no time."""
+    from relevancy import AnswerRelevancy, Generation
+    from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+    rng = np.random.default_rng(3)
+    rows, vectors = [], {}
+    for h in range(3):
+        for j in range(8):
+            i = len(rows)
+            when = T0 + timedelta(hours=h, minutes=5 * j + 2)
+            cell = (
+                when.strftime("%Y-%m-%dT%H:%M:%S")
+                if i % 3 == 0
+                else (when.timestamp() if i % 3 == 1 else int(when.timestamp() * 1000))
+            )
+            question = f"What is the capital of country {i}?"
+            answer = f"answer {i}"
+            drift = rng.uniform(0.1, 0.5) if h < 2 else rng.uniform(1.5, 3.0)
+            vectors[question] = [1.0, 0.0, 0.0, 0.0]
+            vectors[f"gen {answer}"] = [1.0, drift, 0.1, 0.0]
+            version = "v2" if h == 2 else "v1"
+            rows.append(
+                {
+                    "user_input": question,
+                    "response": answer,
+                    "start_time": cell,
+                    "prompt_version": version,
+                }
+            )
+    rows.append(
+        {"user_input": "When?", "response": "answer x", "start_time": "n/a", "prompt_version": "v1"}
+    )
+    inputs = pd.DataFrame(rows)
+    metric = AnswerRelevancy(
+        llm=FakeGenerator(lambda response, n: [Generation(f"gen {response}", False)] * n),
+        embeddings=FakeEmbedder(vectors),
+        cache=False,
+    )
+    results = metric.score_many(inputs)
+    run_id = store.create_run("timed run", {"backend": "embedded"}, inputs)
+    store.append_results(run_id, enumerate(results))
+    return run_id, inputs
+
+
+def _figure(at) -> dict:
+    (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return chart
+
+
+def _trace_values(v) -> list:
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def test_over_time_page_draws_the_store_buckets_opens_rows_and_alerts():
+    from relevancy.paths import default_store_path
+    from relevancy.runs import RunStore
+
+    from helpers import DEMO, app, visit
+
+    at = app(query={"run": str(DEMO)})
+    visit(at, "7_Over_time.py")
+    assert any("no time column" in i.value and "`start_time`" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+    store = RunStore(default_store_path())
+    run_id, inputs = _timed_run(store)
+    at.session_state["active_run"] = run_id
+    visit(at, "7_Over_time.py")
+    assert at.selectbox(key=f"ot_time_{run_id}").value == "start_time"
+    assert any("Following this run" in c.value for c in at.caption)  # just written: live
+    captions = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # markdown escapes off
+    assert any("1 cell(s) are not times (such as 'n/a')" in c for c in captions)
+    assert any(
+        "24 rows from 2026-12-06 09:02 to 2026-12-06 11:37 UTC, per hour" in c for c in captions
+    )
+
+    spec = _figure(at)
+    stored = store.columns(run_id, ["score"])["score"].to_numpy()[:24]  # the timed rows, in order
+    per_hour = stored.reshape(3, 8)
+    traces = {t.get("name"): t for t in spec["data"]}
+    assert _trace_values(traces["rows"]["y"]) == [8, 8, 8]
+    means = _trace_values(traces["mean score"]["y"])
+    assert np.allclose(means, per_hour.mean(axis=1))
+    assert means[2] < 0.6 < min(means[:2])
+    notes = [a["text"] for a in spec["layout"].get("annotations", [])]
+    assert "prompt_version: v2" in notes
+
+    at.selectbox(key="ot_bucket_rows").set_value(pd.Timestamp(T0 + timedelta(hours=2))).run()
+    rows = next(d.value for d in at.dataframe if "drill-down" in d.value.columns)
+    assert len(rows) == 8 and set(rows["reason"]) <= set(store.counts(run_id))
+    assert rows["question"].iloc[0] == inputs["user_input"].iloc[16]
+    assert np.allclose(rows["score"], per_hour[2])
+    assert rows["drill-down"].iloc[0] == f"Dataset?run={run_id}&row=17"
+
+    at.toggle(key="ot_alerts").set_value(True).run()
+    at.number_input(key="ot_below").set_value(0.6).run()
+    assert any(
+        "3 window(s) have too few rows to tell (fewer than 10" in c.value for c in at.caption
+    )
+    at.number_input(key="ot_min_rows").set_value(5).run()
+    alerts = next(d.value for d in at.dataframe if "kind" in d.value.columns)
+    assert alerts["window"].tolist() == ["2026-12-06 11:00"] and alerts["kind"].tolist() == [
+        "below"
+    ]

@@ -80,6 +80,8 @@ BUCKETS: dict[str, timedelta] = {
 }
 #: the automatic bucket is the narrowest giving at most this many buckets
 MAX_BUCKETS = 72
+#: the automatic bucket wants at least this many rows in a bucket, on average
+ROWS_PER_BUCKET = 10
 #: weeks start on Monday (1970-01-05), the other buckets at the epoch
 _WEEK_ORIGIN = pd.Timestamp("1970-01-05", tz="UTC")
 _EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
@@ -195,23 +197,32 @@ def parse_times(values: Sequence[Any] | pd.Series) -> ParsedTimes:
     return ParsedTimes(out, empty, bad, tuple(examples))
 
 
-def choose_bucket(times: pd.Series | Sequence[Any], *, most: int = MAX_BUCKETS) -> str:
-    """The narrowest of :data:`BUCKETS` that splits the times' span into at most ``most``
-    buckets (``"week"`` when none does; ``"hour"`` for no times).
+def choose_bucket(
+    times: pd.Series | Sequence[Any], *, most: int = MAX_BUCKETS, rows: int = ROWS_PER_BUCKET
+) -> str:
+    """The bucket for these times: the narrowest of :data:`BUCKETS` that splits their span into
+    fewer than ``most`` buckets, more than one, with on average at least ``rows`` rows in each
+    bucket that has any (a CI needs rows); when none has that many, the narrowest of an hour or
+    more that keeps under ``most`` buckets (``"hour"`` for no times).
 
-    >>> choose_bucket(pd.to_datetime(["2026-01-01", "2026-01-03"], utc=True))
+    >>> day = pd.Timestamp("2026-01-01", tz="UTC")
+    >>> choose_bucket([day + pd.Timedelta(minutes=m) for m in range(0, 48 * 60, 5)])
     'hour'
+    >>> choose_bucket([day + pd.Timedelta(minutes=m) for m in range(0, 300, 1)])
+    '10min'
     >>> choose_bucket(pd.to_datetime(["2026-01-01", "2026-03-01"], utc=True))
     'day'
     """
-    stamps = pd.to_datetime(pd.Series(times), utc=True).dropna()
+    stamps = pd.to_datetime(pd.Series(list(times)), utc=True).dropna()
     if stamps.empty:
         return "hour"
     span = stamps.max() - stamps.min()
-    for name, width in BUCKETS.items():
-        if span / width < most:
+    fits = [name for name, width in BUCKETS.items() if span / width < most] or ["week"]
+    for name in fits:
+        buckets = bucket_of(stamps, name).nunique()
+        if buckets > 1 and len(stamps) / buckets >= rows:
             return name
-    return "week"
+    return next((n for n in fits if BUCKETS[n] >= timedelta(hours=1)), "week")
 
 
 def bucket_of(times: pd.Series, bucket: str) -> pd.Series:

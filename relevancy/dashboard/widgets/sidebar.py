@@ -41,6 +41,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/4_Compare.py", "Compare", "⚖️", "Paired A/B: wins, losses, biggest regressions."),
     ("pages/5_Runs.py", "Runs", "💾", "Saved runs: reopen, rename, delete, export."),
     ("pages/6_Agreement.py", "Agreement", "🤝", "Scores beside human labels: AUROC, threshold."),
+    ("pages/7_Over_time.py", "Over time", "⏱️", "Relevancy per hour or day, changes, alerts."),
 ]
 MODE_HELP = (
     "What the score is.  \n"

@@ -1,0 +1,303 @@
+"""The Over time page's Streamlit code: the time column, the controls, the chart (redrawn every
+few seconds while the run is followed), a bucket's rows, and the alert windows.
+
+Session keys are ``ot_*``. The run's rows are read through a cache keyed on the run's version
+(its ``updated`` time and row counts), so rows another process adds show at the next refresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from relevancy.analysis.alerts import WindowCheck, check_windows, parse_window
+from relevancy.analysis.timeline import (
+    BUCKETS,
+    CHANGE_NAMES,
+    TIME_NAMES,
+    ParsedTimes,
+    bucket_table,
+    change_marks,
+    choose_bucket,
+    find_time_column,
+    parse_times,
+)
+from relevancy.dashboard.views.format import esc, fmt
+from relevancy.dashboard.views.links import row_url
+from relevancy.dashboard.views.reference import add_band
+from relevancy.dashboard.widgets.labels import run_chance
+from relevancy.dashboard.widgets.permalink import dashboard_url
+from relevancy.dashboard.widgets.state import get_store, input_columns
+from relevancy.errors import InputError
+from relevancy.report.timeline_chart import timeline_figure
+from relevancy.runs import RunInfo, RunStore
+
+__all__ = ["Controls", "NO_TIME", "time_column", "controls", "live_interval", "draw_timeline"]
+
+#: the one line a run without a time column gets
+NO_TIME = (
+    "This run's rows have no time column: the names recognised are "
+    + ", ".join(f"`{n}`" for n in TIME_NAMES)
+    + " (any case)."
+)
+#: a run updated this recently counts as followed (its chart refreshes)
+LIVE_WITHIN = timedelta(minutes=5)
+#: seconds between refreshes when the run's settings do not say
+DEFAULT_INTERVAL = 10.0
+_BUCKET_LABELS = {
+    "auto": "auto",
+    "10min": "10 minutes",
+    "hour": "hour",
+    "day": "day",
+    "week": "week",
+}
+
+
+@dataclass(frozen=True)
+class Controls:
+    """What the user picked above the chart."""
+
+    time_column: str
+    bucket: str  #: "auto" or a key of BUCKETS
+    split: str | None  #: the column the lines are split by
+    alert_below: float | None  #: the alert threshold (None: alerts off)
+    window: str  #: the alert window as typed ("1h")
+    min_rows: int
+
+
+def time_column(info: RunInfo) -> str | None:
+    """The time column: found by name, or picked; ``None`` (with the one line) when none."""
+    own = input_columns(info)
+    found = find_time_column(own)
+    if found is None:
+        st.info(NO_TIME, icon="🕒")
+    if not own:
+        return None
+    return st.selectbox(
+        "Time column",
+        own,
+        index=own.index(found) if found else None,
+        placeholder="pick the column holding each row's time",
+        key=f"ot_time_{info.id}",
+        help="The column read as each row's time: ISO text (UTC when it names no zone), or "
+        "epoch seconds, milliseconds, microseconds or nanoseconds.",
+    )
+
+
+def controls(info: RunInfo, column: str, threshold: float) -> Controls:
+    """The bucket, the split and the alerts' settings."""
+    c1, c2 = st.columns([3, 2])
+    bucket = c1.segmented_control(
+        "Bucket",
+        list(_BUCKET_LABELS),
+        format_func=_BUCKET_LABELS.get,
+        default="auto",
+        key="ot_bucket",
+        required=True,
+        help="auto: the narrowest bucket that splits the run's span of time into at most 72.",
+    )
+    splits = ["llm"] + [c for c in input_columns(info) if c != column]
+    split = c2.selectbox(
+        "Split by",
+        splits,
+        index=None,
+        placeholder="nothing",
+        key="ot_split",
+        format_func=lambda c: "model (llm)" if c == "llm" else c,
+    )
+    on = st.toggle("Alerts", key="ot_alerts", help="Mark the windows whose relevancy is low.")
+    below, window, min_rows = None, "1h", 10
+    if on:
+        a1, a2, a3 = st.columns(3)
+        below = a1.number_input(
+            "Alert below", 0.0, 1.0, float(threshold), 0.05, key="ot_below", format="%.2f"
+        )
+        window = a2.text_input("Window", "1h", key="ot_window", help="30m, 1h, 1d, 2w...")
+        min_rows = int(a3.number_input("Rows needed at least", 2, 10_000, 10, key="ot_min_rows"))
+    return Controls(column, str(bucket), split, below, window, min_rows)
+
+
+def _updated(info: RunInfo) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(str(info.updated))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def live_interval(info: RunInfo, *, now: datetime | None = None) -> float | None:
+    """Seconds between refreshes when the run is followed (its settings have ``follow``, or it
+    changed in the last few minutes), else ``None``."""
+    follow = info.settings.get("follow")
+    if isinstance(follow, dict):
+        try:
+            interval = float(follow.get("interval") or DEFAULT_INTERVAL)
+        except (TypeError, ValueError):
+            interval = DEFAULT_INTERVAL
+        return min(max(interval, 2.0), 60.0)
+    updated = _updated(info)
+    now = now or datetime.now(timezone.utc)
+    if follow or (updated is not None and now - updated <= LIVE_WITHIN):
+        return DEFAULT_INTERVAL
+    return None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _rows(
+    path: str, run_id: int, version: str, column: str, split: str | None
+) -> tuple[pd.DataFrame, ParsedTimes]:
+    """The scored rows' time, score, reason, split and change columns (cached per version)."""
+    store = RunStore(path)
+    info = store.get_run(run_id)
+    wanted = {n.lower() for n in CHANGE_NAMES}
+    names = ["score", "reason", "llm", column]
+    names += [c for c in info.columns if c.lower() in wanted and c not in names]
+    if split and split not in names:
+        names.append(split)
+    frame = store.columns(run_id, names)
+    return frame, parse_times(frame[column])
+
+
+def _checks(times: pd.Series, scores: np.ndarray, c: Controls) -> list[WindowCheck]:
+    if c.alert_below is None:
+        return []
+    try:
+        window = parse_window(c.window)
+    except InputError as exc:
+        st.error(str(exc), icon="⏱️")
+        return []
+    return check_windows(times, scores, below=c.alert_below, window=window, min_rows=c.min_rows)
+
+
+def draw_timeline(run_id: int, c: Controls) -> None:
+    """The chart, the bucket's rows and the alerts, from the run as it is now."""
+    store = get_store()
+    info = store.get_run(run_id)
+    frame, parsed = _rows(str(store.path), run_id, store.version(run_id), c.time_column, c.split)
+    has_time = parsed.values.notna().to_numpy()
+    if not has_time.any():
+        st.warning(
+            f"No row of this run has a time in column **{esc(c.time_column)}**: "
+            + esc(parsed.describe()),
+            icon="🕒",
+        )
+        return
+    times = parsed.values[has_time]
+    rows = frame[has_time].reset_index(drop=True).assign(time=times.reset_index(drop=True))
+    bucket = choose_bucket(times) if c.bucket == "auto" else c.bucket
+    groups = rows[c.split].astype(str) if c.split else None
+    table = bucket_table(rows["time"], rows["score"], bucket=bucket, groups=groups)
+    marks = change_marks(rows["time"], rows.drop(columns=["time", "score", "reason", "row"]))
+    checks = _checks(rows["time"], rows["score"].to_numpy(float), c)
+    alerting = [ch for ch in checks if ch.status == "alert"]
+    fig = timeline_figure(
+        table,
+        bucket_width=pd.Timedelta(BUCKETS[bucket]),
+        marks=marks,
+        alerts=[(pd.Timestamp(a.start), pd.Timestamp(a.end)) for a in alerting],
+        threshold=c.alert_below,
+    )
+    level = None
+    if info.mode == "ragas":
+        level = max(run_chance(run_id).values(), key=lambda lv: lv.rows, default=None)
+    st.plotly_chart(add_band(fig, level, axis="y"), key="ot_chart")
+    span = f"{times.min():%Y-%m-%d %H:%M} to {times.max():%Y-%m-%d %H:%M} UTC"
+    st.caption(
+        f"{int(has_time.sum()):,} rows from {span}, per {_BUCKET_LABELS[bucket]}. Each point is "
+        "a bucket's mean score (failed rows counted, not averaged) with its 95% CI as the band; "
+        "the grey bars (right axis) count its rows."
+        + (" The shaded band is where unrelated pairs score (chance)." if level else "")
+        + (" Dotted lines: the first row of a new model or prompt." if len(marks) else "")
+    )
+    if parsed.bad or parsed.empty:
+        st.caption("⚠️ " + esc(parsed.describe()))
+    _bucket_rows(run_id, rows, table, bucket)
+    if c.alert_below is not None and checks:
+        _alert_list(checks, c)
+
+
+def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: str) -> None:
+    totals = table.groupby("start", sort=True).agg(n=("n", "sum"), failed=("failed", "sum"))
+    labels = {
+        start: f"{start:%Y-%m-%d %H:%M} UTC · {int(t.n)} rows"
+        + (f", {int(t.failed)} failed" if t.failed else "")
+        for start, t in totals.iterrows()
+    }
+    starts = list(labels)
+    picked = st.selectbox(
+        "Open a bucket's rows",
+        starts,
+        index=None,
+        format_func=labels.get,
+        placeholder="pick a bucket to see its rows and their reasons",
+        key="ot_bucket_rows",
+    )
+    if picked is None:
+        return
+    end = picked + pd.Timedelta(BUCKETS[bucket])
+    inside = rows[(rows["time"] >= picked) & (rows["time"] < end)].sort_values("time")
+    texts = get_store().inputs(run_id, inside["row"].tolist())
+    base = dashboard_url()
+    shown = pd.DataFrame(
+        {
+            "row": inside["row"].to_numpy() + 1,
+            "time": inside["time"].dt.strftime("%H:%M:%S").to_numpy(),
+            "score": inside["score"].to_numpy(),
+            "reason": inside["reason"].to_numpy(),
+            "question": texts.loc[inside["row"], "user_input"].to_numpy(),
+            "answer": texts.loc[inside["row"], "response"].to_numpy(),
+            "drill-down": [row_url(run_id, int(r), base) for r in inside["row"]],
+        }
+    )
+    st.dataframe(
+        shown,
+        hide_index=True,
+        key="ot_rows",
+        column_config={
+            "row": st.column_config.NumberColumn("#", width="small"),
+            "score": st.column_config.NumberColumn(format="%.3f"),
+            "drill-down": st.column_config.LinkColumn(
+                "drill-down", display_text="open", help="The row on the Dataset page"
+            ),
+        },
+    )
+    st.caption(
+        f"{len(shown)} rows of {labels[picked].split(' · ')[0]} to {end:%H:%M} UTC; **open** "
+        "shows a row's drill-down on the Dataset page."
+    )
+
+
+def _alert_list(checks: list[WindowCheck], c: Controls) -> None:
+    alerting = [ch for ch in checks if ch.status == "alert"]
+    few = sum(ch.status == "too_few" for ch in checks)
+    st.markdown(f"**Alerts** (below {fmt(c.alert_below, 2)}, windows of {esc(c.window)})")
+    if alerting:
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "window": [f"{a.start:%Y-%m-%d %H:%M}" for a in alerting],
+                    "kind": [a.kind for a in alerting],
+                    "rows": [a.n for a in alerting],
+                    "mean": [a.mean for a in alerting],
+                    "message": [a.message for a in alerting],
+                }
+            ),
+            hide_index=True,
+            key="ot_alert_table",
+            column_config={"mean": st.column_config.NumberColumn(format="%.3f")},
+        )
+    else:
+        st.caption(f"No window alerts among {len(checks)}.")
+    if few:
+        st.caption(
+            f"{few} window(s) have too few rows to tell (fewer than {c.min_rows}, or a CI that "
+            "still reaches the threshold): no alert on those."
+        )
+    st.caption(
+        "A window alerts when its mean is below the threshold and so is its 95% CI's upper "
+        "bound, or when it is lower than the previous window by more than both CIs allow."
+    )
