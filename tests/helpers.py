@@ -11,13 +11,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from relevancy import AnswerRelevancy, make_embedder, make_generator
+from relevancy import AnswerRelevancy, Generation, make_embedder, make_generator
+from relevancy.runs import RunStore
+from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL, OpenAICompatServer
 
 if TYPE_CHECKING:  # imported when a test opens the dashboard, not by every test file
@@ -177,3 +181,52 @@ def region_rows(n: int = 24, *, evasive_every: int = 0) -> list[dict[str, str]]:
             answer = EVASIVE
         rows.append({"question": f"What is the {topic} of region {i}?", "answer": answer})
     return rows
+
+
+# --- a run with times (the Over time page) ------------------------------------------------------
+#: the first hour of :func:`timed_run`
+T0 = datetime(2026, 12, 6, 9, tzinfo=timezone.utc)
+
+
+def timed_run(store: RunStore) -> tuple[int, pd.DataFrame]:
+    """A run scored with the fake backends (as the dashboard's AppTests do): 8 rows an hour for
+    three hours, the third under a new prompt version and answered off topic; the times as ISO
+    text, epoch seconds and epoch milliseconds, and one cell that is no time."""
+    rng = np.random.default_rng(3)
+    rows, vectors = [], {}
+    for h in range(3):
+        for j in range(8):
+            i = len(rows)
+            when = T0 + timedelta(hours=h, minutes=5 * j + 2)
+            cell = (
+                when.strftime("%Y-%m-%dT%H:%M:%S")
+                if i % 3 == 0
+                else (when.timestamp() if i % 3 == 1 else int(when.timestamp() * 1000))
+            )
+            question = f"What is the capital of country {i}?"
+            answer = f"answer {i}"
+            drift = rng.uniform(0.1, 0.5) if h < 2 else rng.uniform(1.5, 3.0)
+            vectors[question] = [1.0, 0.0, 0.0, 0.0]
+            vectors[f"gen {answer}"] = [1.0, drift, 0.1, 0.0]
+            version = "v2" if h == 2 else "v1"
+            rows.append(
+                {
+                    "user_input": question,
+                    "response": answer,
+                    "start_time": cell,
+                    "prompt_version": version,
+                }
+            )
+    rows.append(
+        {"user_input": "When?", "response": "answer x", "start_time": "n/a", "prompt_version": "v1"}
+    )
+    inputs = pd.DataFrame(rows)
+    metric = AnswerRelevancy(
+        llm=FakeGenerator(lambda response, n: [Generation(f"gen {response}", False)] * n),
+        embeddings=FakeEmbedder(vectors),
+        cache=False,
+    )
+    results = metric.score_many(inputs)
+    run_id = store.create_run("timed run", {"backend": "embedded"}, inputs)
+    store.append_results(run_id, enumerate(results))
+    return run_id, inputs

@@ -8,7 +8,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -29,7 +29,7 @@ from relevancy.core.stats import bootstrap_ci
 from relevancy.io import webhook
 from relevancy.io.webhook import post_alert
 
-T0 = datetime(2026, 12, 6, 9, tzinfo=timezone.utc)
+from helpers import DEMO, T0, app, timed_run, visit
 
 
 @pytest.mark.parametrize("module", [timeline, alerts, webhook])
@@ -274,53 +274,6 @@ def test_webhook_refuses_other_schemes_and_unreachable_hosts():
 
 
 # --- the Over time page under AppTest ------------------------------------------------------------
-def _timed_run(store) -> tuple[int, pd.DataFrame]:
-    """A run scored with the fake backends (as the dashboard's AppTests do): 8 rows an hour for
-    three hours, the third under a new prompt version and answered off topic; the times as ISO
-    text, epoch seconds and epoch milliseconds, and one cell that is no time."""
-    from relevancy import AnswerRelevancy, Generation
-    from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
-
-    rng = np.random.default_rng(3)
-    rows, vectors = [], {}
-    for h in range(3):
-        for j in range(8):
-            i = len(rows)
-            when = T0 + timedelta(hours=h, minutes=5 * j + 2)
-            cell = (
-                when.strftime("%Y-%m-%dT%H:%M:%S")
-                if i % 3 == 0
-                else (when.timestamp() if i % 3 == 1 else int(when.timestamp() * 1000))
-            )
-            question = f"What is the capital of country {i}?"
-            answer = f"answer {i}"
-            drift = rng.uniform(0.1, 0.5) if h < 2 else rng.uniform(1.5, 3.0)
-            vectors[question] = [1.0, 0.0, 0.0, 0.0]
-            vectors[f"gen {answer}"] = [1.0, drift, 0.1, 0.0]
-            version = "v2" if h == 2 else "v1"
-            rows.append(
-                {
-                    "user_input": question,
-                    "response": answer,
-                    "start_time": cell,
-                    "prompt_version": version,
-                }
-            )
-    rows.append(
-        {"user_input": "When?", "response": "answer x", "start_time": "n/a", "prompt_version": "v1"}
-    )
-    inputs = pd.DataFrame(rows)
-    metric = AnswerRelevancy(
-        llm=FakeGenerator(lambda response, n: [Generation(f"gen {response}", False)] * n),
-        embeddings=FakeEmbedder(vectors),
-        cache=False,
-    )
-    results = metric.score_many(inputs)
-    run_id = store.create_run("timed run", {"backend": "embedded"}, inputs)
-    store.append_results(run_id, enumerate(results))
-    return run_id, inputs
-
-
 def _figure(at) -> dict:
     (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     return chart
@@ -338,15 +291,13 @@ def test_over_time_page_draws_the_store_buckets_opens_rows_and_alerts():
     from relevancy.paths import default_store_path
     from relevancy.runs import RunStore
 
-    from helpers import DEMO, app, visit
-
     at = app(query={"run": str(DEMO)})
     visit(at, "7_Over_time.py")
     assert any("no time column" in i.value and "`start_time`" in i.value for i in at.info)
     assert not at.get("plotly_chart")
 
     store = RunStore(default_store_path())
-    run_id, inputs = _timed_run(store)
+    run_id, inputs = timed_run(store)
     at.session_state["active_run"] = run_id
     visit(at, "7_Over_time.py")
     assert at.selectbox(key=f"ot_time_{run_id}").value == "start_time"

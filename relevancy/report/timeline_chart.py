@@ -31,6 +31,12 @@ def _fill(color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def _row_ticks(most: float) -> list[int]:
+    """Whole-number ticks for the rows axis, up to the largest bucket."""
+    top = max(int(math.ceil(most)), 1)
+    return sorted({0, top // 2, top} - ({top // 2} if top < 2 else set()))
+
+
 def timeline_figure(
     table: pd.DataFrame,
     *,
@@ -60,6 +66,7 @@ def timeline_figure(
                     x=pd.concat([band["start"] + half, (band["start"] + half)[::-1]]),
                     y=pd.concat([band["high"], band["low"][::-1]]),
                     fill="toself",
+                    mode="lines",
                     fillcolor=_fill(color, 0.16),
                     line=dict(width=0),
                     hoverinfo="skip",
@@ -142,8 +149,9 @@ def timeline_figure(
             overlaying="y",
             side="right",
             range=[0, top_rows * 3.2],
+            tickmode="array",
+            tickvals=_row_ticks(top_rows),
             showgrid=False,
-            rangemode="tozero",
         ),
         xaxis=dict(title="time (UTC)"),
         bargap=0.1,

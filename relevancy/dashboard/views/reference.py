@@ -58,15 +58,18 @@ def run_chance(
     return out
 
 
-def add_band(fig: go.Figure, level: ChanceLevel | None, *, axis: str = "x") -> go.Figure:
+def add_band(
+    fig: go.Figure, level: ChanceLevel | None, *, axis: str = "x", note: str = "top left"
+) -> go.Figure:
     """Shade where unrelated pairs score (5th to 95th percentile) and mark their median, on the
-    score axis (``"x"``: histogram, ECDF; ``"y"``: box/violin), cut to the axis's range when it
-    has one; no ``level``: ``fig`` as is."""
+    score axis (``"x"``: histogram, ECDF; ``"y"``: box/violin, scores over time), cut to the
+    axis's range when it has one, its note at ``note`` (a plotly annotation position); no
+    ``level``: ``fig`` as is."""
     if level is None:
         return fig
     note = dict(
         annotation_text=f"unrelated pairs, {level.short_name} (5-95%; median {level.median:.2f})",
-        annotation_position="top left",
+        annotation_position=note,
         annotation_font=dict(color="#334155", size=11),
         annotation_bgcolor="rgba(255,255,255,0.85)",
     )

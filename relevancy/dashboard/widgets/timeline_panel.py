@@ -204,7 +204,8 @@ def draw_timeline(run_id: int, c: Controls) -> None:
     level = None
     if info.mode == "ragas":
         level = max(run_chance(run_id).values(), key=lambda lv: lv.rows, default=None)
-    st.plotly_chart(add_band(fig, level, axis="y"), key="ot_chart")
+    # the band's note at its foot, above the bars: high means run along its top
+    st.plotly_chart(add_band(fig, level, axis="y", note="bottom left"), key="ot_chart")
     span = f"{times.min():%Y-%m-%d %H:%M} to {times.max():%Y-%m-%d %H:%M} UTC"
     st.caption(
         f"{int(has_time.sum()):,} rows from {span}, per {_BUCKET_LABELS[bucket]}. Each point is "
