@@ -188,10 +188,13 @@ def region_rows(n: int = 24, *, evasive_every: int = 0) -> list[dict[str, str]]:
 T0 = datetime(2026, 12, 6, 9, tzinfo=timezone.utc)
 
 
-def timed_run(store: RunStore) -> tuple[int, pd.DataFrame]:
+def timed_run(
+    store: RunStore, *, settings: Mapping[str, Any] | None = None, scored: int | None = None
+) -> tuple[int, pd.DataFrame, list[Any]]:
     """A run scored with the fake backends (as the dashboard's AppTests do): 8 rows an hour for
     three hours, the third under a new prompt version and answered off topic; the times as ISO
-    text, epoch seconds and epoch milliseconds, and one cell that is no time."""
+    text, epoch seconds and epoch milliseconds, and one cell that is no time. Only the first
+    ``scored`` results are saved (all by default); returns the run, its inputs and results."""
     rng = np.random.default_rng(3)
     rows, vectors = [], {}
     for h in range(3):
@@ -227,6 +230,6 @@ def timed_run(store: RunStore) -> tuple[int, pd.DataFrame]:
         cache=False,
     )
     results = metric.score_many(inputs)
-    run_id = store.create_run("timed run", {"backend": "embedded"}, inputs)
-    store.append_results(run_id, enumerate(results))
-    return run_id, inputs
+    run_id = store.create_run("timed run", {"backend": "embedded", **(settings or {})}, inputs)
+    store.append_results(run_id, list(enumerate(results))[:scored])
+    return run_id, inputs, results

@@ -297,7 +297,7 @@ def test_over_time_page_draws_the_store_buckets_opens_rows_and_alerts():
     assert not at.get("plotly_chart")
 
     store = RunStore(default_store_path())
-    run_id, inputs = timed_run(store)
+    run_id, inputs, _ = timed_run(store)
     at.session_state["active_run"] = run_id
     visit(at, "7_Over_time.py")
     assert at.selectbox(key=f"ot_time_{run_id}").value == "start_time"
