@@ -336,3 +336,14 @@ def test_over_time_page_draws_the_store_buckets_opens_rows_and_alerts():
     assert alerts["window"].tolist() == ["2026-12-06 11:00"] and alerts["kind"].tolist() == [
         "below"
     ]
+
+
+def test_chat_records_keep_their_time_as_the_other_importers_do():
+    from relevancy.io.importers.openai_chat import openai_chat
+    from relevancy.io.importers.report import ImportReport
+
+    messages = [{"role": "user", "content": "Where?"}, {"role": "assistant", "content": "Here."}]
+    frame = openai_chat([{"messages": messages, "created": int(T0.timestamp())}], ImportReport())
+    assert frame["created"].tolist() == ["2026-12-06T09:00:00+00:00"]
+    assert find_time_column(frame.columns) == "created"
+    assert parse_times(frame["created"]).values.tolist() == [pd.Timestamp(T0)]
