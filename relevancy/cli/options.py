@@ -148,3 +148,23 @@ def repeats_from_args(args: argparse.Namespace) -> int:
     if not 1 <= repeats <= MAX_REPEATS:
         raise InputError(f"--repeats must be from 1 to {MAX_REPEATS}, got {repeats}")
     return repeats
+
+
+def run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
+    """What a run saved from the command line records (never the key)."""
+    return {
+        "backend": "embedded" if is_embedded(metric.llm, metric.embeddings) else "cli",
+        "llm": args.llm,
+        "embeddings": args.embeddings,
+        "base_url": args.base_url,
+        "strictness": args.strictness,
+        "noncommittal": args.noncommittal,
+        "mode": args.mode,
+        "prompt_language": args.prompt_language,
+        "min_questions": metric.min_questions,
+        "threshold": metric.threshold,
+        "llm_name": metric.llm.name,
+        "embeddings_name": metric.embeddings.name,
+        "mode_used": metric.mode,
+        "from": "relevancy score",
+    }

@@ -18,12 +18,14 @@ from relevancy.analysis.cost import (
     money,
 )
 from relevancy.cli import add_command
+from relevancy.cli.follow import add_follow_options, cmd_follow, wants_follow
 from relevancy.cli.options import (
     add_backend_options,
     cost_hint,
     metric_from_args,
     prices_from_args,
     repeats_from_args,
+    run_settings,
 )
 from relevancy.cli.score_summary import report
 from relevancy.cli.writeback import (
@@ -45,7 +47,6 @@ from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import Interrupted, score_path
 from relevancy.scoring.estimate import estimate, measure_sample
 from relevancy.scoring.files import CHUNK_ROWS, score_file, survey
-from relevancy.scoring.metric import is_embedded
 
 
 def register(sub: Any) -> None:
@@ -170,11 +171,14 @@ def register(sub: Any) -> None:
         "--workers", type=int, default=None, help="Ray workers (default: from the cluster's CPUs)"
     )
     add_tool_options(p)
+    add_follow_options(p)
     add_backend_options(p)
     p.set_defaults(func=cmd_score)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    if wants_follow(args):
+        return cmd_follow(args)
     if args.engine == "ray":
         return _score_on_ray(args)
     with contextlib.ExitStack() as stack:
@@ -264,7 +268,7 @@ def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     store = RunStore(args.store) if args.store else RunStore() if args.save_run else None
     store = store or temporary_store(args, stack)
     settings = {
-        **_run_settings(args, metric),
+        **run_settings(args, metric),
         "origin": origin(found.source.format, **source.where),
     }
     if args.batch_api:
@@ -429,23 +433,3 @@ def _score_on_ray(args: argparse.Namespace) -> int:
         )
         return 130
     return report(args, metric, run, None)
-
-
-def _run_settings(args: argparse.Namespace, metric: Any) -> dict[str, Any]:
-    """What a run saved from the command line records (never the key)."""
-    return {
-        "backend": "embedded" if is_embedded(metric.llm, metric.embeddings) else "cli",
-        "llm": args.llm,
-        "embeddings": args.embeddings,
-        "base_url": args.base_url,
-        "strictness": args.strictness,
-        "noncommittal": args.noncommittal,
-        "mode": args.mode,
-        "prompt_language": args.prompt_language,
-        "min_questions": metric.min_questions,
-        "threshold": metric.threshold,
-        "llm_name": metric.llm.name,
-        "embeddings_name": metric.embeddings.name,
-        "mode_used": metric.mode,
-        "from": "relevancy score",
-    }

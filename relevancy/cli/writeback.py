@@ -50,9 +50,11 @@ def add_tool_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--from",
         dest="from_url",
-        metavar="phoenix://HOST:PORT/PROJECT",
-        help="score the root spans of a Phoenix project, read through its client (instead of "
-        'INPUT; pip install "relevancy[phoenix]"; API key from $PHOENIX_API_KEY)',
+        metavar="SOURCE",
+        help="score the root spans of a Phoenix project, read through its client: "
+        'phoenix://HOST:PORT/PROJECT (instead of INPUT; pip install "relevancy[phoenix]"; '
+        "API key from $PHOENIX_API_KEY); with --follow or --once, also an MLflow experiment's "
+        "traces: mlflow+TRACKING_URI#EXPERIMENT",
     )
     g.add_argument(
         "--since",
@@ -125,6 +127,11 @@ def open_source(args: argparse.Namespace, stack: contextlib.ExitStack) -> Source
         return Source(args.input, Path(args.input).name)
     if args.input:
         raise InputError(f"give INPUT or --from, not both ({args.input!r} and {args.from_url!r})")
+    if args.from_url.startswith("mlflow+"):
+        raise InputError(
+            "an MLflow experiment is read as it grows: add --once (what is there now) or "
+            "--follow (and what comes)"
+        )
     source = parse_phoenix_url(args.from_url)
     since, until = parse_when(args.since), parse_when(args.until)
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="relevancy-phoenix-"))

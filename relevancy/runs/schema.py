@@ -13,6 +13,10 @@
 * ``labels``: human labels, from the input (``source = 'input'``) or set in the dashboard
   (``'dashboard'``, which wins), each with the time it was set.
 * ``meta``: key/value pairs (the schema version, the demo's import, label counters).
+* ``follow_cursors``, ``follow_keys``, ``follow_sent``, ``follow_windows``: a followed run
+  (``relevancy score --follow``): where its source was read up to, the source's id and time of
+  each row (a row is added once), which scores reached each write-back target, and the
+  alert windows already checked (see :mod:`relevancy.runs.follow`).
 
 Migrations: a store of version 1 (one JSON text per row) is converted in one transaction
 (:func:`migrate_v1`); in later versions a column the schema has and the store's ``results``
@@ -41,7 +45,8 @@ __all__ = [
 ]
 
 #: 5: the detected languages of each row (``languages``); earlier versions gain the column
-SCHEMA_VERSION = "5"
+#: 6: the tables of followed runs (``follow_*``); earlier versions gain them, empty
+SCHEMA_VERSION = "6"
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -101,6 +106,38 @@ CREATE TABLE IF NOT EXISTS labels (
     PRIMARY KEY (run_id, idx, source)
 );
 """
+_FOLLOW = """
+CREATE TABLE IF NOT EXISTS follow_cursors (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    source TEXT NOT NULL,
+    read_to TEXT,
+    swept_to TEXT,
+    updated TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS follow_keys (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    t REAL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE INDEX IF NOT EXISTS follow_keys_by_time ON follow_keys (run_id, t);
+CREATE TABLE IF NOT EXISTS follow_sent (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    target TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    PRIMARY KEY (run_id, target, idx)
+);
+CREATE TABLE IF NOT EXISTS follow_windows (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    start TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    status TEXT NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (run_id, seconds, start)
+);
+"""
 #: each row's label: the dashboard's when set, else the input's (SQL on ``r``: results)
 LABEL_SQL = (
     "(SELECT l.label FROM labels l WHERE l.run_id = r.run_id AND l.idx = r.idx "
@@ -139,7 +176,7 @@ def open_schema(db: sqlite3.Connection) -> None:
         migrate_v1(db)
     else:
         db.executescript(_TABLES + results_table())
-    db.executescript(_REPEATS + _LABELS)
+    db.executescript(_REPEATS + _LABELS + _FOLLOW)
     with db:
         _add_missing_columns(db)
         db.execute(

@@ -4,7 +4,8 @@ Made for runs of hundreds of thousands of rows: nothing is read that a caller do
 The tables and their migrations are in :mod:`relevancy.runs.schema`; a result's columns come
 from :data:`relevancy.core.schema.COLUMNS`. :class:`RunStore` writes runs and reads them a piece
 at a time; its labels, repeats, exports and vectors are in the mixins of ``labels.py``,
-``repeats.py``, ``export.py`` and ``vectors.py`` beside this file.
+``repeats.py``, ``export.py``, ``vectors.py`` and ``follow.py`` (followed runs, that grow)
+beside this file.
 
 A run is created with its input rows (in chunks for large files) before scoring starts; results
 are written as they finish (:meth:`RunStore.append_results`), so a cancelled or interrupted run
@@ -40,6 +41,7 @@ from relevancy.core.schema import stored_columns
 from relevancy.errors import InputError
 from relevancy.paths import as_store_file, default_store_path
 from relevancy.runs.export import ExportMixin
+from relevancy.runs.follow import FollowMixin
 from relevancy.runs.labels import LabelsMixin
 from relevancy.runs.query import SORTS, RowQuery, extra_value
 from relevancy.runs.repeats import RepeatsMixin
@@ -130,7 +132,7 @@ class RunData:
     results: list[RelevancyResult] = field(default_factory=list)  #: aligned with ``frame``
 
 
-class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin):
+class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin):
     """Saved runs in one SQLite database (WAL mode; safe to share between processes).
 
     Parameters

@@ -122,6 +122,16 @@ def _connection_error(exc: BaseException) -> BaseException | None:
     return found
 
 
+def describe_failure(exc: Exception) -> tuple[bool, str]:
+    """Whether ``exc`` says the server could not be reached (or did not answer in time), and
+    the error in a few words."""
+    return _connection_error(exc) is not None, _why(exc)
+
+
+#: MLflow with its tracking URI set and its HTTP requests bounded, for a block
+tracking = _tracking
+
+
 def _not_found(exc: Exception) -> bool:
     return getattr(exc, "error_code", None) == "RESOURCE_DOES_NOT_EXIST"
 

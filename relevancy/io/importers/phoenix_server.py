@@ -25,6 +25,7 @@ __all__ = [
     "fetch_spans",
     "phoenix_client",
     "write_span_frame",
+    "describe_error",
 ]
 
 DEFAULT_URL = "http://localhost:6006"
@@ -161,6 +162,11 @@ def _as_json(value: Any) -> Any:
         return value
     plain = value.tolist() if hasattr(value, "tolist") else value
     return json.dumps(plain, default=str, ensure_ascii=False)
+
+
+def describe_error(exc: Exception) -> str:
+    """An error of Phoenix's client in a few words (see :func:`_why`)."""
+    return _why(exc)
 
 
 def _why(exc: Exception) -> str:
