@@ -13,6 +13,7 @@ from relevancy.dashboard.views.format import error_text, esc, row_label
 from relevancy.dashboard.widgets.cost_panel import estimate_panel
 from relevancy.dashboard.widgets.drilldown import render_row
 from relevancy.dashboard.widgets.labels import chance_for
+from relevancy.dashboard.widgets.live import follow_notice
 from relevancy.dashboard.widgets.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.permalink import DRILL_ANCHOR, linked_row, row_link, sync_link
@@ -114,7 +115,7 @@ if info is None:
     sync_link(None)
     st.info("No saved runs yet: score a dataset above.", icon="🗂️")
     st.stop()
-if not info.complete:
+if not follow_notice(store, info) and not info.complete:  # a followed run scores its own
     c1, c2 = st.columns([4, 1], vertical_alignment="center")
     c1.info(
         f"Run **{esc(info.name)}** is partial: {info.n_scored} of {info.n_rows} rows scored.",

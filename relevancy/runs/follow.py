@@ -35,10 +35,17 @@ _KEYS_AT_ONCE = 500
 class FollowCursor:
     """Where a followed run's source was read up to (UTC times, None before the first read)."""
 
-    def __init__(self, source: str, read_to: datetime | None, swept_to: datetime | None) -> None:
+    def __init__(
+        self,
+        source: str,
+        read_to: datetime | None,
+        swept_to: datetime | None,
+        updated: datetime | None = None,
+    ) -> None:
         self.source = source
         self.read_to = read_to
         self.swept_to = swept_to
+        self.updated = updated  #: when a follower last read the source (at every read)
 
     def __repr__(self) -> str:
         return f"FollowCursor({self.source!r}, read_to={self.read_to}, swept_to={self.swept_to})"
@@ -87,13 +94,13 @@ class FollowMixin:
 
     def follow_cursor(self, run_id: int) -> FollowCursor:
         found = self._run(  # type: ignore[attr-defined]
-            "SELECT source, read_to, swept_to FROM follow_cursors WHERE run_id = ?",
+            "SELECT source, read_to, swept_to, updated FROM follow_cursors WHERE run_id = ?",
             (int(run_id),),
         )
         if not found:
             raise InputError(f"run #{run_id} does not follow a source")
-        source, read_to, swept_to = found[0]
-        return FollowCursor(source, _when(read_to), _when(swept_to))
+        source, read_to, swept_to, updated = found[0]
+        return FollowCursor(source, _when(read_to), _when(swept_to), _when(updated))
 
     def add_followed(
         self,
