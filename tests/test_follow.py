@@ -49,7 +49,14 @@ QUESTIONS = [
 
 
 # --- the app that makes the spans -------------------------------------------------------------
-def emit_spans(collector: str, app: OpenAICompatServer, questions, *, late_s: float = 0.0):
+def emit_spans(
+    collector: str,
+    app: OpenAICompatServer,
+    questions,
+    *,
+    late_s: float = 0.0,
+    project: str = PROJECT,
+):
     """The OpenAI SDK, instrumented by OpenInference, asks the toy app ``questions``; each call
     is a root span sent to Phoenix. With ``late_s``, one more root span that started that many
     seconds ago is sent now (as a long request, or a span the collector passed on late)."""
@@ -58,7 +65,7 @@ def emit_spans(collector: str, app: OpenAICompatServer, questions, *, late_s: fl
 
     provider = register(
         endpoint=collector,
-        project_name=PROJECT,
+        project_name=project,
         batch=False,
         set_global_tracer_provider=False,
         verbose=False,
@@ -461,3 +468,197 @@ def test_a_followed_run_adds_each_key_once_in_one_transaction(tmp_path):
     assert store.get_run(run).n_rows == 3 and store.follow_cursor(run).read_to == t
     store.delete(run)
     assert store.followed_run("phoenix://h:1/p", "live") is None
+
+
+# --- docs/monitoring.md: the unit and the cron line run as written ---------------------------
+MONITORING = Path(__file__).resolve().parents[1] / "docs" / "monitoring.md"
+DOC_SOURCE = "phoenix://127.0.0.1:6006/support-bot"
+DOC_PROGRAM = "/opt/relevancy/bin/relevancy"
+
+
+def _block(kind: str) -> str:
+    import re
+
+    text = MONITORING.read_text(encoding="utf-8")
+    return re.search(rf"```{kind}\n(.*?)```", text, re.S).group(1)
+
+
+def _as_here(command: str, phoenix, toy_server, tmp_path: Path) -> str:
+    """The documented command on this machine: our `relevancy`, the test's Phoenix (project
+    support-bot), the toy server's models instead of OpenAI's, files under tmp_path."""
+    program = str(Path(sys.executable).parent / "relevancy")
+    here = f"phoenix://127.0.0.1:{phoenix.server.port}/support-bot"
+    command = command.replace(DOC_PROGRAM, program).replace(DOC_SOURCE, here)
+    command = command.replace("openai:gpt-4o-mini", "openai:toy-chat")
+    command = command.replace("openai:text-embedding-3-small", "openai:toy-embed")
+    return _paths(command, tmp_path) + f" --base-url {toy_server.base_url}"
+
+
+def _paths(text: str, tmp_path: Path) -> str:
+    """The page's system paths under tmp_path (systemd's StateDirectory and CacheDirectory)."""
+    for path, here in (
+        ("/etc/relevancy/env", "env"),
+        ("/var/lib/relevancy", "lib"),
+        ("/var/cache/relevancy", "cache"),
+        ("/var/log/relevancy-follow.log", "follow.log"),
+    ):
+        text = text.replace(path, str(tmp_path / here))
+    return text
+
+
+@pytest.mark.phoenix_server
+@pytest.mark.slow
+def test_the_monitoring_page_s_unit_and_cron_line_run_as_written(
+    phoenix, tmp_path, toy_server, webhook
+):
+    import shlex
+    import shutil
+
+    unit = _block("ini")
+    # systemd reads the unit (with our program where the page installs it)
+    program = str(Path(sys.executable).parent / "relevancy")
+    if shutil.which("systemd-analyze"):
+        path = tmp_path / "relevancy-follow.service"
+        path.write_text(unit.replace(DOC_PROGRAM, program), encoding="utf-8")
+        checked = subprocess.run(
+            ["systemd-analyze", "verify", str(path)], capture_output=True, text=True
+        )
+        assert checked.returncode == 0, checked.stderr
+    # the service's command, in the service's environment, follows until systemd stops it
+    env = {**os.environ, "RELEVANCY_ALERT_WEBHOOK": webhook.url, "OPENAI_API_KEY": "sk-toy"}
+    for line in unit.splitlines():
+        if line.startswith("Environment="):
+            key, value = line[len("Environment=") :].split("=", 1)
+            env[key] = _paths(value, tmp_path)
+    exec_start = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
+    command = _as_here(exec_start[len("ExecStart=") :], phoenix, toy_server, tmp_path)
+    proc = subprocess.Popen(
+        [*shlex.split(command), "--poll", "0.5"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = Lines(proc)
+    try:
+        wait_for(lambda: "following" in out.text, "the service to start", output=out)
+        emit_spans(phoenix.server.collector, phoenix.app, QUESTIONS[:2], project="support-bot")
+        wait_for(lambda: "2 sent to phoenix" in out.text, "2 scores sent", output=out)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, out.text
+    finally:
+        ended(proc, out)
+    assert "posted to http://127.0.0.1" in out.text and "SECRETPATH" not in out.text
+    # the cron line: a valid schedule; its command, run by sh as cron would, goes on with the
+    # same run and exits 0 (nothing low enough to alert)
+    cron = _block("crontab").strip()
+    fields = cron.split(None, 5)
+    assert len(fields) == 6 and fields[:5] == ["7", "*", "*", "*", "*"]
+    (tmp_path / "env").write_text(f"OPENAI_API_KEY=sk-toy\nRELEVANCY_ALERT_WEBHOOK={webhook.url}\n")
+    emit_spans(phoenix.server.collector, phoenix.app, QUESTIONS[2:3], project="support-bot")
+    time.sleep(1)
+    command = _as_here(fields[5].split(" >> ")[0], phoenix, toy_server, tmp_path)
+    log = tmp_path / "follow.log"
+    done = subprocess.run(["sh", "-c", f"{command} >> {log} 2>&1"], env=os.environ, timeout=300)
+    text = log.read_text(encoding="utf-8")
+    assert done.returncode == 0, text
+    assert "goes on: 2 rows" in text and "1 new · 1 scored" in text, text
+    assert RunStore(tmp_path / "lib" / "runs.sqlite3").list_runs()[0].n_scored == 3
+
+
+def test_the_monitoring_page_s_webhook_body_is_the_one_sent():
+    from relevancy.analysis.alerts import check_windows, parse_window
+    from relevancy.io.webhook import alert_body
+
+    documented = json.loads(_block("json"))
+    t0 = pd.Timestamp("2026-12-06 09:00", tz="UTC")
+    times = [t0 + pd.Timedelta(minutes=i) for i in range(20)]
+    (check,) = check_windows(times, [0.4] * 19 + [0.5], below=0.6, window=parse_window("1h"))
+    sent = alert_body(check, run="#3 support-bot")
+    assert set(sent) == set(documented)
+    assert set(sent["relevancy"]) == set(documented["relevancy"])
+    assert sent["text"].endswith("is below 0.60 (run #3 support-bot)")
+
+
+# --- the follower's logic, on a source and a target made here ---------------------------------
+class Scripted:
+    """A live source whose answers are scripted: rows (question, key, epoch time) or 'down'."""
+
+    url, kind, key_column, where = "test://source", "phoenix", "span_id", {}
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.asked = []
+
+    def read(self, start, end):
+        from relevancy.io.importers.live import LiveRows, SourceDown
+
+        self.asked.append((start, end))
+        step = self.script.pop(0) if self.script else []
+        if step == "down":
+            raise SourceDown("test://source did not answer: ConnectError")
+        frame = pd.DataFrame(
+            {
+                "user_input": [q for q, _, _ in step],
+                "response": [f"About {q}" for q, _, _ in step],
+                "span_id": [k for _, k, _ in step],
+            }
+        )
+        return LiveRows(frame, [k for _, k, _ in step], [t for _, _, t in step])
+
+
+def test_the_follower_says_an_outage_once_and_sends_each_score_once(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    from relevancy import AnswerRelevancy
+    from relevancy.io.exporters import WriteBack
+    from relevancy.scoring.follow import Follower, FollowOptions, Target
+    from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+    t = datetime(2026, 12, 6, 9, tzinfo=timezone.utc).timestamp()
+    source = Scripted(
+        [
+            [("q1", "a", t), ("q2", "b", t + 1)],
+            "down",
+            "down",
+            [("q2", "b", t + 1), ("q3", "c", t + 2)],  # b again (the look back): added once
+        ]
+    )
+    sent, calls = [], {"n": 0}
+
+    def send(frames):
+        calls["n"] += 1
+        done = WriteBack("phoenix", "test")
+        if calls["n"] == 2:  # the target is away once
+            done.stopped = "test did not answer"
+            return done
+        for frame in frames:
+            sent.extend(frame["span_id"])
+            done.written += len(frame)
+        return done
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_followed_run("live", {}, source.url)
+    said = []
+    clock = {"now": 0.0}
+    metric = AnswerRelevancy(llm=FakeGenerator(), embeddings=FakeEmbedder(), cache=False)
+    follower = Follower(
+        metric,
+        store,
+        run,
+        source,
+        options=FollowOptions(interval=1.0, max_wait=4.0),
+        targets=[Target("phoenix", "span_id", send)],
+        say=said.append,
+        now=lambda: datetime(2026, 12, 6, 9, tzinfo=timezone.utc) + timedelta(seconds=clock["now"]),
+        clock=lambda: clock["now"],
+    )
+    for _ in range(8):
+        follower.step()
+        clock["now"] += 5.0
+    assert sent == ["a", "b", "c"]  # each once, the one the target missed sent again later
+    assert store.get_run(run).n_rows == 3 and store.get_run(run).n_scored == 3
+    outage = [line for line in said if "did not answer" in line]
+    assert len(outage) == 2  # the source once, the target once, however long each lasted
+    assert any("test://source answers again" in line for line in said)
+    assert any("phoenix answers again" in line for line in said)

@@ -73,7 +73,9 @@ def add_follow_options(p: argparse.ArgumentParser) -> None:
         "--alert-webhook",
         default=None,
         metavar="URL",
-        help="POST each alert as JSON to URL (Slack-compatible 'text')",
+        help="POST each alert as JSON to URL (Slack-compatible 'text'); default "
+        "$RELEVANCY_ALERT_WEBHOOK (a webhook's address is a secret: better in the environment "
+        "than on a command line)",
     )
 
 
@@ -164,6 +166,7 @@ def _span(text: str, option: str) -> timedelta:
 def cmd_follow(args: argparse.Namespace) -> int:
     """Follow ``--from`` into a run of the store; the exit code (see ``--once``)."""
     _check_args(args)
+    args.alert_webhook = args.alert_webhook or os.environ.get("RELEVANCY_ALERT_WEBHOOK") or None
     late, window = _span(args.late, "--late"), _span(args.window, "--window")
     source = open_live_source(args.from_url)
     metric = metric_from_args(args, concurrency=args.concurrency, check=False)

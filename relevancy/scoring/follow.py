@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from relevancy.analysis.alerts import check_windows
+from relevancy.analysis.alerts import check_windows, window_of
 from relevancy.errors import RelevancyError
 from relevancy.io.exporters import WriteBack
 from relevancy.io.importers.live import LiveSource, SourceDown
@@ -157,6 +157,8 @@ class Follower:
         self.target_wait = {t.name: _Backoff(t.name, first, most, say) for t in self.targets}
         self._last_sweep: float | None = None
         self._stop: Any = None
+        self._due: datetime | None = None  #: no alert window is complete before this
+        self._note = ""  #: what the source said last (said again only when it changes)
         self.totals = StepReport()
 
     # one step ---------------------------------------------------------------------------
@@ -194,6 +196,9 @@ class Follower:
             self.source_wait.failed(str(exc), now_s)
             return
         self.source_wait.answered(now_s)
+        if found.note and found.note != self._note:
+            self.say(found.note)
+        self._note = found.note
         report.read = len(found.frame)
         new = self.store.add_followed(
             self.run_id,
@@ -266,8 +271,9 @@ class Follower:
         if rule is None or self.store.pending_rows(self.run_id):
             return
         cursor = self.store.follow_cursor(self.run_id)
-        if cursor.read_to is None:
-            return
+        if cursor.read_to is None or (self._due is not None and cursor.read_to < self._due):
+            return  # no window was completed since the last check
+        self._due = window_of(cursor.read_to, rule.window)[1]  # the end of the one in progress
         seconds = rule.window.total_seconds()
         checked = self.store.checked_windows(self.run_id, seconds)
         since = None

@@ -58,6 +58,7 @@ class LiveRows:
     times: list[float | None] = field(default_factory=list)
     report: ImportReport = field(default_factory=ImportReport)
     pending: int = 0  #: traces still running (read again later)
+    note: str = ""  #: a state of the source worth saying once ("no such project yet")
 
 
 class LiveSource:
@@ -118,15 +119,41 @@ class PhoenixLive(LiveSource):
         self.where = {"url": self.source.base_url, "project": self.source.project}
         self.timeout = timeout
         self._client = phoenix_client(self.source.base_url)
+        self._project_seen = False
 
     def read(self, start: datetime, end: datetime) -> LiveRows:
         report = ImportReport(format="phoenix", label="Phoenix spans")
         frames = [f for f in self._spans(start, end) if len(f)]
         if not frames:
-            return LiveRows(pd.DataFrame(columns=["user_input", "response"]), report=report)
+            empty = pd.DataFrame(columns=["user_input", "response"])
+            return LiveRows(empty, report=report, note=self._check_server())
         spans = pd.concat(frames) if len(frames) > 1 else frames[0]
         records = spans.reset_index(drop=True).to_dict(orient="records")
         return self._rows(phoenix(records, report, roots_only=True), report)
+
+    def _check_server(self) -> str:
+        """When a read finds nothing: whether the server is Phoenix (a web page reads as no
+        spans; :class:`InputError` then) and has the project (a note while it has not)."""
+        if self._project_seen:
+            return ""
+        try:
+            projects = self._client.projects.list()
+        except Exception as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            if status is None and not isinstance(exc, ValueError):  # refused, timed out
+                raise SourceDown(f"{self.url} did not answer: {describe_error(exc)}") from None
+            raise InputError(
+                f"{self.url} does not answer as a Phoenix server does ({describe_error(exc)}): "
+                "check the address and the port"
+            ) from None
+        names = {str(p.get("name")) for p in projects} | {str(p.get("id")) for p in projects}
+        if self.source.project in names:
+            self._project_seen = True
+            return ""
+        return (
+            f"{self.url}: the server has no project {self.source.project!r} yet (its first span "
+            "makes it): waiting for it"
+        )
 
     def _spans(self, start: datetime, end: datetime) -> list[pd.DataFrame]:
         """The window's root spans; a window holding a page or more is read in two halves."""
