@@ -162,7 +162,11 @@ def _rows(
     return frame, parse_times(frame[column])
 
 
-def _checks(times: pd.Series, scores: np.ndarray, c: Controls) -> list[WindowCheck]:
+def _checks(
+    times: pd.Series, scores: np.ndarray, c: Controls, until: datetime | None
+) -> list[WindowCheck]:
+    """The alert windows; for a run still growing (``until``: now), complete windows only, as
+    ``relevancy score --follow`` checks them."""
     if c.alert_below is None:
         return []
     try:
@@ -170,7 +174,9 @@ def _checks(times: pd.Series, scores: np.ndarray, c: Controls) -> list[WindowChe
     except InputError as exc:
         st.error(str(exc), icon="⏱️")
         return []
-    return check_windows(times, scores, below=c.alert_below, window=window, min_rows=c.min_rows)
+    return check_windows(
+        times, scores, below=c.alert_below, window=window, min_rows=c.min_rows, until=until
+    )
 
 
 def draw_timeline(run_id: int, c: Controls) -> None:
@@ -192,7 +198,9 @@ def draw_timeline(run_id: int, c: Controls) -> None:
     groups = rows[c.split].astype(str) if c.split else None
     table = bucket_table(rows["time"], rows["score"], bucket=bucket, groups=groups)
     marks = change_marks(rows["time"], rows.drop(columns=["time", "score", "reason", "row"]))
-    checks = _checks(rows["time"], rows["score"].to_numpy(float), c)
+    growing = live_interval(info) is not None and isinstance(info.settings.get("follow"), dict)
+    until = datetime.now(timezone.utc) if growing else None
+    checks = _checks(rows["time"], rows["score"].to_numpy(float), c, until)
     alerting = [ch for ch in checks if ch.status == "alert"]
     fig = timeline_figure(
         table,
@@ -218,7 +226,7 @@ def draw_timeline(run_id: int, c: Controls) -> None:
         st.caption("⚠️ " + esc(parsed.describe()))
     _bucket_rows(run_id, rows, table, bucket)
     if c.alert_below is not None and checks:
-        _alert_list(checks, c)
+        _alert_list(checks, c, until is not None)
 
 
 def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: str) -> None:
@@ -272,7 +280,7 @@ def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: s
     )
 
 
-def _alert_list(checks: list[WindowCheck], c: Controls) -> None:
+def _alert_list(checks: list[WindowCheck], c: Controls, growing: bool = False) -> None:
     alerting = [ch for ch in checks if ch.status == "alert"]
     few = sum(ch.status == "too_few" for ch in checks)
     st.markdown(f"**Alerts** (below {fmt(c.alert_below, 2)}, windows of {esc(c.window)})")
@@ -301,4 +309,5 @@ def _alert_list(checks: list[WindowCheck], c: Controls) -> None:
     st.caption(
         "A window alerts when its mean is below the threshold and so is its 95% CI's upper "
         "bound, or when it is lower than the previous window by more than both CIs allow."
+        + (" The window in progress is judged once it ends." if growing else "")
     )
