@@ -662,3 +662,15 @@ def test_the_follower_says_an_outage_once_and_sends_each_score_once(tmp_path):
     assert len(outage) == 2  # the source once, the target once, however long each lasted
     assert any("test://source answers again" in line for line in said)
     assert any("phoenix answers again" in line for line in said)
+
+
+def test_once_against_a_source_that_does_not_answer_fails_in_one_line(tmp_path, capsys, toy_server):
+    from relevancy.testing.processes import free_port
+
+    pytest.importorskip("phoenix.client")
+    url = f"phoenix://127.0.0.1:{free_port()}/support"
+    args = ["score", "--from", url, "--once", "--store", str(tmp_path / "runs.sqlite3")]
+    assert main([*args, *cli_backends(toy_server, "-q")]) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL: {url} did not answer" in out and "run again once it answers" in out
+    assert "waiting" not in out and "Traceback" not in out

@@ -111,6 +111,7 @@ class _Backoff:
         self.down_since: float | None = None
         self.wait = first
         self.next_try = 0.0
+        self.waits = True  #: False for one pass (--once): nothing is waited for
 
     def ready(self, now: float) -> bool:
         return self.down_since is None or now >= self.next_try
@@ -118,7 +119,11 @@ class _Backoff:
     def failed(self, why: str, now: float) -> None:
         if self.down_since is None:
             self.down_since, self.wait = now, self.first
-            self.say(f"{why}: waiting for it (trying again, at most every {self.most:g} s)")
+            self.say(
+                f"{why}: waiting for it (trying again, at most every {self.most:g} s)"
+                if self.waits
+                else f"FAIL: {why}: run again once it answers (nothing is lost)"
+            )
         else:
             self.wait = min(self.wait * 2, self.most)
         self.next_try = now + self.wait
@@ -341,6 +346,8 @@ class Follower:
         """Step until ``stop`` (a ``threading.Event``) is set; with ``once``, one step (and
         more while the source has more to give). The totals."""
         self._stop = stop
+        for backoff in (self.source_wait, *self.target_wait.values()):
+            backoff.waits = not once
         while stop is None or not stop.is_set():
             report = self.step()
             if report.busy or report.sent or report.failed or report.alerts:
