@@ -81,7 +81,9 @@ info = active_run(runs)  # the sidebar's active run: select a row above to chang
 st.caption("Select a run in the table (or in the sidebar's **Active run**) to act on it below.")
 
 with st.container(border=True):
-    st.markdown(f"#### #{info.id} · {esc(info.name)} · {info.status}")
+    followed = isinstance(info.settings.get("follow"), dict)  # grows: its follower scores it
+    status = "followed (grows as its source does)" if followed else info.status
+    st.markdown(f"#### #{info.id} · {esc(info.name)} · {status}")
     run_mode = info.mode or info.resume_mode
     c = st.columns(4 if run_mode not in ("", "ragas") else 3)
     c[0].metric("Rows scored", f"{info.n_scored:,} / {info.n_rows:,}", border=True)
@@ -96,6 +98,10 @@ with st.container(border=True):
     )
     if run_mode:
         st.caption(f"Scores: {mode_text(run_mode)}.")
+    if followed:  # the follower finds its run by source and name
+        st.caption("Followed by this command (a renamed run needs the new name in it):")
+        source = info.settings["follow"].get("source", "SOURCE")
+        st.code(f'relevancy score --from "{source}" --follow --save-run "{info.name}"', "bash")
     usage_metrics(info)
     run_stability_figures(info.id)
     with st.expander("Settings saved with this run (never any API key)"):
@@ -106,8 +112,12 @@ with st.container(border=True):
         if st.button("Open in the dashboard", icon="📂", key="runs_open", type="primary"):
             set_active_run(info.id)
             st.switch_page("pages/1_Dataset.py")
-        if not info.complete and st.button(
-            f"Resume ({info.n_rows - info.n_scored} rows left)", icon="⏯️", key="runs_resume"
+        if (
+            not info.complete
+            and not followed
+            and st.button(
+                f"Resume ({info.n_rows - info.n_scored} rows left)", icon="⏯️", key="runs_resume"
+            )
         ):
             set_active_run(info.id)
             st.switch_page("pages/1_Dataset.py")

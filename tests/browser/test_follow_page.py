@@ -57,6 +57,14 @@ def test_a_followed_run_grows_on_the_dataset_page(page: Page, app_url: str, app_
     expect(page.get_by_text("Run #1 · 5 of 5 rows scored")).to_be_visible(timeout=20_000)
     expect(page.get_by_text("What is a quark?").first).to_be_attached()
     shot(page, "14-dataset-followed")
+    # the Runs page names it followed, offers no Resume, and shows the command that follows it
+    open_page(page, app_url, f"Runs?run={run_id}")
+    expect(page.get_by_text("followed (grows as its source does)")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("button", name="Resume")).to_have_count(0)
+    expect(
+        page.get_by_text(f'--from "{SOURCE}" --follow --save-run "live support"')
+    ).to_be_visible()
+    open_page(page, app_url, f"Dataset?run={run_id}")
     # the follower stops: after a while without reads the page says how to go on
     with sqlite3.connect(store_path) as db:
         db.execute(
