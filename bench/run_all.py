@@ -80,6 +80,7 @@ BENCHES: dict[str, Entry] = {
     "padding": Entry("padding"),
     "chance": Entry("chance"),
     "cli_startup": Entry("cli_startup"),
+    "follow": Entry("follow"),  # a real Phoenix: lag at --poll 1 and 5; 20,000 rows' memory
     # the agreement harness's cheap step (its figures are in the hand-written section)
     "agreement": Entry(
         "agreement",
