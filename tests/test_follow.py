@@ -674,3 +674,48 @@ def test_once_against_a_source_that_does_not_answer_fails_in_one_line(tmp_path, 
     out = capsys.readouterr().out
     assert f"FAIL: {url} did not answer" in out and "run again once it answers" in out
     assert "waiting" not in out and "Traceback" not in out
+
+
+def test_rows_a_killed_follower_left_half_done_are_scored_and_sent_once(tmp_path):
+    """A follower killed mid-chunk leaves rows scored out of order (0-9 but 3 and 8) and none
+    sent; the next one, scoring a row at a time and sending after each, sends each row once, 3
+    and 8 included (8 is scored after 9 was sent)."""
+    from datetime import datetime, timezone
+
+    from relevancy import AnswerRelevancy
+    from relevancy.io.exporters import WriteBack
+    from relevancy.scoring.follow import Follower, FollowOptions, Target
+    from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_followed_run("live", {}, Scripted.url)
+    keys = [f"k{i}" for i in range(10)]
+    frame = pd.DataFrame(
+        {"user_input": [f"q{i}" for i in range(10)], "response": ["a"] * 10, "span_id": keys}
+    )
+    now = datetime.now(timezone.utc)
+    rows = store.add_followed(run, frame, keys, [now.timestamp()] * 10, read_to=now)
+    metric = AnswerRelevancy(llm=FakeGenerator(), embeddings=FakeEmbedder(), cache=False)
+    results = metric.score_many(frame)
+    store.append_results(run, [(r, x) for r, x in zip(rows, results) if r not in (3, 8)])
+    sent = []
+
+    def send(frames):
+        done = WriteBack("phoenix", "test")
+        for f in frames:
+            sent.extend(f["span_id"])
+            done.written += len(f)
+        return done
+
+    follower = Follower(
+        metric,
+        store,
+        run,
+        Scripted([]),
+        options=FollowOptions(chunk=1),
+        targets=[Target("phoenix", "span_id", send)],
+        say=lambda line: None,
+    )
+    follower.step()
+    follower.step()
+    assert sorted(sent) == sorted(keys) and len(sent) == 10

@@ -172,13 +172,14 @@ class FollowMixin:
             db.close()
         return new
 
-    def unsent(self, run_id: int, target: str, *, limit: int = 500) -> list[int]:
-        """Scored rows (with a score) whose score has not reached ``target`` yet, oldest first."""
+    def unsent(self, run_id: int, target: str, *, limit: int = 500, from_row: int = 0) -> list[int]:
+        """Scored rows (with a score) whose score has not reached ``target`` yet, oldest first,
+        from row ``from_row`` on."""
         rows = self._run(  # type: ignore[attr-defined]
             "SELECT r.idx FROM results r LEFT JOIN follow_sent s ON s.run_id = r.run_id "
-            "AND s.idx = r.idx AND s.target = ? WHERE r.run_id = ? AND s.idx IS NULL "
-            "AND r.score IS NOT NULL ORDER BY r.idx LIMIT ?",
-            (target, int(run_id), int(limit)),
+            "AND s.idx = r.idx AND s.target = ? WHERE r.run_id = ? AND r.idx >= ? "
+            "AND s.idx IS NULL AND r.score IS NOT NULL ORDER BY r.idx LIMIT ?",
+            (target, int(run_id), int(from_row), int(limit)),
         )
         return [int(r[0]) for r in rows]
 

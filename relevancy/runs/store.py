@@ -325,13 +325,15 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         )
         return "|".join(str(v) for v in rows[0]) if rows else "missing"
 
-    def pending_rows(self, run_id: int) -> list[int]:
-        """Row indexes of the run that have no result yet (what a resume has to score)."""
+    def pending_rows(self, run_id: int, *, from_row: int = 0) -> list[int]:
+        """Row indexes of the run that have no result yet (what a resume has to score), from
+        row ``from_row`` on (a followed run looks only past the rows it knows are scored)."""
         self._require(run_id)
         rows = self._run(
             "SELECT i.idx FROM inputs i LEFT JOIN results r ON r.run_id = i.run_id "
-            "AND r.idx = i.idx WHERE i.run_id = ? AND r.idx IS NULL ORDER BY i.idx",
-            (int(run_id),),
+            "AND r.idx = i.idx WHERE i.run_id = ? AND i.idx >= ? AND r.idx IS NULL "
+            "ORDER BY i.idx",
+            (int(run_id), int(from_row)),
         )
         return [int(r[0]) for r in rows]
 

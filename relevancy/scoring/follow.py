@@ -162,6 +162,10 @@ class Follower:
         self.target_wait = {t.name: _Backoff(t.name, first, most, say) for t in self.targets}
         self._last_sweep: float | None = None
         self._stop: Any = None
+        #: rows below this are scored; per target, rows below this are sent (or marked): each
+        #: step looks only past them, so a step's work does not grow with the run
+        self._scored_to = 0
+        self._sent_from: dict[str, int] = {}
         self._due: datetime | None = None  #: no alert window is complete before this
         self._note = ""  #: what the source said last (said again only when it changes)
         self.totals = StepReport()
@@ -224,10 +228,15 @@ class Follower:
             report.late = len(late)
 
     def _pending_chunks(self) -> Any:
-        pending = self.store.pending_rows(self.run_id)
+        pending = self.store.pending_rows(self.run_id, from_row=self._scored_to)
         size = max(1, self.options.chunk)
         for start in range(0, len(pending), size):
             yield pending[start : start + size]
+        if not (self._stop is not None and self._stop.is_set()):
+            self._scored_to = self._rows_known()  # every row added so far is scored
+
+    def _rows_known(self) -> int:
+        return self.store.get_run(self.run_id).n_rows
 
     def _score(self, rows: list[int], report: StepReport) -> None:
         inputs = self.store.inputs(self.run_id, rows)
@@ -236,6 +245,7 @@ class Follower:
             self.store.append_results(self.run_id, [(row, result)])
 
         chunk = score_chunk(self.metric, inputs, list(inputs.index), on_result=saved)
+        self._scored_to = max(self._scored_to, rows[-1] + 1)  # pending rows come in order
         report.scored += len(chunk.rows)
         values = [float(r.value) for r in chunk.results or []]
         report.scores += [v for v in values if math.isfinite(v)]
@@ -244,7 +254,8 @@ class Follower:
         for target in self.targets:
             backoff = self.target_wait[target.name]
             while backoff.ready(self.clock()):
-                rows = self.store.unsent(self.run_id, target.name, limit=SEND_ROWS)
+                start = self._sent_from.get(target.name, 0)
+                rows = self.store.unsent(self.run_id, target.name, limit=SEND_ROWS, from_row=start)
                 if not rows:
                     break
                 frame = export_frame(
@@ -262,6 +273,9 @@ class Follower:
                 backoff.answered(self.clock())
                 outcomes = _outcomes(rows, frame, target.id_column, done)
                 self.store.mark_sent(self.run_id, target.name, outcomes)
+                # rows below this are all sent or marked (and all scored: unsent rows past the
+                # scored ones may still have a row before them to score)
+                self._sent_from[target.name] = min(rows[-1] + 1, self._scored_to)
                 ok = sum(1 for why in outcomes.values() if why == "ok")
                 report.sent[target.name] = report.sent.get(target.name, 0) + ok
                 if ok < len(outcomes):
@@ -273,7 +287,7 @@ class Follower:
 
     def _check(self, report: StepReport) -> None:
         rule = self.alerts
-        if rule is None or self.store.pending_rows(self.run_id):
+        if rule is None or self.store.pending_rows(self.run_id, from_row=self._scored_to):
             return
         cursor = self.store.follow_cursor(self.run_id)
         if cursor.read_to is None or (self._due is not None and cursor.read_to < self._due):
