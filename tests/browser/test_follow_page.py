@@ -51,10 +51,10 @@ def test_a_followed_run_grows_on_the_dataset_page(page: Page, app_url: str, app_
     expect(page.get_by_text("new rows appear here as they are scored")).to_be_visible(
         timeout=60_000
     )
-    expect(page.get_by_text("Run #1 · 3 of 3 rows scored")).to_be_visible()
+    expect(page.get_by_text(f"Run #{run_id} · 3 of 3 rows scored")).to_be_visible()
     expect(page.get_by_role("button", name="Resume")).to_have_count(0)
     arrive(store, run_id, ["When did Rome fall?", "What is a quark?"])
-    expect(page.get_by_text("Run #1 · 5 of 5 rows scored")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text(f"Run #{run_id} · 5 of 5 rows scored")).to_be_visible(timeout=20_000)
     expect(page.get_by_text("What is a quark?").first).to_be_attached()
     shot(page, "14-dataset-followed")
     # the Runs page names it followed, offers no Resume, and shows the command that follows it
