@@ -277,3 +277,39 @@ def test_a_runs_listing_reads_the_listing_index_not_the_wide_rows(tmp_path):
     plan = " ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
     db.close()
     assert "COVERING INDEX results_listing" in plan, plan
+
+
+def test_a_count_joins_the_inputs_only_when_its_filter_reads_them(tmp_path):
+    """store.count() counts a filter on results alone without the inputs (from the index by
+    score); every filter counts what the page's query returns."""
+    import pandas as pd
+
+    from relevancy import AnswerRelevancy
+    from relevancy.runs import RowQuery, RunStore
+    from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    rows = pd.DataFrame(
+        {
+            "user_input": [f"Where is city {i}?" for i in range(12)],
+            "response": [f"City {i} is in country {i % 3}." for i in range(12)],
+            "variant": ["a", "b"] * 6,
+            "team": ["red", "blue", "green"] * 4,
+        }
+    )
+    run = store.create_run("r", {}, rows)
+    metric = AnswerRelevancy(llm=FakeGenerator(), embeddings=FakeEmbedder(dim=8), cache=False)
+    store.append_results(run, list(enumerate(metric.score_many(rows))))
+    queries = [
+        RowQuery(),
+        RowQuery(score_range=(0.0, 1.0)),
+        RowQuery(status="scored", below=0.5),
+        RowQuery(variants=("a",)),
+        RowQuery(columns=(("team", ("red", "blue")),)),
+        RowQuery(search="city 1"),
+        RowQuery(columns=(("team", ()),)),  # a column with no value chosen filters nothing
+    ]
+    for q in queries:
+        assert q.reads_inputs == ("i." in q.where()[0]), q
+        assert store.count(run, q) == len(store.columns(run, ["score"], query=q)), q
+    assert store.count(run, RowQuery(variants=("a",))) == 6

@@ -54,6 +54,11 @@ class RowQuery:
     sort: str = SORTS[0]
     columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (input column, kept values)
 
+    @property
+    def reads_inputs(self) -> bool:
+        """Whether :meth:`where` reads the inputs (``i``): variants, input columns, search."""
+        return bool(self.variants or any(v for _, v in self.columns) or self.search.strip())
+
     def where(self) -> tuple[str, list[Any]]:
         """The SQL condition on ``r`` (results) and ``i`` (inputs), with its parameters."""
         sql = ["(r.score IS NULL OR r.score BETWEEN ? AND ?)"]

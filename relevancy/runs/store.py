@@ -438,11 +438,16 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
 
     def count(self, run_id: int, query: RowQuery | None = None) -> int:
         """How many scored rows pass ``query``."""
-        where, params = (query or RowQuery()).where()
+        query = query or RowQuery()
+        where, params = query.where()
+        # every result has its input: the inputs are joined only when the filter reads them, so
+        # a filter on the score alone is counted from the index by score
+        join = (
+            "JOIN inputs i ON i.run_id = r.run_id AND i.idx = r.idx " if query.reads_inputs else ""
+        )
         return int(
             self._run(
-                "SELECT COUNT(*) FROM results r JOIN inputs i ON i.run_id = r.run_id "
-                f"AND i.idx = r.idx WHERE r.run_id = ? AND {where}",
+                f"SELECT COUNT(*) FROM results r {join}WHERE r.run_id = ? AND {where}",
                 [int(run_id), *params],
             )[0][0]
         )
