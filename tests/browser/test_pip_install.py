@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from relevancy.testing.processes import ServerProcess, free_port
 
@@ -124,4 +125,5 @@ def test_the_pip_installed_dashboard_opens_home(dashboard_url: str, page):
     page.wait_for_selector(".rel-header h1", timeout=120_000)
     assert page.inner_text(".rel-header h1") == "Answer Relevancy"
     assert page.title() == "Answer Relevancy · Answer Relevancy"
-    assert page.get_by_text("Score a question and its answers").count() == 1
+    # the header is drawn first: the rest of the page follows (waited for, not counted at once)
+    expect(page.get_by_text("Score a question and its answers")).to_have_count(1, timeout=60_000)
