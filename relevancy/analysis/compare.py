@@ -74,15 +74,36 @@ def names_questions(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
     restarted in each file do not: their value 3 is one question in A and another in B."""
     if "user_input" not in a.columns or "user_input" not in b.columns:
         return True  # nothing to check them against
-    ids_a = a[column].astype(str).str.strip()
-    ids_b = b[column].astype(str).str.strip()
-    shared = (set(ids_a) & set(ids_b)) - {"", "nan", "None"}
-    if not shared:
+    left, right = _id_questions(a, column), _id_questions(b, column)
+    shared = pd.Index(left["id"].unique()).intersection(pd.Index(right["id"].unique()))
+    if shared.empty:
         return False
-    questions_a = a["user_input"].astype(str).groupby(ids_a).agg(set)
-    questions_b = b["user_input"].astype(str).groupby(ids_b).agg(set)
-    same = sum(_alike(questions_a[v], questions_b[v]) for v in shared)
-    return same >= 0.9 * len(shared)
+    need = 0.9 * len(shared)
+    # an id whose question text is the same on both sides is settled on columns, at once; the
+    # word-by-word check runs only for the rest, and stops as soon as the answer is known
+    exact = set(left.merge(right, on=["id", "q"])["id"])
+    if len(exact) >= need:
+        return True
+    rest = shared.difference(pd.Index(list(exact)))
+    questions_a = left[left["id"].isin(rest)].groupby("id")["q"].agg(set)
+    questions_b = right[right["id"].isin(rest)].groupby("id")["q"].agg(set)
+    same, misses_allowed = len(exact), len(shared) - need
+    for value in rest:
+        if _alike(questions_a[value], questions_b[value]):
+            same += 1
+        else:
+            misses_allowed -= 1
+            if misses_allowed < 0:
+                return False
+    return same >= need
+
+
+def _id_questions(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Each distinct (id, question text) of one side, ids stripped, empty ids left out."""
+    pairs = pd.DataFrame(
+        {"id": frame[column].astype(str).str.strip(), "q": frame["user_input"].astype(str)}
+    ).drop_duplicates()
+    return pairs[~pairs["id"].isin(["", "nan", "None"])]
 
 
 def _words(text: str) -> set[str]:
