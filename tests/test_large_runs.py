@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -125,6 +126,9 @@ def test_the_cli_and_the_dashboard_write_one_store_at_once(tmp_path):
     assert cli.returncode == 0, stderr
     runs = {r.name: r for r in RunStore(store_path).list_runs()}
     assert runs["cli run"].n_scored == 300 and runs["cli run"].complete
+    with sqlite3.connect(store_path) as db:  # each row's vector went in with the row
+        vectors = dict(db.execute("SELECT run_id, COUNT(*) FROM result_vectors GROUP BY run_id"))
+    assert vectors[runs["cli run"].id] == 300
     dashboard = next(r for n, r in runs.items() if n.startswith("demo.csv"))
     assert dashboard.n_scored == dashboard.n_rows == 48
     assert len(pd.read_json(tmp_path / "big.jsonl", lines=True)) == 300

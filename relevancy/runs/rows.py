@@ -133,8 +133,14 @@ def inputs_frame(rows: list[tuple[Any, ...]], columns: Sequence[str]) -> pd.Data
 
 def result_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[Any, ...]:
     """A result as the values of ``results``' columns (in the order of
-    :func:`relevancy.runs.schema.result_fields`)."""
-    return (run_id, idx, *(c.store(r) for c in stored_columns()))
+    :func:`relevancy.runs.schema.result_fields`): every stored column but the vectors."""
+    return (run_id, idx, *(c.store(r) for c in stored_columns() if c.kind != "vector"))
+
+
+def vector_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[int, int, bytes] | None:
+    """A result's user-question vector as a row of ``result_vectors`` (None without one)."""
+    blob = vector_blob(r.user_input_embedding)
+    return None if blob is None else (run_id, idx, blob)
 
 
 def question_rows(run_id: int, idx: int, r: RelevancyResult) -> list[tuple[Any, ...]]:

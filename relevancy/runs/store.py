@@ -57,8 +57,9 @@ from relevancy.runs.rows import (
     question_rows,
     result_from_row,
     result_row,
+    vector_row,
 )
-from relevancy.runs.schema import LABEL_SQL, open_schema, result_fields
+from relevancy.runs.schema import LABEL_SQL, PAGE_SIZE, open_schema, result_fields
 from relevancy.runs.vectors import VectorsMixin
 
 __all__ = ["RunStore", "RunInfo", "RunData"]
@@ -154,6 +155,7 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60.0)
+        db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new store's; an existing one keeps its own
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=60000")
@@ -229,10 +231,12 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
 
     def append_results(self, run_id: int, items: Iterable[tuple[int, RelevancyResult]]) -> int:
         """Store results as they finish: ``items`` are ``(row_index, result)``; returns count."""
-        results, questions = [], []
+        results, questions, vectors = [], [], []
         for idx, result in items:
             results.append(result_row(run_id, int(idx), result))
             questions += question_rows(run_id, int(idx), result)
+            if (vector := vector_row(run_id, int(idx), result)) is not None:
+                vectors.append(vector)
         if not results:
             return 0
         db = self._connect()
@@ -243,11 +247,13 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
                     f"VALUES ({marks(len(result_fields()))})",
                     results,
                 )
-                db.executemany(
-                    "DELETE FROM questions WHERE run_id = ? AND idx = ?",
-                    [(run_id, r[1]) for r in results],
-                )
+                for table in ("questions", "result_vectors"):  # a row scored again: its own
+                    db.executemany(
+                        f"DELETE FROM {table} WHERE run_id = ? AND idx = ?",
+                        [(run_id, r[1]) for r in results],
+                    )
                 db.executemany(f"INSERT INTO questions VALUES ({marks(8)})", questions)
+                db.executemany("INSERT INTO result_vectors VALUES (?, ?, ?)", vectors)
                 db.execute("UPDATE runs SET updated = ? WHERE id = ?", (now_iso(), run_id))
         finally:
             db.close()
@@ -265,7 +271,7 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         db = self._connect()
         try:
             with db:
-                for table in ("questions", "results", "inputs"):
+                for table in ("questions", "result_vectors", "results", "inputs"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM repeats WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
@@ -485,9 +491,12 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
     ) -> list[RelevancyResult]:
         """Scored rows as results (all, or ``rows``), in row order; ``vectors=False`` leaves
         the embeddings out (exports: much faster)."""
-        columns = (
-            "r.*" if vectors else ", ".join(f"r.{c}" for c in result_fields() if c != "ui_vec")
-        )
+        columns = ", ".join(f"r.{c}" for c in result_fields())
+        if vectors:
+            columns += (
+                ", (SELECT v.vec FROM result_vectors v WHERE v.run_id = r.run_id "
+                "AND v.idx = r.idx) AS ui_vec"
+            )
         sql = (
             f"SELECT {columns}, i.user_input, i.response FROM results r JOIN inputs i ON "
             "i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ?"

@@ -31,9 +31,10 @@ class VectorsMixin:
             where = f" AND r.idx IN ({marks(len(rows))})"
             params += [int(r) for r in rows]
         origin = self._run(
-            "SELECT r.idx, i.user_input, i.variant, r.score, r.noncommittal, r.ui_vec FROM "
+            "SELECT r.idx, i.user_input, i.variant, r.score, r.noncommittal, v.vec FROM "
             "results r JOIN inputs i ON i.run_id = r.run_id AND i.idx = r.idx "
-            f"WHERE r.run_id = ? AND r.ui_vec IS NOT NULL{where} ORDER BY r.idx",
+            "JOIN result_vectors v ON v.run_id = r.run_id AND v.idx = r.idx "
+            f"WHERE r.run_id = ?{where} ORDER BY r.idx",
             params,
         )
         generated = self._run(
@@ -98,9 +99,9 @@ class VectorsMixin:
             where = f" AND r.idx IN ({marks(len(rows))})"
             params += [int(r) for r in rows]
         found = self._run(
-            "SELECT r.idx, i.user_input, r.embeddings, r.ui_vec FROM results r JOIN inputs i ON "
-            f"i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ? AND r.ui_vec IS NOT NULL"
-            f"{where} ORDER BY r.idx",
+            "SELECT r.idx, i.user_input, r.embeddings, v.vec FROM results r JOIN inputs i ON "
+            "i.run_id = r.run_id AND i.idx = r.idx JOIN result_vectors v ON "
+            f"v.run_id = r.run_id AND v.idx = r.idx WHERE r.run_id = ?{where} ORDER BY r.idx",
             params,
         )
         table = pd.DataFrame([f[:3] for f in found], columns=["row", "user_input", "embeddings"])
