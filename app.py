@@ -17,7 +17,13 @@ from relevancy.dashboard.widgets.judge_panel import render_judge_panel
 from relevancy.dashboard.widgets.models import embedder_for, get_metric, judge_of
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.sidebar import PAGES
-from relevancy.dashboard.widgets.state import active_run, demo_run, load_run, run_columns
+from relevancy.dashboard.widgets.state import (
+    active_run,
+    demo_run,
+    load_run,
+    run_distinct,
+    run_figures,
+)
 from relevancy.scoring.judge import load_check_set
 
 settings = setup_page(
@@ -48,19 +54,18 @@ if settings.embedded:  # the sidebar's judge check line reads the same check
 # --- overview of the active run -----------------------------------------------------------
 info = active_run()
 if info is not None and info.n_scored:
-    frame = run_columns(info.id, ["score", *(["variant"] if "variant" in info.columns else [])])
-    scores = frame["score"]
+    figures = run_figures(info.id, threshold)  # computed in the store, not on every row
     with st.container(border=True):
         st.markdown(
             f"**Active run:** {esc(info.name)} · {info.n_scored:,} rows"
             + (f" · {info.mode} mode" if info.mode else "")
         )
         cols = st.columns(4)
-        cols[0].metric("Mean score", fmt(scores.mean()), border=True)
-        cols[1].metric("Median", fmt(scores.median()), border=True)
-        low = (scores < threshold).sum() / max(scores.notna().sum(), 1)
+        cols[0].metric("Mean score", fmt(figures.mean), border=True)
+        cols[1].metric("Median", fmt(figures.median), border=True)
+        low = figures.below if figures.scored else 0.0
         cols[2].metric(f"Below {threshold:.2f}", pct(low), border=True)
-        variants = frame["variant"].nunique() if "variant" in frame.columns else 1
+        variants = len(run_distinct(info.id, "variant")) if "variant" in info.columns else 1
         cols[3].metric("Variants", str(variants), border=True)
         for col, (script, label, icon, what) in zip(st.columns(len(PAGES) - 1), PAGES[1:]):
             with col:

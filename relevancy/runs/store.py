@@ -40,6 +40,7 @@ from relevancy.core.result import QuestionScore, RelevancyResult
 from relevancy.core.schema import stored_columns
 from relevancy.errors import InputError
 from relevancy.paths import as_store_file, default_store_path
+from relevancy.runs.aggregate import AggregateMixin
 from relevancy.runs.export import ExportMixin
 from relevancy.runs.follow import FollowMixin
 from relevancy.runs.labels import LabelsMixin
@@ -133,7 +134,7 @@ class RunData:
     results: list[RelevancyResult] = field(default_factory=list)  #: aligned with ``frame``
 
 
-class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin):
+class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin, AggregateMixin):
     """Saved runs in one SQLite database (WAL mode; safe to share between processes).
 
     Parameters

@@ -21,6 +21,7 @@ from relevancy.core.result import RelevancyResult
 from relevancy.dashboard.views.format import esc
 from relevancy.paths import default_store_path
 from relevancy.runs import DEMO_RUN_NAME, RowQuery, RunData, RunInfo, RunStore, import_demo
+from relevancy.runs.aggregate import RunFigures
 
 __all__ = [
     "bind",
@@ -33,6 +34,7 @@ __all__ = [
     "input_columns",
     "load_run",
     "run_columns",
+    "run_figures",
     "run_distinct",
     "run_counts",
     "run_page",
@@ -123,6 +125,18 @@ def run_columns(run_id: int, names: Sequence[str]) -> pd.DataFrame:
     """Just these columns of every scored row (and ``row``), cached until the run changes."""
     store = get_store()
     return _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _figures(path: str, run_id: int, version: str, threshold: float) -> RunFigures:
+    return RunStore(path).figures(run_id, threshold=threshold)
+
+
+def run_figures(run_id: int, threshold: float) -> RunFigures:
+    """The run's headline figures (mean, median, share below ``threshold``...), computed in the
+    store, cached until the run changes."""
+    store = get_store()
+    return _figures(str(store.path), int(run_id), store.version(run_id), float(threshold))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

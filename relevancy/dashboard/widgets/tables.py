@@ -23,9 +23,9 @@ from relevancy.dashboard.views.format import (
 from relevancy.dashboard.widgets.cost_panel import compact, run_totals, usage_caption
 from relevancy.dashboard.widgets.state import (
     input_columns,
-    run_columns,
     run_counts,
     run_distinct,
+    run_figures,
     run_page,
 )
 from relevancy.runs import SORTS, STATUSES, RowQuery, RunInfo
@@ -55,24 +55,23 @@ def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> Non
     )
     if info.settings.get("backend") == "embedded":
         st.caption(embedded_caveat())
-    values = run_columns(info.id, ["score", "ragas_value", "questions_used", "strictness"])
-    scores = values["score"]
+    figures = run_figures(info.id, threshold)  # computed in the store, not on every row
     m = st.columns(7 if with_ragas else 6)
-    m[0].metric("Rows scored", f"{int(scores.notna().sum()):,}", border=True)
-    m[1].metric("Mean score", fmt(scores.mean()), border=True, help=f"In {info.mode} mode.")
-    m[2].metric("Median", fmt(scores.median()), border=True)
-    below = (scores < threshold).sum() / max(scores.notna().sum(), 1)
+    m[0].metric("Rows scored", f"{figures.scored:,}", border=True)
+    m[1].metric("Mean score", fmt(figures.mean), border=True, help=f"In {info.mode} mode.")
+    m[2].metric("Median", fmt(figures.median), border=True)
+    below = figures.below if figures.scored else 0.0
     m[3].metric(f"Below {threshold:.2f}", pct(below), border=True)
-    m[4].metric("NaN / errors", f"{int(scores.isna().sum()):,}", border=True)
+    m[4].metric("NaN / errors", f"{figures.nan:,}", border=True)
     m[5].metric(
         "Incomplete",
-        f"{incomplete_rows(values):,}",
+        f"{figures.incomplete:,}",
         border=True,
         help="Scored rows whose score rests on fewer generated questions than asked (a "
         "generation failed or was cut off): Status → incomplete lists them.",
     )
     if with_ragas:
-        m[6].metric("Ragas mean", fmt(values["ragas_value"].mean()), border=True)
+        m[6].metric("Ragas mean", fmt(figures.ragas_mean), border=True)
     st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
     usage_caption(info)
 
@@ -218,14 +217,6 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
         },
     )
     return page
-
-
-def incomplete_rows(values: pd.DataFrame) -> int:
-    """Scored rows with fewer usable generated questions than asked (``questions_used`` <
-    ``strictness``; rows scored before it was recorded are not counted)."""
-    used = pd.to_numeric(values["questions_used"], errors="coerce")
-    asked = pd.to_numeric(values["strictness"], errors="coerce")
-    return int((values["score"].notna() & (used < asked)).sum())
 
 
 def run_models(settings: dict[str, Any]) -> str:
