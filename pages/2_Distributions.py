@@ -152,8 +152,10 @@ with tab2:
     )
     st.caption(
         f"Each dot is a row (a group of more than {charts.DOTS_UP_TO:,} rows shows its outliers "
-        "only); the box spans the middle half of the scores, the line inside is the median and "
-        "the dashed line the mean. Hover a dot to see its question."
+        f"only, and one of more than {charts.BOX_SCORES_UP_TO:,} its box alone, its quartiles "
+        f"computed from every row; a violin's shape then comes from {charts.VIOLIN_SAMPLE:,} "
+        "rows drawn at random); the box spans the middle half of the scores, the line inside "
+        "is the median and the dashed line the mean. Hover a dot to see its question."
     )
 with tab3:
     st.plotly_chart(

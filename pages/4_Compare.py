@@ -33,6 +33,8 @@ if info is None:
 threshold = settings.threshold
 
 
+#: pairs listed in the table (a million rows' pairs would be megabytes in the page)
+TABLE_PAIRS = 2000
 runs = [r for r in list_runs() if r.n_scored]
 has_variants = "variant" in info.columns and len(run_distinct(info.id, "variant")) >= 2
 what = st.segmented_control(
@@ -134,10 +136,16 @@ with right:
     )
     st.caption("Distribution of paired differences; the grey band is the tie margin.")
 
-st.markdown("**All pairs** (sorted by difference, regressions first)")
 table = pairs_table(
     paired, label_a=label_a, label_b=label_b, on_ragas=on_ragas, mode_a=mode_a, mode_b=mode_b
 )
+if len(table) > TABLE_PAIRS:  # the page holds the first pairs; the figures above count all
+    st.markdown(
+        f"**The {TABLE_PAIRS:,} lowest differences of {len(table):,} pairs** (regressions first)"
+    )
+    table = table.head(TABLE_PAIRS)
+else:
+    st.markdown("**All pairs** (sorted by difference, regressions first)")
 st.dataframe(
     table,
     hide_index=True,

@@ -101,7 +101,9 @@ def test_histogram_has_one_trace_per_group_and_threshold_line(scored_frame):
     assert isinstance(fig, go.Figure)
     assert [t.type for t in fig.data] == ["histogram", "histogram"]
     assert [t.name for t in fig.data] == ["A", "B"]
-    assert list(fig.data[0].x) == [0.2, 0.6]  # NaN dropped
+    # the figure carries each non-empty bin's centre and rows (NaN dropped), not the rows
+    assert fig.data[0].histfunc == "sum"
+    assert list(fig.data[0].x) == pytest.approx([0.225, 0.625]) and list(fig.data[0].y) == [1, 1]
     assert 0.55 in _vlines(fig)
     single = charts.score_histogram(scored_frame, threshold=0.5)
     assert len(single.data) == 1 and len(single.data[0].x) == 5

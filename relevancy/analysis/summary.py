@@ -23,7 +23,8 @@ def frame_modes(frame: pd.DataFrame | None) -> list[str]:
         return []
     if "mode" not in frame.columns:
         return ["ragas"]
-    return sorted({m if isinstance(m, str) and m else "ragas" for m in frame["mode"]})
+    # the distinct values first (on the column, in C), then one word each
+    return sorted({m if isinstance(m, str) and m else "ragas" for m in pd.unique(frame["mode"])})
 
 
 def mode_label(modes: Iterable[str]) -> str:
@@ -61,7 +62,9 @@ def summary_table(frame: pd.DataFrame, *, threshold: float, by: str | None = Non
     with_ragas = frame_modes(frame) not in ([], ["ragas"]) and "ragas_value" in frame.columns
     rows = []
     for name, part in groups:
-        s = summarize(pd.to_numeric(part["score"], errors="coerce").tolist(), threshold=threshold)
+        s = summarize(
+            pd.to_numeric(part["score"], errors="coerce").to_numpy(dtype=float), threshold=threshold
+        )
         row = {
             "group": name,
             "mode": mode_label(frame_modes(part)),

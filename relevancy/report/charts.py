@@ -22,6 +22,7 @@ from relevancy.core.result import RelevancyResult
 
 __all__ = [
     "SCORE_SCALE",
+    "binned_counts",
     "PALETTE",
     "score_color",
     "score_histogram",
@@ -50,6 +51,10 @@ DOTS_UP_TO = 2000
 WEBGL_ABOVE = 5000
 #: an ECDF is drawn with at most this many steps (quantiles of the scores above it)
 ECDF_STEPS = 1000
+#: above this many scores in a group, its box is drawn from quartiles computed here (no
+#: outlier points), and its violin from a sample of VIOLIN_SAMPLE scores
+BOX_SCORES_UP_TO = 50_000
+VIOLIN_SAMPLE = 20_000
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13, color="#1f2937")
 
 
@@ -194,11 +199,17 @@ def score_histogram(
     """Histogram of scores (one overlaid trace per group), with the threshold as a line."""
     fig = go.Figure()
     groups = _groups(frame, by)
-    start = math.floor(min(0.0, _lowest(frame)) * bins) / bins
-    for i, (name, part) in enumerate(groups):
+    first = math.floor(min(0.0, _lowest(frame)) * bins)
+    start = first / bins
+    edges = np.arange(first, bins + 1) / bins  # k / bins: 0.6 is an edge, not 0.6000000001
+    counts = [np.histogram(_binned(_scores(part)), bins=edges)[0] for _, part in groups]
+    for i, ((name, _), count) in enumerate(zip(groups, counts)):
+        x, y = binned_counts(edges, count)
         fig.add_trace(
             go.Histogram(
-                x=_binned(_scores(part)),
+                x=x,
+                y=y,
+                histfunc="sum",
                 name=name,
                 xbins=dict(start=start, end=1.0, size=1.0 / bins),
                 marker=dict(color=PALETTE[i % len(PALETTE)], line=dict(color="white", width=1)),
@@ -209,20 +220,37 @@ def score_histogram(
     fig.update_layout(barmode="overlay", bargap=0.02, showlegend=len(groups) > 1)
     fig.update_xaxes(title_text="Answer Relevancy", range=[min(0, _lowest(frame)) - 0.02, 1.02])
     # counts are whole rows: with few rows, a tick per row (plotly would draw 0.5 steps)
-    tallest = max(
-        (
-            np.histogram(_binned(_scores(part)), bins=np.arange(start, 1.0 + 1e-9, 1.0 / bins))[
-                0
-            ].max(initial=0)
-            for _, part in groups
-        ),
-        default=0,
-    )
+    tallest = max((c.max(initial=0) for c in counts), default=0)
     fig.update_yaxes(
         title_text="rows", rangemode="tozero", **({"dtick": 1} if tallest <= 8 else {})
     )
     _threshold_vline(fig, threshold)
     return layout(fig, title=title)
+
+
+def binned_counts(edges: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A histogram's non-empty bins as (bin centre, rows), for a ``go.Histogram`` with
+    ``histfunc="sum"``: the figure carries one number per bin, not one per row (a million
+    rows would be megabytes in the page), and plotly draws and labels the same bins."""
+    centres = (edges[:-1] + edges[1:]) / 2
+    keep = counts > 0
+    return centres[keep], counts[keep]
+
+
+def _box_stats(y: np.ndarray) -> dict[str, Any]:
+    """A box's figures computed here (quartiles, fences at 1.5 IQR within the data, mean), for
+    a group too large to send every score."""
+    q1, median, q3 = np.quantile(y, [0.25, 0.5, 0.75])
+    iqr = q3 - q1
+    inside = y[(y >= q1 - 1.5 * iqr) & (y <= q3 + 1.5 * iqr)]
+    return dict(
+        q1=[q1],
+        median=[median],
+        q3=[q3],
+        lowerfence=[inside.min()],
+        upperfence=[inside.max()],
+        mean=[y.mean()],
+    )
 
 
 def _lowest(frame: pd.DataFrame) -> float:
@@ -248,10 +276,13 @@ def score_box(
         questions = part["user_input"] if "user_input" in part.columns else [""] * len(part)
         text = [hover_text(u, 60, 160) for u, ok in zip(questions, finite) if ok] if dots else None
         hover = ("%{y:.3f}<br>%{text}" if dots else "%{y:.3f}") + f"<extra>{name}</extra>"
+        y = _scores(part)
         if kind == "violin":
+            if y.size > VIOLIN_SAMPLE:  # its shape from a stated sample, not every score
+                y = np.random.default_rng(0).choice(y, VIOLIN_SAMPLE, replace=False)
             fig.add_trace(
                 go.Violin(
-                    y=_scores(part),
+                    y=y,
                     name=name,
                     box_visible=True,
                     meanline_visible=True,
@@ -267,11 +298,15 @@ def score_box(
                 )
             )
         else:
+            # a large group's box from figures computed here (no points): every score would
+            # be megabytes in the page
+            whole = y.size <= BOX_SCORES_UP_TO
+            shape = dict(y=y) if whole else dict(x=[name], **_box_stats(y))
             fig.add_trace(
                 go.Box(
-                    y=_scores(part),
+                    **shape,
                     name=name,
-                    boxpoints="all" if dots else "outliers",
+                    boxpoints="all" if dots else "outliers" if whole else False,
                     jitter=0.35,
                     pointpos=0,
                     boxmean=True,

@@ -6,14 +6,19 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from relevancy.report.charts import hover_text, layout
+from relevancy.report.charts import binned_counts, hover_text, layout
 from relevancy.report.charts import label as plain
 
 __all__ = [
+    "SCATTER_PAIRS",
     "ab_scatter",
     "diff_histogram",
 ]
 
+#: the differences' bins (one number per bin goes to the page, not one per pair)
+_DIFF_EDGES = np.linspace(-2.0, 2.0, 81)
+#: the A-B scatter draws at most this many pairs (a stated sample, every outcome in proportion)
+SCATTER_PAIRS = 5000
 _OUTCOME_COLORS = {"win": "#1e8449", "tie": "#94a3b8", "loss": "#c0392b", "n/a": "#d1d5db"}
 
 
@@ -27,8 +32,13 @@ def ab_scatter(
 ) -> go.Figure:
     """Score of B against score of A per pair; above the diagonal, B is more relevant."""
     fig = go.Figure()
-    lo = float(np.nanmin([0.0, *paired["score_a"].tolist(), *paired["score_b"].tolist()]))
-    lo = min(0.0, lo) - 0.03
+    both = paired[["score_a", "score_b"]].to_numpy(dtype=float)
+    finite = both[np.isfinite(both)]
+    lo = min(0.0, float(finite.min()) if finite.size else 0.0) - 0.03
+    if len(paired) > SCATTER_PAIRS:  # a stated sample; the figures above count every pair
+        paired = paired.sample(SCATTER_PAIRS, random_state=0)
+        sampled = f"a random sample of {SCATTER_PAIRS:,} of the pairs"
+        title = f"{title} · {sampled}" if title else sampled.capitalize()
     fig.add_trace(
         go.Scatter(
             x=[lo, 1.03],
@@ -89,10 +99,13 @@ def diff_histogram(
     """Histogram of paired differences, coloured by outcome; zero and the tie band marked."""
     fig = go.Figure()
     for key, name in (("loss", "regression"), ("tie", "tie"), ("win", "improvement")):
-        part = paired.loc[paired["outcome"] == key, "diff"].astype(float)
+        part = paired.loc[paired["outcome"] == key, "diff"].to_numpy(dtype=float)
+        x, y = binned_counts(_DIFF_EDGES, np.histogram(part[np.isfinite(part)], _DIFF_EDGES)[0])
         fig.add_trace(
             go.Histogram(
-                x=part,
+                x=x,
+                y=y,
+                histfunc="sum",
                 name=name,
                 marker=dict(color=_OUTCOME_COLORS[key]),
                 xbins=dict(start=-2.0, end=2.0, size=0.05),
