@@ -2,7 +2,8 @@
 
 Rows come in pairs of answer variants (``prompt-A``, ``prompt-B``) to the same question; each
 result has three generated questions with 384-d unit vectors clustered by topic (as MiniLM's
-are), about 8% of the rows are noncommittal (0), and a user column ``kind`` says which. Inputs
+are), about 8% of the rows are noncommittal (0), and a user column ``kind`` says which; a
+``created_at`` column spreads the rows over a month (for the Over time page). Inputs
 and results are made a batch at a time, so a 100,000-row run never sits in memory::
 
     store = RunStore(path)
@@ -34,15 +35,22 @@ def _topics(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, max(2, n // 50), size=max(1, n // 2))
 
 
-def _texts(i: int, n_q: int, topic: int) -> dict[str, str]:
+#: the rows' times: a month of logs, row after row (prompt-B, the second half, came later)
+_START = pd.Timestamp("2026-11-01T00:00:00Z")
+_MONTH_S = 30 * 86_400
+
+
+def _texts(i: int, n_q: int, topic: int, n: int) -> dict[str, str]:
     q = i % n_q
     variant = "prompt-A" if i < n_q else "prompt-B"
+    at = _START + pd.Timedelta(seconds=int(i * _MONTH_S / max(n, 1)))
     return {
         "id": f"q{q}",
         "variant": variant,
         "user_input": f"Synthetic question {q} about topic {topic}: what happens?",
         "response": f"Synthetic answer {i} ({variant}) about topic {topic}.",
         "kind": "evasive" if _evasive(i) else "ok",
+        "created_at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
 
@@ -52,7 +60,7 @@ def synthetic_inputs(n: int, *, batch: int = 5000, seed: int = 0) -> Iterator[pd
     for start in range(0, n, batch):
         rows = range(start, min(n, start + batch))
         yield pd.DataFrame(
-            [_texts(i, len(topic_of), int(topic_of[i % len(topic_of)])) for i in rows]
+            [_texts(i, len(topic_of), int(topic_of[i % len(topic_of)]), n) for i in rows]
         )
 
 
@@ -73,7 +81,7 @@ def synthetic_results(
             qv = ui + rng.uniform(0.3, 1.6) * rng.normal(size=(3, DIM)) / math.sqrt(DIM) * 6
             qv /= np.linalg.norm(qv, axis=1, keepdims=True)
             sims = (qv @ ui).tolist()
-            texts = _texts(i, n_q, int(topic_of[q]))
+            texts = _texts(i, n_q, int(topic_of[q]), n)
             evasive = _evasive(i)
             result = RelevancyResult(
                 user_input=texts["user_input"],
