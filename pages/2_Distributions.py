@@ -57,7 +57,8 @@ frames = []
 for run_id in chosen:
     run = get_store().get_run(run_id)
     names = ["score", "ragas_value", "mode", "llm", "embeddings", "reason"]
-    names += [c for c in ("variant", "user_input") if c in run.columns]  # hovers name the question
+    text = run.n_scored <= charts.BOX_SCORES_UP_TO  # a box's dots name their question on hover
+    names += [c for c in ("variant", "user_input") if c in run.columns and (text or c[0] == "v")]
     names += [split] if split in own and split in run.columns else []
     frames.append(run_columns(run_id, names).assign(run=f"#{run_id} {run.name}"))
 frame = pd.concat(frames, ignore_index=True)
