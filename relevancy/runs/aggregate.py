@@ -41,13 +41,18 @@ class AggregateMixin:
         """The run's headline figures (:class:`RunFigures`), as a page would compute them from
         every row (the median of an even count is the mean of its two middle scores)."""
         self._require(run_id)  # type: ignore[attr-defined]
-        (rows, scored, mean, below, incomplete, ragas) = self._run(  # type: ignore[attr-defined]
-            "SELECT COUNT(*), COUNT(score), AVG(score), SUM(score < ?), "
-            "SUM(score IS NOT NULL AND questions_used < strictness), AVG(ragas_value) "
-            "FROM results WHERE run_id = ?",
-            (float(threshold), int(run_id)),
+        # the run's totals (stats.py), and the rows below the threshold from the index by score
+        (rows, scored, mean, incomplete, ragas) = self._run(  # type: ignore[attr-defined]
+            "SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(scored), 0), "
+            "SUM(score_sum) / NULLIF(SUM(scored), 0), SUM(incomplete), "
+            "SUM(ragas_sum) / NULLIF(SUM(ragas_rows), 0) FROM run_stats WHERE run_id = ?",
+            (int(run_id),),
         )[0]
-        median = math.nan
+        below = self._run(  # type: ignore[attr-defined]
+            "SELECT COUNT(*) FROM results WHERE run_id = ? AND score < ?",
+            (int(run_id), float(threshold)),
+        )[0][0]
+        rows, scored, median = int(rows), int(scored), math.nan
         if scored:  # the middle one or two scores, read from the index by score
             middle = self._run(  # type: ignore[attr-defined]
                 "SELECT score FROM results WHERE run_id = ? AND score IS NOT NULL "

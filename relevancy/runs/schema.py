@@ -10,6 +10,9 @@
   aggregates scan narrow rows.
 * ``result_vectors``: the user question's embedding of each result, as float32 bytes, read
   only by the pages that draw or compare vectors.
+* ``run_stats``: each run's totals (rows, scores, Ragas values, time and tokens) per mode,
+  main reason, models and cached, kept up by triggers on ``results``
+  (:mod:`relevancy.runs.stats`): a run's listing, cost and reasons read it, not every row.
 * ``questions``: the generated questions of each result with their similarity, noncommittal
   flag, error and embedding.
 * ``repeats``: rows scored again under other generator seeds (stability).
@@ -44,6 +47,7 @@ import pandas as pd
 from relevancy.core.result import RelevancyResult
 from relevancy.core.schema import Column, stored_columns
 from relevancy.runs.rows import input_rows, marks, question_rows, result_row, vector_row
+from relevancy.runs.stats import ensure_stats
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -58,7 +62,8 @@ __all__ = [
 
 #: 5: the detected languages of each row (``languages``); earlier versions gain the column
 #: 6: the tables of followed runs (``follow_*``); earlier versions gain them, empty
-#: 7: each result's vector in ``result_vectors``, not in ``results``; earlier versions' moved
+#: 7: each result's vector in ``result_vectors``, not in ``results`` (earlier versions' moved);
+#: a run's totals in ``run_stats``, kept by triggers (:mod:`relevancy.runs.stats`)
 SCHEMA_VERSION = "7"
 
 #: the page size of a new store (an existing store keeps its own)
@@ -194,14 +199,6 @@ def results_table() -> str:
     )
 
 
-#: a run's listing (rows scored, mean score, modes, mean Ragas value) read from this index
-#: alone, not from the results' wide rows: at 1,000,000 rows, 0.25 s instead of 4-7 s. Made
-#: after the missing columns are added (a store of an older schema lacks some of them)
-LISTING_INDEX = (
-    "CREATE INDEX IF NOT EXISTS results_listing ON results (run_id, score, ragas_value, mode)"
-)
-
-
 def _add_missing_columns(db: sqlite3.Connection) -> None:
     have = _results_columns(db)
     for column in result_columns():
@@ -220,7 +217,9 @@ def open_schema(db: sqlite3.Connection) -> None:
     move_vectors(db)
     with db:
         _add_missing_columns(db)
-        db.execute(LISTING_INDEX)
+        db.execute("DROP INDEX IF EXISTS results_listing")  # schema 6's; run_stats serves now
+    ensure_stats(db)
+    with db:
         db.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
         )

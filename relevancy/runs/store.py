@@ -61,6 +61,7 @@ from relevancy.runs.rows import (
     vector_row,
 )
 from relevancy.runs.schema import LABEL_SQL, PAGE_SIZE, open_schema, result_fields
+from relevancy.runs.stats import STATS_KEYS
 from relevancy.runs.vectors import VectorsMixin
 
 __all__ = ["RunStore", "RunInfo", "RunData"]
@@ -243,16 +244,18 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         db = self._connect()
         try:
             with db:
-                db.executemany(
-                    f"INSERT OR REPLACE INTO results ({', '.join(result_fields())}) "
-                    f"VALUES ({marks(len(result_fields()))})",
-                    results,
-                )
-                for table in ("questions", "result_vectors"):  # a row scored again: its own
+                # a row scored again: its old result out first (the run's totals take it away,
+                # stats.py), then the new one in
+                for table in ("results", "questions", "result_vectors"):
                     db.executemany(
                         f"DELETE FROM {table} WHERE run_id = ? AND idx = ?",
                         [(run_id, r[1]) for r in results],
                     )
+                db.executemany(
+                    f"INSERT INTO results ({', '.join(result_fields())}) "
+                    f"VALUES ({marks(len(result_fields()))})",
+                    results,
+                )
                 db.executemany(f"INSERT INTO questions VALUES ({marks(8)})", questions)
                 db.executemany("INSERT INTO result_vectors VALUES (?, ?, ?)", vectors)
                 db.execute("UPDATE runs SET updated = ? WHERE id = ?", (now_iso(), run_id))
@@ -272,7 +275,7 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         db = self._connect()
         try:
             with db:
-                for table in ("questions", "result_vectors", "results", "inputs"):
+                for table in ("questions", "result_vectors", "results", "inputs", "run_stats"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM repeats WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
@@ -296,13 +299,14 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         return found[0]
 
     def _infos(self, run_id: int | None = None) -> list[RunInfo]:
-        # every column read from results is in the index results_listing (schema.py)
+        # the run's totals, kept up as its rows are written (stats.py), not its rows
         where, params = ("WHERE r.id = ? ", (run_id,)) if run_id is not None else ("", ())
         rows = self._run(
             "SELECT r.id, r.name, r.created, r.updated, r.settings, r.source, r.n_rows, "
-            "r.columns, COUNT(x.run_id), AVG(x.score), GROUP_CONCAT(DISTINCT x.mode), "
-            "AVG(x.ragas_value) FROM runs r LEFT JOIN results x ON x.run_id = r.id "
-            f"{where}GROUP BY r.id ORDER BY r.id DESC",
+            "r.columns, COALESCE(SUM(s.rows), 0), SUM(s.score_sum) / NULLIF(SUM(s.scored), 0), "
+            "GROUP_CONCAT(DISTINCT CASE WHEN s.rows > 0 THEN s.mode END), "
+            "SUM(s.ragas_sum) / NULLIF(SUM(s.ragas_rows), 0) FROM runs r "
+            f"LEFT JOIN run_stats s ON s.run_id = r.id {where}GROUP BY r.id ORDER BY r.id DESC",
             params,
         )
         return [
@@ -326,7 +330,8 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
     def version(self, run_id: int) -> str:
         """Changes whenever the run changes (for caches keyed on a run), its labels included."""
         rows = self._run(
-            "SELECT r.updated, r.name, (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id), "
+            "SELECT r.updated, r.name, (SELECT printf('%d:%.17g', SUM(s.rows), SUM(s.score_sum)) "
+            "FROM run_stats s WHERE s.run_id = r.id), "
             "(SELECT COUNT(*) FROM repeats y WHERE y.run_id = r.id), "
             "(SELECT value FROM meta WHERE key = 'labels:' || r.id) FROM runs r WHERE r.id = ?",
             (int(run_id),),
@@ -420,11 +425,17 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
             raise InputError(
                 f"cannot count by {column!r}: use one of {', '.join(scalar_columns())}"
             )
-        rows = self._run(
-            f"SELECT {column}, COUNT(*) FROM results WHERE run_id = ? GROUP BY {column} "
-            "ORDER BY COUNT(*) DESC",
-            (int(run_id),),
-        )
+        if column in STATS_KEYS:  # from the run's totals
+            sql = (
+                f"SELECT {column}, SUM(rows) FROM run_stats WHERE run_id = ? GROUP BY {column} "
+                "HAVING SUM(rows) > 0 ORDER BY SUM(rows) DESC"
+            )
+        else:
+            sql = (
+                f"SELECT {column}, COUNT(*) FROM results WHERE run_id = ? GROUP BY {column} "
+                "ORDER BY COUNT(*) DESC"
+            )
+        rows = self._run(sql, (int(run_id),))
         return {str(value if value is not None else ""): int(n) for value, n in rows}
 
     def usage(self, run_id: int) -> pd.DataFrame:
@@ -432,10 +443,18 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         ``rows``, ``seconds`` and :data:`relevancy.analysis.cost.TOKEN_COLUMNS`; for
         :func:`relevancy.analysis.cost.usage_totals`."""
         self._require(run_id)
+        known = [  # a sum over rows none of which has the figure is NULL, as SQL's SUM says
+            f"CASE WHEN SUM({n}_rows) > 0 THEN SUM({t}) END"
+            for n, t in (
+                ("seconds", "seconds"),
+                ("prompt", "prompt_tokens"),
+                ("completion", "completion_tokens"),
+                ("embedding", "embedding_tokens"),
+            )
+        ]
         rows = self._run(
-            "SELECT llm, embeddings, cached, COUNT(*), SUM(seconds), SUM(prompt_tokens), "
-            "SUM(completion_tokens), SUM(embedding_tokens) FROM results WHERE run_id = ? "
-            "GROUP BY llm, embeddings, cached",
+            f"SELECT llm, embeddings, cached, SUM(rows), {', '.join(known)} FROM run_stats "
+            "WHERE run_id = ? GROUP BY llm, embeddings, cached HAVING SUM(rows) > 0",
             (run_id,),
         )
         columns = ["llm", "embeddings", "cached", "rows", "seconds", *TOKEN_COLUMNS]
