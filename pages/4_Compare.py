@@ -93,7 +93,7 @@ st.caption(f"Comparing the **{compared}** of each pair{modes_note}.")
 # one run's variants pair on the question (or a shared question id), two runs on id or question
 within = sides.column is not None
 keys = pairing_keys(frame_a, frame_b, within=within, column=sides.column or "variant")
-if set_aside := ignored_ids(frame_a, frame_b):
+if set_aside := ignored_ids(frame_a, frame_b, paired_on=keys):
     st.caption(esc(set_aside))
 paired = pair_rows(
     frame_a,

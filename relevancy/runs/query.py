@@ -53,6 +53,8 @@ class RowQuery:
     below: float | None = None  #: only rows scoring below this
     sort: str = SORTS[0]
     columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (input column, kept values)
+    #: only rows with a human label (set or cleared): read from the labels, not every row
+    labelled: bool = False
 
     @property
     def reads_inputs(self) -> bool:
@@ -95,6 +97,8 @@ class RowQuery:
         if self.below is not None:
             sql.append("r.score < ?")
             params.append(float(self.below))
+        if self.labelled:  # each labelled row looked up by its key, not every row read
+            sql.append("r.idx IN (SELECT l.idx FROM labels l WHERE l.run_id = r.run_id)")
         return " AND ".join(sql), params
 
     def order(self) -> str:

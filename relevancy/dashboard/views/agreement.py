@@ -25,7 +25,7 @@ from relevancy.analysis.agreement import (
     positive_labels,
 )
 from relevancy.report.charts import PALETTE, hover_text
-from relevancy.runs import RunStore
+from relevancy.runs import SORTS, RowQuery, RunStore
 
 __all__ = [
     "FEW_LABELS",
@@ -151,7 +151,9 @@ def load(
     info = store.get_run(run_id)
     by = by if by and by in info.columns else None
     names = ["score", "label", "user_input", "response", *([by] if by else [])]
-    return compute(store.columns(run_id, names), by=by, cut=cut, n_boot=n_boot)
+    # the labelled rows only: a million-row run with a few hundred labels reads those
+    rows = store.columns(run_id, names, query=RowQuery(sort=SORTS[2], labelled=True))
+    return compute(rows, by=by, cut=cut, n_boot=n_boot)
 
 
 def _cell(x: Interval) -> str:
