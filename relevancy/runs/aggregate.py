@@ -1,5 +1,6 @@
-"""What a page shows of a whole run, computed in the store: its figures and its score
-histogram, read from the results' index and narrow rows, never as a table of every row (at
+"""What a page shows of a whole run, computed in the store: its headline figures, its rows per
+reason (or mode, model...), its cost, an input column's values. Read from the run's totals
+(:mod:`relevancy.runs.stats`) and the index by score, never as a table of every row (at
 1,000,000 rows a page would otherwise wait seconds for a frame it reduces to a few numbers)."""
 
 from __future__ import annotations
@@ -9,6 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+from relevancy.analysis.cost import TOKEN_COLUMNS
+from relevancy.errors import InputError
+from relevancy.runs.query import extra_value
+from relevancy.runs.rows import TYPED_INPUTS
+from relevancy.runs.stats import STATS_KEYS
 
 __all__ = ["AggregateMixin", "RunFigures"]
 
@@ -71,3 +79,58 @@ class AggregateMixin:
             incomplete=int(incomplete or 0),
             ragas_mean=_num(ragas),
         )
+
+    def distinct(self, run_id: int, column: str) -> list[str]:
+        """The distinct values of one input column (``variant``, ``id`` or a user column)."""
+        if column in TYPED_INPUTS:
+            sql, params = f"SELECT DISTINCT {TYPED_INPUTS[column]} FROM inputs WHERE run_id = ?", []
+        else:
+            value, params = extra_value(column, "inputs")
+            sql = f"SELECT DISTINCT {value} FROM inputs WHERE run_id = ?"
+        values = self._run(sql, [*params, int(run_id)])
+        return sorted(str(v[0]) for v in values if v[0] is not None)
+
+    def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:
+        """How many scored rows have each value of a result column (``reason``, ``mode``...)."""
+        from relevancy.runs.store import scalar_columns  # the store imports this module
+
+        if column not in scalar_columns():
+            raise InputError(
+                f"cannot count by {column!r}: use one of {', '.join(scalar_columns())}"
+            )
+        if column in STATS_KEYS:  # from the run's totals
+            sql = (
+                f"SELECT {column}, SUM(rows) FROM run_stats WHERE run_id = ? GROUP BY {column} "
+                "HAVING SUM(rows) > 0 ORDER BY SUM(rows) DESC"
+            )
+        else:
+            sql = (
+                f"SELECT {column}, COUNT(*) FROM results WHERE run_id = ? GROUP BY {column} "
+                "ORDER BY COUNT(*) DESC"
+            )
+        rows = self._run(sql, (int(run_id),))
+        return {str(value if value is not None else ""): int(n) for value, n in rows}
+
+    def usage(self, run_id: int) -> pd.DataFrame:
+        """The run's tokens and time summed per (``llm``, ``embeddings``, ``cached``): columns
+        ``rows``, ``seconds`` and :data:`relevancy.analysis.cost.TOKEN_COLUMNS`; for
+        :func:`relevancy.analysis.cost.usage_totals`."""
+        self._require(run_id)
+        known = [  # a sum over rows none of which has the figure is NULL, as SQL's SUM says
+            f"CASE WHEN SUM({n}_rows) > 0 THEN SUM({t}) END"
+            for n, t in (
+                ("seconds", "seconds"),
+                ("prompt", "prompt_tokens"),
+                ("completion", "completion_tokens"),
+                ("embedding", "embedding_tokens"),
+            )
+        ]
+        rows = self._run(
+            f"SELECT llm, embeddings, cached, SUM(rows), {', '.join(known)} FROM run_stats "
+            "WHERE run_id = ? GROUP BY llm, embeddings, cached HAVING SUM(rows) > 0",
+            (run_id,),
+        )
+        columns = ["llm", "embeddings", "cached", "rows", "seconds", *TOKEN_COLUMNS]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["cached"] = frame["cached"].astype(bool)
+        return frame

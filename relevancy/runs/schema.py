@@ -47,6 +47,7 @@ import pandas as pd
 from relevancy.core.result import RelevancyResult
 from relevancy.core.schema import Column, stored_columns
 from relevancy.runs.rows import input_rows, marks, question_rows, result_row, vector_row
+from relevancy.runs.segments import ensure_segments
 from relevancy.runs.stats import ensure_stats
 
 __all__ = [
@@ -219,6 +220,7 @@ def open_schema(db: sqlite3.Connection) -> None:
         _add_missing_columns(db)
         db.execute("DROP INDEX IF EXISTS results_listing")  # schema 6's; run_stats serves now
     ensure_stats(db)
+    ensure_segments(db)
     with db:
         db.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)

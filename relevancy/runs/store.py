@@ -33,7 +33,6 @@ from typing import Any
 import pandas as pd
 
 from relevancy.analysis.agreement import parse_labels
-from relevancy.analysis.cost import TOKEN_COLUMNS
 from relevancy.analysis.summary import mode_label
 from relevancy.core.redact import redact
 from relevancy.core.result import QuestionScore, RelevancyResult
@@ -61,7 +60,7 @@ from relevancy.runs.rows import (
     vector_row,
 )
 from relevancy.runs.schema import LABEL_SQL, PAGE_SIZE, open_schema, result_fields
-from relevancy.runs.stats import STATS_KEYS
+from relevancy.runs.segments import SegmentsMixin
 from relevancy.runs.vectors import VectorsMixin
 
 __all__ = ["RunStore", "RunInfo", "RunData"]
@@ -135,7 +134,15 @@ class RunData:
     results: list[RelevancyResult] = field(default_factory=list)  #: aligned with ``frame``
 
 
-class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin, AggregateMixin):
+class RunStore(
+    LabelsMixin,
+    RepeatsMixin,
+    ExportMixin,
+    VectorsMixin,
+    FollowMixin,
+    AggregateMixin,
+    SegmentsMixin,
+):
     """Saved runs in one SQLite database (WAL mode; safe to share between processes).
 
     Parameters
@@ -261,6 +268,7 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
                 db.execute("UPDATE runs SET updated = ? WHERE id = ?", (now_iso(), run_id))
         finally:
             db.close()
+        self.seal_segments(run_id, [r[1] for r in results])  # a finished segment's columns
         return len(results)
 
     def rename(self, run_id: int, name: str) -> None:
@@ -278,9 +286,11 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
                 for table in ("questions", "result_vectors", "results", "inputs", "run_stats"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM repeats WHERE run_id = ?", (run_id,))
+                db.execute("DELETE FROM run_segments WHERE run_id = ?", (run_id,))
                 db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         finally:
             db.close()
+        self._drop_segments(run_id)
 
     # listing -----------------------------------------------------------------------------
     def _require(self, run_id: int) -> None:
@@ -374,8 +384,38 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
         offset: int = 0,
     ) -> pd.DataFrame:
         """Scored rows as a table of just ``names`` (result columns from ``SCALARS``, input
-        columns by their own names), plus ``row``; filtered and ordered by ``query``."""
+        columns by their own names), plus ``row``; filtered and ordered by ``query``. Every row
+        unfiltered (no ``query``, no ``limit``) is read from the run's Parquet segments
+        (:mod:`relevancy.runs.segments`), the rows otherwise."""
         info = self.get_run(run_id)
+        known = {*scalar_columns(), "label", *TYPED_INPUTS, *info.columns}
+        for name in names:
+            if name not in known:
+                raise InputError(f"run #{run_id} has no column {name!r}")
+        whole = query is None and limit is None and not offset
+        stored = {*scalar_columns(), *info.columns}
+        if whole and len(set(names)) == len(names) and set(names) <= stored:
+            frame = self._segment_frame(run_id, names)
+            if frame is not None:
+                return frame
+        db = self._connect()
+        try:
+            return self._rows_columns(db, run_id, names, query=query, limit=limit, offset=offset)
+        finally:
+            db.close()
+
+    def _rows_columns(
+        self,
+        db: sqlite3.Connection,
+        run_id: int,
+        names: Sequence[str],
+        *,
+        query: RowQuery | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        idx_range: tuple[int, int] | None = None,
+    ) -> pd.DataFrame:
+        """:meth:`columns` read from the rows, on ``db`` (within ``idx_range`` when given)."""
         query = query or RowQuery(sort=SORTS[2])
         selects, extra = ["r.idx"], []
         scalars = scalar_columns()
@@ -386,20 +426,21 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
                 selects.append(LABEL_SQL)
             elif name in TYPED_INPUTS:
                 selects.append(f"i.{TYPED_INPUTS[name]}")
-            elif name in info.columns:
+            else:
                 value, named = extra_value(name)
                 selects.append(value)
                 extra += named
-            else:
-                raise InputError(f"run #{run_id} has no column {name!r}")
         where, params = query.where()
+        if idx_range is not None:
+            where += " AND r.idx BETWEEN ? AND ?"
+            params = [*params, *idx_range]
         sql = (
             f"SELECT {', '.join(selects)} FROM results r JOIN inputs i ON i.run_id = r.run_id "
             f"AND i.idx = r.idx WHERE r.run_id = ? AND {where} ORDER BY {query.order()}"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        rows = self._run(sql, [*extra, int(run_id), *params])
+        rows = db.execute(sql, [*extra, int(run_id), *params]).fetchall()
         frame = pd.DataFrame(rows, columns=["row", *names])
         kinds = {c.name: c.kind for c in stored_columns()}
         for name in names:
@@ -407,59 +448,6 @@ class RunStore(LabelsMixin, RepeatsMixin, ExportMixin, VectorsMixin, FollowMixin
                 frame[name] = frame[name].astype(bool)
             elif kinds.get(name) == "float" or name == "label":
                 frame[name] = pd.to_numeric(frame[name]).astype(float)
-        return frame
-
-    def distinct(self, run_id: int, column: str) -> list[str]:
-        """The distinct values of one input column (``variant``, ``id`` or a user column)."""
-        if column in TYPED_INPUTS:
-            sql, params = f"SELECT DISTINCT {TYPED_INPUTS[column]} FROM inputs WHERE run_id = ?", []
-        else:
-            value, params = extra_value(column, "inputs")
-            sql = f"SELECT DISTINCT {value} FROM inputs WHERE run_id = ?"
-        values = self._run(sql, [*params, int(run_id)])
-        return sorted(str(v[0]) for v in values if v[0] is not None)
-
-    def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:
-        """How many scored rows have each value of a result column (``reason``, ``mode``...)."""
-        if column not in scalar_columns():
-            raise InputError(
-                f"cannot count by {column!r}: use one of {', '.join(scalar_columns())}"
-            )
-        if column in STATS_KEYS:  # from the run's totals
-            sql = (
-                f"SELECT {column}, SUM(rows) FROM run_stats WHERE run_id = ? GROUP BY {column} "
-                "HAVING SUM(rows) > 0 ORDER BY SUM(rows) DESC"
-            )
-        else:
-            sql = (
-                f"SELECT {column}, COUNT(*) FROM results WHERE run_id = ? GROUP BY {column} "
-                "ORDER BY COUNT(*) DESC"
-            )
-        rows = self._run(sql, (int(run_id),))
-        return {str(value if value is not None else ""): int(n) for value, n in rows}
-
-    def usage(self, run_id: int) -> pd.DataFrame:
-        """The run's tokens and time summed per (``llm``, ``embeddings``, ``cached``): columns
-        ``rows``, ``seconds`` and :data:`relevancy.analysis.cost.TOKEN_COLUMNS`; for
-        :func:`relevancy.analysis.cost.usage_totals`."""
-        self._require(run_id)
-        known = [  # a sum over rows none of which has the figure is NULL, as SQL's SUM says
-            f"CASE WHEN SUM({n}_rows) > 0 THEN SUM({t}) END"
-            for n, t in (
-                ("seconds", "seconds"),
-                ("prompt", "prompt_tokens"),
-                ("completion", "completion_tokens"),
-                ("embedding", "embedding_tokens"),
-            )
-        ]
-        rows = self._run(
-            f"SELECT llm, embeddings, cached, SUM(rows), {', '.join(known)} FROM run_stats "
-            "WHERE run_id = ? GROUP BY llm, embeddings, cached HAVING SUM(rows) > 0",
-            (run_id,),
-        )
-        columns = ["llm", "embeddings", "cached", "rows", "seconds", *TOKEN_COLUMNS]
-        frame = pd.DataFrame(rows, columns=columns)
-        frame["cached"] = frame["cached"].astype(bool)
         return frame
 
     def count(self, run_id: int, query: RowQuery | None = None) -> int:
