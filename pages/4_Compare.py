@@ -36,7 +36,7 @@ threshold = settings.threshold
 #: pairs listed in the table (a million rows' pairs would be megabytes in the page)
 TABLE_PAIRS = 2000
 runs = [r for r in list_runs() if r.n_scored]
-has_variants = "variant" in info.columns and len(run_distinct(info.id, "variant")) >= 2
+has_variants = "variant" in info.columns and len(run_distinct(info.id, "variant", limit=2)) == 2
 what = st.segmented_control(
     "Compare",
     ["variants", "runs"],

@@ -217,3 +217,12 @@ def test_compare_pairs_two_row_numbered_runs_and_opens_on_runs_that_share_questi
     assert any(
         "numbers rows rather than naming questions" in c.value.replace("\\", "") for c in at.caption
     )
+
+
+def test_outcomes_on_an_array_are_each_differences_outcome():
+    import numpy as np
+
+    from relevancy.analysis.compare import outcome, outcomes
+
+    diffs = np.array([0.5, 0.02, 0.0201, -0.02, -0.0201, np.nan, -1.0, 0.0])
+    assert outcomes(diffs, 0.02).tolist() == [outcome(d, 0.02) for d in diffs]

@@ -38,6 +38,7 @@ __all__ = [
     "QUESTION_ID_COLUMNS",
     "summarize_pairs",
     "outcome",
+    "outcomes",
     "Regression",
     "regression_check",
 ]
@@ -59,13 +60,26 @@ _CARRY = (
 QUESTION_ID_COLUMNS = ("question_id", "qid", "id")
 
 
+def _codes(a: pd.Series, b: pd.Series, *, strip: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' values as integer codes of one numbering (their text, stripped when asked;
+    -1 for a missing or empty value): what follows compares integers, not a million strings."""
+    text = pd.concat([a, b], ignore_index=True)
+    missing = text.isna().to_numpy()
+    text = text.astype(str)
+    if strip:
+        text = text.str.strip()
+    codes, uniques = pd.factorize(text)
+    empty = np.isin(uniques, ["", "nan", "None"]) if strip else uniques == ""
+    codes = np.where(missing | empty[codes], -1, codes)
+    return codes[: len(a)], codes[len(a) :]
+
+
 def _shared(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
     """Whether both sides have ``column`` and some of its values are on both sides."""
     if column not in a.columns or column not in b.columns:
         return False
-    values_a = a[column].dropna().astype(str)
-    values_a = values_a[values_a != ""]
-    return bool(values_a.isin(b[column].dropna().astype(str)).any())  # hashed in C
+    ca, cb = _codes(a[column], b[column])
+    return bool(np.intersect1d(ca[ca >= 0], cb[cb >= 0]).size)
 
 
 def names_questions(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
@@ -75,36 +89,31 @@ def names_questions(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
     restarted in each file do not: their value 3 is one question in A and another in B."""
     if "user_input" not in a.columns or "user_input" not in b.columns:
         return True  # nothing to check them against
-    left, right = _id_questions(a, column), _id_questions(b, column)
-    shared = pd.Index(left["id"].unique()).intersection(pd.Index(right["id"].unique()))
-    if shared.empty:
+    ia, ib = _codes(a[column], b[column], strip=True)
+    qa, qb = _codes(a["user_input"], b["user_input"])
+    shared = np.intersect1d(ia[ia >= 0], ib[ib >= 0])
+    if not shared.size:
         return False
-    need = 0.9 * len(shared)
-    # an id whose question text is the same on both sides is settled on columns, at once; the
+    need = 0.9 * shared.size
+    # an id whose question text is the same on both sides is settled on codes, at once; the
     # word-by-word check runs only for the rest, and stops as soon as the answer is known
-    exact = set(left.merge(right, on=["id", "q"])["id"])
-    if len(exact) >= need:
+    span = int(max(qa.max(initial=0), qb.max(initial=0))) + 2  # -1 (no text) fits too
+    pairs_a = ia[ia >= 0].astype(np.int64) * span + (qa[ia >= 0] + 1)
+    pairs_b = ib[ib >= 0].astype(np.int64) * span + (qb[ib >= 0] + 1)
+    exact = np.unique(np.intersect1d(pairs_a, pairs_b) // span)
+    if exact.size >= need:
         return True
-    rest = shared.difference(pd.Index(list(exact)))
-    questions_a = left[left["id"].isin(rest)].groupby("id")["q"].agg(set)
-    questions_b = right[right["id"].isin(rest)].groupby("id")["q"].agg(set)
-    same, misses_allowed = len(exact), len(shared) - need
+    rest = np.setdiff1d(shared, exact)
+    text_a, text_b = a["user_input"].astype(str).to_numpy(), b["user_input"].astype(str).to_numpy()
+    same, misses_allowed = exact.size, shared.size - need
     for value in rest:
-        if _alike(questions_a[value], questions_b[value]):
+        if _alike(set(text_a[ia == value]), set(text_b[ib == value])):
             same += 1
         else:
             misses_allowed -= 1
             if misses_allowed < 0:
                 return False
     return same >= need
-
-
-def _id_questions(frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Each distinct (id, question text) of one side, ids stripped, empty ids left out."""
-    pairs = pd.DataFrame(
-        {"id": frame[column].astype(str).str.strip(), "q": frame["user_input"].astype(str)}
-    ).drop_duplicates()
-    return pairs[~pairs["id"].isin(["", "nan", "None"])]
 
 
 def _words(text: str) -> set[str]:
@@ -276,8 +285,17 @@ def pair_rows(
     paired["score_a"] = pd.to_numeric(paired["score_a"], errors="coerce").astype(float)
     paired["score_b"] = pd.to_numeric(paired["score_b"], errors="coerce").astype(float)
     paired["diff"] = paired["score_b"] - paired["score_a"]
-    paired["outcome"] = [outcome(d, tie_margin) for d in paired["diff"]]
+    paired["outcome"] = outcomes(paired["diff"].to_numpy(dtype=float), tie_margin)
     return paired
+
+
+def outcomes(diffs: np.ndarray, tie_margin: float = 0.02) -> np.ndarray:
+    """:func:`outcome` of each difference, on the array at once."""
+    return np.select(
+        [np.isnan(diffs), diffs > tie_margin, diffs < -tie_margin],
+        ["n/a", "win", "loss"],
+        default="tie",
+    ).astype(object)
 
 
 def pair_variants(
@@ -341,14 +359,14 @@ def summarize_pairs(
     finite = diffs[mask]
     nan = float("nan")
     lo, hi = bootstrap_ci(finite, confidence=confidence)
-    outcomes = [outcome(d, tie_margin) for d in diffs]
+    each = outcomes(diffs, tie_margin)
     return {
         "pairs": int(diffs.size),
         "compared": int(finite.size),
         "nan_pairs": int(diffs.size - finite.size),
-        "wins": outcomes.count("win"),
-        "ties": outcomes.count("tie"),
-        "losses": outcomes.count("loss"),
+        "wins": int((each == "win").sum()),
+        "ties": int((each == "tie").sum()),
+        "losses": int((each == "loss").sum()),
         "mean_a": float(paired["score_a"].to_numpy(float)[mask].mean()) if finite.size else nan,
         "mean_b": float(paired["score_b"].to_numpy(float)[mask].mean()) if finite.size else nan,
         "mean_diff": float(finite.mean()) if finite.size else float("nan"),

@@ -80,15 +80,19 @@ class AggregateMixin:
             ragas_mean=_num(ragas),
         )
 
-    def distinct(self, run_id: int, column: str) -> list[str]:
-        """The distinct values of one input column (``variant``, ``id`` or a user column)."""
+    def distinct(self, run_id: int, column: str, *, limit: int | None = None) -> list[str]:
+        """The distinct values of one input column (``variant``, ``id`` or a user column),
+        sorted; with ``limit``, the first ``limit`` found (is there more than one value?
+        answered without reading every row)."""
         if column in TYPED_INPUTS:
-            sql, params = f"SELECT DISTINCT {TYPED_INPUTS[column]} FROM inputs WHERE run_id = ?", []
+            value, params = TYPED_INPUTS[column], []
         else:
             value, params = extra_value(column, "inputs")
-            sql = f"SELECT DISTINCT {value} FROM inputs WHERE run_id = ?"
-        values = self._run(sql, [*params, int(run_id)])
-        return sorted(str(v[0]) for v in values if v[0] is not None)
+        sql = f"SELECT DISTINCT {value} FROM inputs WHERE run_id = ? AND {value} IS NOT NULL"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        values = self._run(sql, [*params, int(run_id), *params])
+        return sorted(str(v[0]) for v in values)
 
     def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:
         """How many scored rows have each value of a result column (``reason``, ``mode``...)."""

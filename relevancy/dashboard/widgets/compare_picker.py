@@ -71,7 +71,7 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
     what is needed) when there is nothing to compare."""
     c1, c2, _ = columns
     if what == "variants":
-        options = [c for c in _splittable(info) if len(run_distinct(info.id, c)) >= 2]
+        options = [c for c in _splittable(info) if len(run_distinct(info.id, c, limit=2)) == 2]
         if not options:
             with_variants = [r for r in runs if r.id != info.id and "variant" in r.columns]
             st.info(

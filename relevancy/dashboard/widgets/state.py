@@ -151,14 +151,14 @@ def run_counts(run_id: int, column: str = "reason") -> dict[str, int]:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _distinct(path: str, run_id: int, version: str, column: str) -> list[str]:
-    return RunStore(path).distinct(run_id, column)
+def _distinct(path: str, run_id: int, version: str, column: str, limit: int | None) -> list[str]:
+    return RunStore(path).distinct(run_id, column, limit=limit)
 
 
-def run_distinct(run_id: int, column: str) -> list[str]:
-    """The distinct values of one of the run's input columns."""
+def run_distinct(run_id: int, column: str, *, limit: int | None = None) -> list[str]:
+    """The distinct values of one of the run's input columns (the first ``limit`` found)."""
     store = get_store()
-    return _distinct(str(store.path), int(run_id), store.version(run_id), column)
+    return _distinct(str(store.path), int(run_id), store.version(run_id), column, limit)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
