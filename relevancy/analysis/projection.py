@@ -162,11 +162,12 @@ def stratified_sample(groups: Sequence[object], n: int, *, seed: int = 0) -> np.
     >>> stratified_sample(["a"] * 8 + ["b"] * 2, 5).tolist()
     [2, 3, 4, 6, 8]
     """
-    labels = pd.Series(groups, dtype=object).astype(str).to_numpy()  # on the column, in C
+    labels = pd.Series(groups, dtype=object).astype(str)  # on the column, in C
     if len(labels) <= n:
         return np.arange(len(labels))
     rng = np.random.default_rng(seed)
-    names, codes, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    codes, names = pd.factorize(labels, sort=True)  # hashed; only the group names sorted
+    sizes = np.bincount(codes, minlength=len(names))
     exact = n * sizes / len(labels)
     take = np.minimum(np.maximum(np.floor(exact).astype(int), 1 if len(names) <= n else 0), sizes)
     order = np.argsort(-(exact - np.floor(exact)), kind="stable")

@@ -29,7 +29,8 @@ __all__ = [
 
 def _custom(points: pd.DataFrame, idx: Sequence[int]) -> list[list[int]]:
     """``[row, point index]`` per point, as plain lists (selection events echo them back)."""
-    return [[int(points.at[i, "row"]), int(i)] for i in idx]
+    rows = points.loc[list(idx), "row"].to_numpy(dtype=int)
+    return [[int(r), int(i)] for r, i in zip(rows, idx)]
 
 
 def projection_scatter(
@@ -92,16 +93,18 @@ def projection_scatter(
 
     def hovers(idx: Sequence[int]) -> list[str]:
         out = []
-        for i in idx:
-            r = points.loc[i]
-            head = "Original question" if r["kind"] == "question" else "Generated question"
+        fields = ["kind", "row", "text", "similarity", "score", "variant", "noncommittal"]
+        for kind, row, text, sim, score, variant, flag in points.loc[list(idx), fields].itertuples(
+            index=False, name=None
+        ):  # the rows' values at once: a pandas lookup per point costs 0.1 ms
+            head = "Original question" if kind == "question" else "Generated question"
             extra = (
                 ""
-                if r["kind"] == "question"
-                else f"<br>similarity {r['similarity']:.3f} · row score {r['score']:.3f}"
-                f"<br>variant {html.escape(str(r['variant']))} · noncommittal {r['noncommittal']}"
+                if kind == "question"
+                else f"<br>similarity {sim:.3f} · row score {score:.3f}"
+                f"<br>variant {html.escape(str(variant))} · noncommittal {flag}"
             )
-            out.append(f"<b>{head}</b> (row {int(r['row']) + 1})<br>{hover_text(r['text'])}{extra}")
+            out.append(f"<b>{head}</b> (row {int(row) + 1})<br>{hover_text(text)}{extra}")
         return out
 
     size = 4 if three else 8
@@ -184,10 +187,9 @@ def row_questions(points: pd.DataFrame) -> dict[int, str]:
     """Each row's original question, from a point table (a row's generated points name their
     original's point as ``parent``)."""
     out: dict[int, str] = {}
-    for row, kind, text, parent in zip(
-        points["row"], points["kind"], points["text"], points["parent"]
-    ):
-        out.setdefault(int(row), text if kind == "question" else points["text"].iloc[parent])
+    texts = points["text"].to_numpy()
+    for row, kind, text, parent in zip(points["row"], points["kind"], texts, points["parent"]):
+        out.setdefault(int(row), text if kind == "question" else texts[parent])
     return out
 
 
