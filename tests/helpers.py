@@ -131,6 +131,17 @@ def toy_metric(
 
 
 # --- data files --------------------------------------------------------------------------------
+def store_bytes(store: RunStore) -> bytes:
+    """Everything a run store keeps on disk, as bytes to search: its SQLite files, and its
+    Parquet segments written out as text (their pages are compressed)."""
+    files = [p for p in store.path.parent.glob(store.path.name + "*") if p.is_file()]
+    out = b"".join(p.read_bytes() for p in files)
+    columns = store.path.with_name(store.path.name + ".columns")
+    for segment in sorted(columns.rglob("*.parquet")):
+        out += pd.read_parquet(segment).to_csv(index=False).encode()
+    return out
+
+
 def write_rows(path: Path, rows: pd.DataFrame | Iterable[Mapping[str, Any]]) -> Path:
     """Write ``rows`` (a frame, or one dict a row) to ``path`` in the format its suffix names:
     ``.csv``, ``.tsv``, ``.json`` (a list of objects), ``.jsonl`` or ``.parquet``."""

@@ -17,7 +17,7 @@ from relevancy.testing.openai_server import (
     OpenAICompatServer,
 )
 
-from helpers import write_rows
+from helpers import store_bytes, write_rows
 
 PASSWORD = "Tr0ub4dor-and-3"
 
@@ -66,9 +66,7 @@ def test_a_password_in_the_base_url_is_in_no_output(tmp_path, capsys) -> None:
         "output": written,
         "export": store.export_bytes(run.id, "json").decode(),
         "report": build_report(store, run.id),
-        "store": b"".join(
-            p.read_bytes() for p in store.path.parent.glob(store.path.name + "*")
-        ).decode("latin-1"),
+        "store": store_bytes(store).decode("latin-1"),
     }
     leaked = [where for where, text in places.items() if PASSWORD in text]
     assert leaked == []
