@@ -61,17 +61,18 @@ QUESTION_ID_COLUMNS = ("question_id", "qid", "id")
 
 
 def _codes(a: pd.Series, b: pd.Series, *, strip: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Both sides' values as integer codes of one numbering (their text, stripped when asked;
-    -1 for a missing or empty value): what follows compares integers, not a million strings."""
-    text = pd.concat([a, b], ignore_index=True)
-    missing = text.isna().to_numpy()
-    text = text.astype(str)
+    """Both sides' values as integer codes of one numbering (by their text, stripped when
+    asked; -1 for a missing or empty value): what follows compares integers, not a million
+    strings. The values are hashed once; text is made and stripped for the distinct ones."""
+    codes, uniques = pd.factorize(pd.concat([a, b], ignore_index=True))
+    text = pd.Index(uniques, dtype=object).astype(str)
     if strip:
         text = text.str.strip()
-    codes, uniques = pd.factorize(text)
-    empty = np.isin(uniques, ["", "nan", "None"]) if strip else uniques == ""
-    codes = np.where(missing | empty[codes], -1, codes)
-    return codes[: len(a)], codes[len(a) :]
+    merged, names = pd.factorize(text)  # 1 and "1", or "a " and "a", become one value
+    empty = np.isin(names, ["", "nan", "None"] if strip else [""])
+    final = np.where(codes < 0, -1, merged[np.maximum(codes, 0)])
+    final = np.where((final >= 0) & empty[np.maximum(final, 0)], -1, final)
+    return final[: len(a)], final[len(a) :]
 
 
 def _shared(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
