@@ -226,3 +226,17 @@ def test_outcomes_on_an_array_are_each_differences_outcome():
 
     diffs = np.array([0.5, 0.02, 0.0201, -0.02, -0.0201, np.nan, -1.0, 0.0])
     assert outcomes(diffs, 0.02).tolist() == [outcome(d, 0.02) for d in diffs]
+
+
+def test_an_id_naming_several_questions_counts_when_one_of_them_is_on_both_sides():
+    """names_questions on codes: an id whose rows carry two question texts on one side names a
+    question when one of them is on the other side; ids, values and whitespace as before."""
+    import pandas as pd
+
+    from relevancy.analysis.compare import names_questions
+
+    a = pd.DataFrame({"id": ["1", "1", " 2 ", None], "user_input": ["A?", "B?", "C?", "D?"]})
+    b = pd.DataFrame({"id": [1, "2", ""], "user_input": ["B?", "C?", "E?"]})
+    assert names_questions(a, b, "id")
+    other = pd.DataFrame({"id": ["1", "2"], "user_input": ["Zebras eat grass?", "Yaks sleep?"]})
+    assert not names_questions(a, other, "id")

@@ -65,14 +65,22 @@ def _codes(a: pd.Series, b: pd.Series, *, strip: bool = False) -> tuple[np.ndarr
     asked; -1 for a missing or empty value): what follows compares integers, not a million
     strings. The values are hashed once; text is made and stripped for the distinct ones."""
     codes, uniques = pd.factorize(pd.concat([a, b], ignore_index=True))
-    text = pd.Index(uniques, dtype=object).astype(str)
-    if strip:
-        text = text.str.strip()
-    merged, names = pd.factorize(text)  # 1 and "1", or "a " and "a", become one value
+    if strip or pd.api.types.infer_dtype(uniques, skipna=True) != "string":
+        text = pd.Index(uniques, dtype=object).astype(str)
+        if strip:
+            text = text.str.strip()
+        merged, names = pd.factorize(text)  # 1 and "1", or "a " and "a", become one value
+        codes = np.where(codes < 0, -1, merged[np.maximum(codes, 0)])
+    else:  # already distinct strings
+        names = np.asarray(uniques, dtype=object)
     empty = np.isin(names, ["", "nan", "None"] if strip else [""])
-    final = np.where(codes < 0, -1, merged[np.maximum(codes, 0)])
-    final = np.where((final >= 0) & empty[np.maximum(final, 0)], -1, final)
-    return final[: len(a)], final[len(a) :]
+    codes = np.where((codes >= 0) & empty[np.maximum(codes, 0)], -1, codes)
+    return codes[: len(a)], codes[len(a) :]
+
+
+def _present(codes: np.ndarray, size: int) -> np.ndarray:
+    """Which of ``size`` codes occur (a mask), -1 left out."""
+    return np.bincount(codes[codes >= 0], minlength=size)[:size] > 0
 
 
 def _shared(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
@@ -80,7 +88,21 @@ def _shared(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
     if column not in a.columns or column not in b.columns:
         return False
     ca, cb = _codes(a[column], b[column])
-    return bool(np.intersect1d(ca[ca >= 0], cb[cb >= 0]).size)
+    size = int(max(ca.max(initial=-1), cb.max(initial=-1))) + 1
+    return bool((_present(ca, size) & _present(cb, size)).any())
+
+
+def _question_of(
+    ids: np.ndarray, questions: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each id's question code on one side, and which ids go with more than one question."""
+    keep = ids >= 0
+    ids, questions = ids[keep], questions[keep]
+    of = np.full(size, -2, dtype=np.int64)
+    of[ids] = questions
+    several = np.zeros(size, dtype=bool)
+    several[ids[of[ids] != questions]] = True
+    return of, several
 
 
 def names_questions(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
@@ -92,21 +114,31 @@ def names_questions(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
         return True  # nothing to check them against
     ia, ib = _codes(a[column], b[column], strip=True)
     qa, qb = _codes(a["user_input"], b["user_input"])
-    shared = np.intersect1d(ia[ia >= 0], ib[ib >= 0])
-    if not shared.size:
+    size = int(max(ia.max(initial=-1), ib.max(initial=-1))) + 1
+    shared = _present(ia, size) & _present(ib, size)
+    if not shared.any():
         return False
-    need = 0.9 * shared.size
-    # an id whose question text is the same on both sides is settled on codes, at once; the
-    # word-by-word check runs only for the rest, and stops as soon as the answer is known
-    span = int(max(qa.max(initial=0), qb.max(initial=0))) + 2  # -1 (no text) fits too
-    pairs_a = ia[ia >= 0].astype(np.int64) * span + (qa[ia >= 0] + 1)
-    pairs_b = ib[ib >= 0].astype(np.int64) * span + (qb[ib >= 0] + 1)
-    exact = np.unique(np.intersect1d(pairs_a, pairs_b) // span)
-    if exact.size >= need:
+    need = 0.9 * shared.sum()
+    # an id with one question on each side is settled on codes, at once; an id with several
+    # compares its (id, question) pairs; the word-by-word check runs only for the rest, and
+    # stops as soon as the answer is known
+    of_a, several_a = _question_of(ia, qa, size)
+    of_b, several_b = _question_of(ib, qb, size)
+    exact = shared & ~several_a & ~several_b & (of_a == of_b)
+    mixed = np.flatnonzero(shared & (several_a | several_b))
+    if mixed.size:
+        span = int(max(qa.max(initial=0), qb.max(initial=0))) + 2
+        rows_a, rows_b = np.isin(ia, mixed), np.isin(ib, mixed)
+        pairs = np.intersect1d(
+            ia[rows_a].astype(np.int64) * span + qa[rows_a] + 1,
+            ib[rows_b].astype(np.int64) * span + qb[rows_b] + 1,
+        )
+        exact[pairs // span] = True
+    if exact.sum() >= need:
         return True
-    rest = np.setdiff1d(shared, exact)
+    rest = np.flatnonzero(shared & ~exact)
     text_a, text_b = a["user_input"].astype(str).to_numpy(), b["user_input"].astype(str).to_numpy()
-    same, misses_allowed = exact.size, shared.size - need
+    same, misses_allowed = int(exact.sum()), shared.sum() - need
     for value in rest:
         if _alike(set(text_a[ia == value]), set(text_b[ib == value])):
             same += 1
