@@ -80,7 +80,9 @@ def one_size(n: int, timeout: float) -> dict[str, Any]:
         store.append_results(run_id, batch)
         writing += time.perf_counter() - mark
     out["store_write_s"] = r(writing)
-    size = sum(p.stat().st_size for p in home.glob("runs.sqlite3*"))
+    # the SQLite files and the run's Parquet segments beside them (runs.sqlite3.columns/)
+    size = sum(p.stat().st_size for p in home.glob("runs.sqlite3*") if p.is_file())
+    size += sum(p.stat().st_size for p in home.glob("runs.sqlite3.columns/**/*") if p.is_file())
     vectors = n * 4 * DIM * 4  # the question's and three generated questions' float32 vectors
     out["store_mb"] = r(size / 2**20, 1)
     out["store_kib_per_row"] = r(size / n / 1024, 2)
