@@ -347,3 +347,37 @@ def test_chat_records_keep_their_time_as_the_other_importers_do():
     assert frame["created"].tolist() == ["2026-12-06T09:00:00+00:00"]
     assert find_time_column(frame.columns) == "created"
     assert parse_times(frame["created"]).values.tolist() == [pd.Timestamp(T0)]
+
+
+def test_a_column_of_times_is_read_as_each_cell_alone_would_be():
+    """parse_times reads ISO text on the column at once and the rest cell by cell: every cell
+    gets the time _one gives it alone (epoch numbers as text or numbers, offsets, other formats,
+    junk, blanks), and the empty and bad cells are counted the same."""
+    import numpy as np
+    import pandas as pd
+
+    from relevancy.analysis.timeline import _is_empty, _one, parse_times
+
+    cells = [
+        "2026-01-05T10:00:00Z",
+        "2026-01-05 10:00+01:00",
+        " 2026-01-05T10:00:00.250 ",
+        "2026-01-05",
+        "1767607200000",
+        1767607200,
+        1767607200.5,
+        None,
+        "  ",
+        "junk",
+        "Jan 5, 2026 10:00",
+        "2026-13-45 99:99",
+        True,
+        np.nan,
+        pd.Timestamp("2026-01-01"),
+        "20260105",
+    ] * 3
+    got = parse_times(cells)
+    alone = [None if _is_empty(c) else _one(c) for c in cells]
+    assert [None if pd.isna(v) else v for v in got.values] == alone
+    assert got.empty == sum(_is_empty(c) for c in cells)
+    assert got.bad == sum(not _is_empty(c) and _one(c) is None for c in cells)

@@ -159,6 +159,11 @@ def _one(value: Any) -> pd.Timestamp | None:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
+def _series(values: pd.Series | Sequence[Any]) -> pd.Series:
+    """``values`` as a Series (a Series as it is: no copy through a list)."""
+    return values if isinstance(values, pd.Series) else pd.Series(list(values))
+
+
 def _is_empty(value: Any) -> bool:
     if value is None or (isinstance(value, str) and not value.strip()):
         return True
@@ -176,24 +181,32 @@ def parse_times(values: Sequence[Any] | pd.Series) -> ParsedTimes:
     [10, 9]
     """
     series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    series = series.reset_index(drop=True)
     if isinstance(series.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(series):
         out = pd.to_datetime(series, utc=True)
-        return ParsedTimes(out.reset_index(drop=True), int(out.isna().sum()), 0)
-    parsed: list[pd.Timestamp | None] = []
+        return ParsedTimes(out, int(out.isna().sum()), 0)
+    out = pd.Series(pd.NaT, index=series.index, dtype="datetime64[ns, UTC]")
+    # ISO 8601 text (what logs and exports hold) parsed on the column at once; whatever it does
+    # not read (epoch numbers, other formats, junk) is read a cell at a time, as before
+    text = series[series.map(lambda v: isinstance(v, str))].str.strip()
+    dated = text[text.str.contains(r"\d[-/T: ]\d", regex=True)]  # not a bare number
+    if len(dated):
+        fast = pd.to_datetime(dated, utc=True, errors="coerce", format="ISO8601")
+        out.loc[fast.index] = fast
     empty = bad = 0
     examples: list[str] = []
-    for value in series.tolist():
+    for i in np.flatnonzero(out.isna().to_numpy()):
+        value = series.iat[i]
         if _is_empty(value):
             empty += 1
-            parsed.append(None)
             continue
         stamp = _one(value)
         if stamp is None:
             bad += 1
             if len(examples) < 3:
                 examples.append(str(value)[:40])
-        parsed.append(stamp)
-    out = pd.to_datetime(pd.Series(parsed, dtype=object), utc=True)
+        else:
+            out.iat[i] = stamp
     return ParsedTimes(out, empty, bad, tuple(examples))
 
 
@@ -213,7 +226,7 @@ def choose_bucket(
     >>> choose_bucket(pd.to_datetime(["2026-01-01", "2026-03-01"], utc=True))
     'day'
     """
-    stamps = pd.to_datetime(pd.Series(list(times)), utc=True).dropna()
+    stamps = pd.to_datetime(_series(times), utc=True).dropna()
     if stamps.empty:
         return "hour"
     span = stamps.max() - stamps.min()
@@ -253,14 +266,12 @@ def bucket_table(
     NaN under 2 scores). Rows without a time are left out (:class:`ParsedTimes` counts them).
     Sorted by group, then time.
     """
-    stamps = pd.to_datetime(
-        pd.Series(list(times) if not isinstance(times, pd.Series) else times), utc=True
-    ).reset_index(drop=True)
+    stamps = pd.to_datetime(_series(times), utc=True).reset_index(drop=True)
     values = np.asarray(scores, dtype=np.float64)
     names = (
         pd.Series([""] * len(stamps))
         if groups is None
-        else pd.Series(list(groups), dtype=object).fillna("(none)").astype(str)
+        else _series(groups).astype(object).reset_index(drop=True).fillna("(none)").astype(str)
     )
     frame = pd.DataFrame({"start": bucket_of(stamps, bucket), "group": names, "score": values})
     frame = frame[stamps.notna().to_numpy()]
@@ -283,23 +294,20 @@ def change_marks(times: pd.Series | Sequence[Any], frame: pd.DataFrame) -> pd.Da
       column value previous
     0    llm     b        a
     """
-    stamps = pd.to_datetime(pd.Series(list(times)), utc=True).reset_index(drop=True)
+    stamps = pd.to_datetime(_series(times), utc=True).reset_index(drop=True)
     wanted = {n.lower() for n in CHANGE_NAMES}
     out = []
     order = np.argsort(stamps.to_numpy(), kind="stable")
     for column in frame.columns:
         if str(column).lower() not in wanted:
             continue
-        values = frame[column].reset_index(drop=True)
-        seen: set[str] = set()
-        last = None
-        for i in order:
-            if pd.isna(stamps[i]) or _is_empty(values[i]):
-                continue
-            value = str(values[i])
-            if value not in seen and seen:
-                out.append((stamps[i], str(column), value, last))
-            seen.add(value)
-            last = value
+        values = frame[column].reset_index(drop=True).astype(object)
+        blank = values.isna() | values.map(lambda v: isinstance(v, str) and not v.strip())
+        keep = order[(stamps.notna() & ~blank).to_numpy()[order]]  # in time order
+        text = values.iloc[keep].astype(str).reset_index(drop=True)
+        # each value's first row after the very first; "previous" is the row just before it
+        first = np.flatnonzero(~text.duplicated().to_numpy())[1:]
+        for at in first:
+            out.append((stamps.iat[keep[at]], str(column), text.iat[at], text.iat[at - 1]))
     marks = pd.DataFrame(out, columns=["time", "column", "value", "previous"])
     return marks.sort_values("time", kind="stable").reset_index(drop=True)
