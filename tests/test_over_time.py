@@ -381,3 +381,25 @@ def test_a_column_of_times_is_read_as_each_cell_alone_would_be():
     assert [None if pd.isna(v) else v for v in got.values] == alone
     assert got.empty == sum(_is_empty(c) for c in cells)
     assert got.bad == sum(not _is_empty(c) and _one(c) is None for c in cells)
+
+
+def test_change_marks_keep_time_order_when_some_rows_have_no_time():
+    """A row without a time is left out and the others are taken in time order (the times were
+    sorted as objects before, and a missing one scrambled the order: a mark at 08:00 said the
+    model changed from the one first seen at 10:00)."""
+    import pandas as pd
+
+    from relevancy.analysis.timeline import change_marks
+
+    times = pd.to_datetime(
+        ["2026-01-01 09:00", "2026-01-01 10:00", None, "2026-01-01 08:00", "2026-01-01 13:00"],
+        utc=True,
+    )
+    frame = pd.DataFrame({"model": [None, "m", "x", "n", "o"], "llm": ["a", "a", "b", " ", 1]})
+    marks = change_marks(times, frame)
+    assert marks[["column", "value", "previous"]].values.tolist() == [
+        ["model", "m", "n"],
+        ["model", "o", "m"],
+        ["llm", "1", "a"],
+    ]
+    assert [t.hour for t in marks["time"]] == [10, 13, 13]

@@ -297,17 +297,22 @@ def change_marks(times: pd.Series | Sequence[Any], frame: pd.DataFrame) -> pd.Da
     stamps = pd.to_datetime(_series(times), utc=True).reset_index(drop=True)
     wanted = {n.lower() for n in CHANGE_NAMES}
     out = []
-    order = np.argsort(stamps.to_numpy(), kind="stable")
+    order = np.argsort(stamps.dt.tz_convert(None).to_numpy(), kind="stable")  # NaT last
     for column in frame.columns:
         if str(column).lower() not in wanted:
             continue
-        values = frame[column].reset_index(drop=True).astype(object)
-        blank = values.isna() | values.map(lambda v: isinstance(v, str) and not v.strip())
-        keep = order[(stamps.notna() & ~blank).to_numpy()[order]]  # in time order
-        text = values.iloc[keep].astype(str).reset_index(drop=True)
+        # the values as codes of their text (hashed once; blanks and missing cells left out)
+        codes, uniques = pd.factorize(frame[column].reset_index(drop=True))
+        names = pd.Index(uniques, dtype=object).astype(str)
+        blank = np.asarray([not n.strip() for n in names], dtype=bool)
+        merged, names = pd.factorize(names)  # 1 and "1" are one value, as text
+        codes = np.where(codes < 0, -1, merged[np.maximum(codes, 0)])
+        usable = (codes >= 0) & ~blank[np.maximum(codes, 0)] & stamps.notna().to_numpy()
+        keep = order[usable[order]]  # the usable rows, in time order
+        seen = codes[keep]
         # each value's first row after the very first; "previous" is the row just before it
-        first = np.flatnonzero(~text.duplicated().to_numpy())[1:]
-        for at in first:
-            out.append((stamps.iat[keep[at]], str(column), text.iat[at], text.iat[at - 1]))
+        _, firsts = np.unique(seen, return_index=True)
+        for at in np.sort(firsts)[1:]:
+            out.append((stamps.iat[keep[at]], str(column), names[seen[at]], names[seen[at - 1]]))
     marks = pd.DataFrame(out, columns=["time", "column", "value", "previous"])
     return marks.sort_values("time", kind="stable").reset_index(drop=True)
