@@ -4,8 +4,9 @@ CLI scoring 100,000 rows from the toy OpenAI-compatible server.
 Each dashboard size runs in a process of its own (so its peak memory is its own):
 
 1. a synthetic run (``relevancy.testing.synthetic``: 3 generated questions per row, 384-d
-   float32 vectors clustered by topic, two answer variants per question) written to a fresh run
-   store as a scoring run writes it (inputs, then results in batches of 250);
+   float32 vectors clustered by topic, two answer variants per question, a month of times, a
+   person's label on one row in 100) written to a fresh run store as a scoring run writes it
+   (inputs, then results in batches of 250);
 2. the store's size per row, with and without the vectors' own bytes;
 3. opening the store and listing its runs, and the whole run exported to CSV in a process of
    its own (its time and peak RSS: flat across sizes when the export streams);
@@ -73,7 +74,9 @@ def one_size(n: int, timeout: float) -> dict[str, Any]:
     store = RunStore(home / "runs.sqlite3")
     store.set_meta("demo_imported", "bench")  # the pages would import the demo otherwise
     started = time.perf_counter()
-    run_id = store.create_run("scale", {"backend": "embedded"}, synthetic_inputs(n))
+    # a person's label on one row in 100 (the Agreement page at volume)
+    inputs = synthetic_inputs(n, labelled_every=100)
+    run_id = store.create_run("scale", {"backend": "embedded"}, inputs)
     writing = time.perf_counter() - started  # the time in the store, not in making the rows
     for batch in synthetic_results(n):  # as a scoring run writes them
         mark = time.perf_counter()

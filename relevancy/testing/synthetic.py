@@ -54,14 +54,28 @@ def _texts(i: int, n_q: int, topic: int, n: int) -> dict[str, str]:
     }
 
 
-def synthetic_inputs(n: int, *, batch: int = 5000, seed: int = 0) -> Iterator[pd.DataFrame]:
-    """The run's input rows, a frame of ``batch`` rows at a time."""
+def _label(i: int, every: int) -> float:
+    """A person's label for one row in ``every`` (NaN for the others): not relevant (0) for
+    the noncommittal rows, relevant (1) for the rest but one in ten, as a labeller errs."""
+    if not every or i % every != 7 % every:
+        return math.nan
+    return 0.0 if _evasive(i) or (i // every) % 10 == 3 else 1.0
+
+
+def synthetic_inputs(
+    n: int, *, batch: int = 5000, seed: int = 0, labelled_every: int = 0
+) -> Iterator[pd.DataFrame]:
+    """The run's input rows, a frame of ``batch`` rows at a time; with ``labelled_every`` K, a
+    ``label`` column holds a person's label for one row in K (the Agreement page's input)."""
     topic_of = _topics(n, seed)
     for start in range(0, n, batch):
         rows = range(start, min(n, start + batch))
-        yield pd.DataFrame(
+        frame = pd.DataFrame(
             [_texts(i, len(topic_of), int(topic_of[i % len(topic_of)]), n) for i in rows]
         )
+        if labelled_every:
+            frame["label"] = [_label(i, labelled_every) for i in rows]
+        yield frame
 
 
 def synthetic_results(
