@@ -28,15 +28,19 @@ class ExportMixin:
     def iter_export(self, run_id: int, *, chunk: int = 5000) -> Iterator[pd.DataFrame]:
         """What exports contain, a chunk of rows at a time: the input's columns, then the
         result columns of :func:`relevancy.results_to_frame` (no embeddings)."""
-        rows = [
-            int(r[0])
-            for r in self._run(
-                "SELECT idx FROM results WHERE run_id = ? ORDER BY idx", (int(run_id),)
-            )
-        ]
         labelled = self.has_labels(run_id)
-        for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
+        last = -1
+        while True:  # the next chunk's row numbers, after the last one: no list of every row
+            part = [
+                int(r[0])
+                for r in self._run(
+                    "SELECT idx FROM results WHERE run_id = ? AND idx > ? ORDER BY idx LIMIT ?",
+                    (int(run_id), last, int(chunk)),
+                )
+            ]
+            if not part:
+                break
+            last = part[-1]
             inputs = self.inputs(run_id, part)
             frame = export_frame(
                 inputs.reset_index(drop=True), self.results(run_id, part, vectors=False)
