@@ -124,3 +124,22 @@ def test_a_deleted_run_leaves_no_files(tmp_path):
     assert list(store.segments_folder(run).glob("seg-*.parquet"))
     store.delete(run)
     assert not store.segments_folder(run).exists()
+
+
+def test_a_column_the_run_gains_is_read_from_segments_made_before_it(tmp_path):
+    """A followed run gains the columns its source starts sending: a segment made before holds
+    no such column, and is made again with it."""
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc)
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_followed_run("followed", {}, "phoenix://127.0.0.1:1/p")
+    first = pd.DataFrame({"user_input": ["q0", "q1"], "response": ["a0", "a1"]})
+    store.add_followed(run, first, keys=["k0", "k1"], times=[1.0, 2.0], read_to=now)
+    (batch,) = list(synthetic_results(2, batch=2))
+    store.append_results(run, batch)
+    assert store.columns(run, ["score"])["score"].notna().all()  # its segment is made
+    later = pd.DataFrame({"user_input": ["q2"], "response": ["a2"], "session": ["s9"]})
+    store.add_followed(run, later, keys=["k2"], times=[3.0], read_to=now)
+    got = store.columns(run, ["score", "session"])
+    pd.testing.assert_frame_equal(got, _from_rows(store, run, ["score", "session"]))

@@ -24,7 +24,7 @@ import pandas as pd
 
 from relevancy.core.redact import redact
 from relevancy.errors import InputError
-from relevancy.runs.rows import clean_settings, input_rows, marks, now_iso
+from relevancy.runs.rows import input_rows, marks, now_iso
 
 __all__ = ["FollowMixin", "FollowCursor"]
 
@@ -69,12 +69,7 @@ class FollowMixin:
         db = self._connect()  # type: ignore[attr-defined]
         try:
             with db:
-                cur = db.execute(
-                    "INSERT INTO runs (name, created, updated, settings, source, n_rows, columns) "
-                    "VALUES (?, ?, ?, ?, ?, 0, '[]')",
-                    (name, now, now, json.dumps(clean_settings(settings)), redact(source)),
-                )
-                run_id = int(cur.lastrowid)
+                run_id = self._insert_run(db, name, settings, source, now)  # type: ignore[attr-defined]
                 db.execute(
                     "INSERT INTO follow_cursors (run_id, source, updated) VALUES (?, ?, ?)",
                     (run_id, redact(source), now),

@@ -146,12 +146,15 @@ class SegmentsMixin:
         parts = []
         for seg, version in versions.items():
             path = folder / f"seg-{seg}-v{version}.parquet"
-            if not path.exists():
+            # made when the run had fewer columns (a followed run gains its source's new
+            # columns): made again, with them
+            if not path.exists() or not set(names) <= _names_in(path):
                 built = self._build_segment(run_id, seg)
                 if built is None:
                     return None
                 path = built  # maybe newer than the version read above: newer rows, whole
-            with contextlib.suppress(FileNotFoundError):  # replaced by a newer one meanwhile
+            with contextlib.suppress(FileNotFoundError, KeyError, ValueError):
+                # replaced by a newer file meanwhile, or still without a column: from the rows
                 parts.append(pq.read_table(path, columns=["row", *names]).to_pandas())
                 continue
             return None
@@ -174,3 +177,13 @@ class SegmentsMixin:
 
     def _drop_segments(self, run_id: int) -> None:
         shutil.rmtree(self.segments_folder(run_id), ignore_errors=True)
+
+
+def _names_in(path: Path) -> set[str]:
+    """The columns a segment file holds (read from its footer), none when it is gone."""
+    import pyarrow.parquet as pq
+
+    try:
+        return set(pq.read_schema(path).names)
+    except (OSError, ValueError):
+        return set()

@@ -202,12 +202,7 @@ class RunStore(
         db = self._connect()
         try:
             with db:
-                cur = db.execute(
-                    "INSERT INTO runs (name, created, updated, settings, source, n_rows) "
-                    "VALUES (?, ?, ?, ?, ?, 0)",
-                    (name, now, now, json.dumps(clean_settings(settings)), redact(source)),
-                )
-                run_id = int(cur.lastrowid)
+                run_id = self._insert_run(db, name, settings, source, now)
                 n, columns = 0, None
                 for chunk in chunks:
                     if columns is None:
@@ -237,6 +232,19 @@ class RunStore(
         finally:
             db.close()
         return run_id
+
+    @staticmethod
+    def _insert_run(
+        db: sqlite3.Connection, name: str, settings: Mapping[str, Any], source: str, now: str
+    ) -> int:
+        """A new row of ``runs`` with no input rows yet (settings without secrets, the source
+        redacted), in ``db``'s transaction; its id."""
+        cur = db.execute(
+            "INSERT INTO runs (name, created, updated, settings, source, n_rows, columns) "
+            "VALUES (?, ?, ?, ?, ?, 0, '[]')",
+            (name, now, now, json.dumps(clean_settings(settings)), redact(source)),
+        )
+        return int(cur.lastrowid)
 
     def append_results(self, run_id: int, items: Iterable[tuple[int, RelevancyResult]]) -> int:
         """Store results as they finish: ``items`` are ``(row_index, result)``; returns count."""
