@@ -81,6 +81,8 @@ BENCHES: dict[str, Entry] = {
     "chance": Entry("chance"),
     "cli_startup": Entry("cli_startup"),
     "follow": Entry("follow"),  # a real Phoenix: lag at --poll 1 and 5; 20,000 rows' memory
+    # the store's engine: SQLite (rows, totals) against Parquet + pyarrow and DuckDB (if there)
+    "store_engines": Entry("store_engines"),
     # the agreement harness's cheap step (its figures are in the hand-written section)
     "agreement": Entry(
         "agreement",
