@@ -25,6 +25,8 @@ from relevancy.dashboard.widgets.waiting import run_with_progress
 
 #: above this many scored rows the map draws a stratified sample (all points one click away)
 SAMPLE_ROWS = 1500
+#: the most rows whose points are drawn at once (a larger run draws a sample of this many)
+ALL_POINTS_UP_TO = 20_000
 settings = setup_page(
     "Embeddings",
     "🧭",
@@ -80,19 +82,22 @@ def _projection(
 
 rows = None  # every scored row
 if info.n_scored > SAMPLE_ROWS:
+    most = min(info.n_scored, ALL_POINTS_UP_TO)  # a million rows' vectors would be 6 GB
+    shown = f"All {most:,}" if most == info.n_scored else f"{most:,} of the {info.n_scored:,}"
     everything = st.toggle(
-        f"All {info.n_scored:,} rows (WebGL; slower to draw)",
+        f"{shown} rows (WebGL; slower to draw)",
         key=f"emb_all_{info.id}",
         help=f"Off: a sample of {SAMPLE_ROWS:,} rows that keeps each variant's and each score "
-        "band's share.",
+        f"band's share; on, the same kind of sample of {most:,} rows"
+        + (" (every row)." if most == info.n_scored else f" (at most {ALL_POINTS_UP_TO:,})."),
     )
-    if not everything:
+    if (take := most if everything else SAMPLE_ROWS) < info.n_scored:
         strata = run_columns(
             info.id, ["score", *(["variant"] if "variant" in info.columns else [])]
         )
         band = (strata["score"].fillna(-1) * 10).round().astype(int).astype(str)
         labels = strata.get("variant", "").astype(str) + "|" + band
-        rows = tuple(strata["row"].iloc[stratified_sample(labels, SAMPLE_ROWS)].tolist())
+        rows = tuple(strata["row"].iloc[stratified_sample(labels, take)].tolist())
 points, matrix = run_points(info.id, rows)
 if points.empty:
     st.info("This run has no embeddings to show (all rows failed).", icon="🫥")
