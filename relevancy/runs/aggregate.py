@@ -15,7 +15,7 @@ import pandas as pd
 from relevancy.analysis.cost import TOKEN_COLUMNS
 from relevancy.errors import InputError
 from relevancy.runs.query import extra_value
-from relevancy.runs.rows import TYPED_INPUTS
+from relevancy.runs.rows import TYPED_INPUTS, scalar_columns
 from relevancy.runs.stats import STATS_KEYS
 
 __all__ = ["AggregateMixin", "RunFigures"]
@@ -96,8 +96,6 @@ class AggregateMixin:
 
     def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:
         """How many scored rows have each value of a result column (``reason``, ``mode``...)."""
-        from relevancy.runs.store import scalar_columns  # the store imports this module
-
         if column not in scalar_columns():
             raise InputError(
                 f"cannot count by {column!r}: use one of {', '.join(scalar_columns())}"

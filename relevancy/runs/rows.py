@@ -131,6 +131,11 @@ def inputs_frame(rows: list[tuple[Any, ...]], columns: Sequence[str]) -> pd.Data
     return frame
 
 
+def scalar_columns() -> tuple[str, ...]:
+    """The result columns a page can ask for (read from the schema when called)."""
+    return tuple(c.name for c in stored_columns() if c.page)
+
+
 def result_row(run_id: int, idx: int, r: RelevancyResult) -> tuple[Any, ...]:
     """A result as the values of ``results``' columns (in the order of
     :func:`relevancy.runs.schema.result_fields`): every stored column but the vectors."""

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from relevancy.runs.rows import scalar_columns
+
 __all__ = ["SEGMENT_ROWS", "SegmentsMixin", "ensure_segments"]
 
 #: row numbers per segment (a power of two: a row's segment is ``idx >> SHIFT``)
@@ -91,8 +93,6 @@ class SegmentsMixin:
 
     def _snapshot_names(self, run_id: int) -> list[str]:
         """Every column a page can ask for: the result columns, then the input's own."""
-        from relevancy.runs.store import scalar_columns
-
         info = self.get_run(run_id)  # type: ignore[attr-defined]
         return list(dict.fromkeys([*scalar_columns(), *info.columns]))
 

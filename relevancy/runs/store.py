@@ -57,6 +57,7 @@ from relevancy.runs.rows import (
     question_rows,
     result_from_row,
     result_row,
+    scalar_columns,
     vector_row,
 )
 from relevancy.runs.schema import LABEL_SQL, PAGE_SIZE, open_schema, result_fields
@@ -67,11 +68,6 @@ __all__ = ["RunStore", "RunInfo", "RunData"]
 
 #: result columns a page can ask for (besides the input columns and ``row``)
 SCALARS = tuple(c.name for c in stored_columns() if c.page)
-
-
-def scalar_columns() -> tuple[str, ...]:
-    """The result columns a page can ask for (read from the schema when called)."""
-    return tuple(c.name for c in stored_columns() if c.page)
 
 
 @dataclass(frozen=True)
