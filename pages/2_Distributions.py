@@ -15,7 +15,7 @@ from relevancy.dashboard.views.reference import add_band, chance_summary
 from relevancy.dashboard.widgets.labels import chance_caption, run_chance
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
-from relevancy.dashboard.widgets.state import get_store, list_runs, run_columns, scored_run
+from relevancy.dashboard.widgets.state import list_runs, run_columns, scored_run, split_columns
 from relevancy.report import charts
 
 settings = setup_page(
@@ -29,8 +29,8 @@ if info is None:
     st.stop()
 
 SPLITS = {"variant": "variant", "reason": "main reason", "model": "model", "run": "run"}
-own = [c for c in info.columns if c not in ("user_input", "response", "id", "variant")]
-SPLITS |= {c: c for c in own} | {"none": "nothing"}  # the user's own columns split too
+own = [c for c in split_columns(info) if c != "variant"]  # its own columns of few values
+SPLITS |= {c: c for c in own} | {"none": "nothing"}
 c1, c2 = st.columns([3, 2])
 split = c1.segmented_control(
     "Split by",
@@ -55,7 +55,7 @@ if split == "run":
         st.stop()
 frames = []
 for run_id in chosen:
-    run = get_store().get_run(run_id)
+    run = next(r for r in list_runs() if r.id == run_id)
     names = ["score", "ragas_value", "mode", "llm", "embeddings", "reason"]
     text = run.n_scored <= charts.BOX_SCORES_UP_TO  # a box's dots name their question on hover
     names += [c for c in ("variant", "user_input") if c in run.columns and (text or c[0] == "v")]

@@ -122,3 +122,23 @@ def test_a_store_without_totals_gains_them_from_its_rows(tmp_path):
     want, have = _totals_from_rows(path)
     _same_totals(want, have)
     assert len(have) > 0
+
+
+def test_a_column_with_a_value_per_row_is_not_offered_as_a_split():
+    """Distributions splits, and Compare compares the values of, the run's own columns with few
+    values; a time or an id (a value per row) would make a group of each row."""
+    from relevancy.dashboard.widgets.state import SPLIT_UP_TO
+    from relevancy.paths import default_store_path
+
+    from helpers import app, visit
+
+    store = RunStore(default_store_path())
+    n = 2 * (SPLIT_UP_TO + 10)
+    run = store.create_run("x", {}, synthetic_inputs(n))  # kind: 2 values; created_at: n
+    for batch in synthetic_results(n):
+        store.append_results(run, batch)
+    at = app(query={"run": str(run)})
+    splits = visit(at, "2_Distributions.py").segmented_control(key="dist_split").options
+    assert "kind" in splits and "created_at" not in splits
+    columns = visit(at, "4_Compare.py").selectbox(key="cmp_column").options
+    assert "kind" in columns and "created_at" not in columns

@@ -35,10 +35,10 @@ def ab_scatter(
     both = paired[["score_a", "score_b"]].to_numpy(dtype=float)
     finite = both[np.isfinite(both)]
     lo = min(0.0, float(finite.min()) if finite.size else 0.0) - 0.03
-    if len(paired) > SCATTER_PAIRS:  # a stated sample; the figures above count every pair
+    if len(paired) > SCATTER_PAIRS:  # a stated sample; the page's figures count every pair
         paired = paired.sample(SCATTER_PAIRS, random_state=0)
-        sampled = f"a random sample of {SCATTER_PAIRS:,} of the pairs"
-        title = f"{title} · {sampled}" if title else sampled.capitalize()
+        sampled = f"{SCATTER_PAIRS:,} pairs drawn at random"
+        title = f"{title} · {sampled}" if title else sampled
     fig.add_trace(
         go.Scatter(
             x=[lo, 1.03],

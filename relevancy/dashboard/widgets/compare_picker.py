@@ -10,7 +10,12 @@ import streamlit as st
 
 from relevancy.analysis.compare import QUESTION_ID_COLUMNS
 from relevancy.dashboard.views.format import esc
-from relevancy.dashboard.widgets.state import run_columns, run_distinct, set_active_run
+from relevancy.dashboard.widgets.state import (
+    run_columns,
+    run_distinct,
+    set_active_run,
+    split_columns,
+)
 from relevancy.runs import RunInfo
 
 __all__ = ["Sides", "choose_sides", "pair_frame"]
@@ -62,7 +67,7 @@ def pair_frame(run: RunInfo, extra: list[str] | None = None) -> pd.DataFrame:
 def _splittable(info: RunInfo) -> list[str]:
     """The run's columns that can split it into sides: variant first, then the user's own (not
     the human label: good and bad answers are not two variants)."""
-    own = [c for c in info.columns if c not in ("user_input", "response", "id", "label")]
+    own = [c for c in split_columns(info) if c != "label"]  # of few values (not a time)
     return sorted(own, key=lambda c: c != "variant")
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "run_columns",
     "run_figures",
     "run_distinct",
+    "split_columns",
+    "SPLIT_UP_TO",
     "run_counts",
     "run_page",
     "run_result",
@@ -159,6 +161,19 @@ def run_distinct(run_id: int, column: str, *, limit: int | None = None) -> list[
     """The distinct values of one of the run's input columns (the first ``limit`` found)."""
     store = get_store()
     return _distinct(str(store.path), int(run_id), store.version(run_id), column, limit)
+
+
+#: a column with more values than this is not offered to split rows by or to compare the
+#: values of (a time or an id would make a group of each row)
+SPLIT_UP_TO = 50
+
+
+def split_columns(info: RunInfo) -> list[str]:
+    """The run's own input columns (not the question, the answer or the id) with at most
+    :data:`SPLIT_UP_TO` values: what a page may split the rows by. Each is counted with
+    ``DISTINCT ... LIMIT``, not read whole."""
+    own = [c for c in info.columns if c not in ("user_input", "response", "id")]
+    return [c for c in own if len(run_distinct(info.id, c, limit=SPLIT_UP_TO + 1)) <= SPLIT_UP_TO]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
