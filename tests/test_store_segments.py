@@ -143,3 +143,21 @@ def test_a_column_the_run_gains_is_read_from_segments_made_before_it(tmp_path):
     store.add_followed(run, later, keys=["k2"], times=[3.0], read_to=now)
     got = store.columns(run, ["score", "session"])
     pd.testing.assert_frame_equal(got, _from_rows(store, run, ["score", "session"]))
+
+
+def test_a_label_set_after_the_segments_were_made_is_read(tmp_path):
+    """A run with a label column: its labels are read from the labels (a label set in the
+    dashboard writes nothing to results, so a segment would keep the old one)."""
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_run("x", {}, synthetic_inputs(60, labelled_every=4))
+    for batch in synthetic_results(60):
+        store.append_results(run, batch)
+    before = store.columns(run, ["score", "label"])
+    row = int(before.loc[before["label"].notna(), "row"].iloc[0])
+    store.set_label(run, row, 1.0 - before.loc[before["row"] == row, "label"].item())
+    after = store.columns(run, ["score", "label"])
+    assert (after["label"].fillna(-1) != before["label"].fillna(-1)).sum() == 1
+    pd.testing.assert_frame_equal(after, _from_rows(store, run, ["score", "label"]))
+    assert store.distinct(run, "label") == ["0.0", "1.0"]
+    assert store.distinct(run, "kind") == ["evasive", "ok"]  # from the segments
+    assert len(store.distinct(run, "created_at", limit=5)) == 5  # from the first rows

@@ -82,16 +82,35 @@ class AggregateMixin:
 
     def distinct(self, run_id: int, column: str, *, limit: int | None = None) -> list[str]:
         """The distinct values of one input column (``variant``, ``id`` or a user column),
-        sorted; with ``limit``, the first ``limit`` found (is there more than one value?
-        answered without reading every row)."""
+        sorted; with ``limit``, at most ``limit`` of them (is there more than one value? answered
+        without reading every row). ``label``: the human labels' values."""
+        if column == "label":  # set in the dashboard or read from the input: the labels table
+            rows = self._run(  # type: ignore[attr-defined]
+                "SELECT DISTINCT label FROM labels WHERE run_id = ? AND label IS NOT NULL",
+                (int(run_id),),
+            )
+            return sorted(str(v[0]) for v in rows)[:limit]
         if column in TYPED_INPUTS:
             value, params = TYPED_INPUTS[column], []
         else:
             value, params = extra_value(column, "inputs")
         sql = f"SELECT DISTINCT {value} FROM inputs WHERE run_id = ? AND {value} IS NOT NULL"
+        if limit is not None:  # a value per row shows in the first rows: answered there
+            first = self._run(  # type: ignore[attr-defined]
+                f"{sql} AND idx < ? LIMIT {int(limit)}", [*params, int(run_id), *params, 10_000]
+            )
+            if len(first) >= limit:
+                return sorted(str(v[0]) for v in first)
+        info = self.get_run(run_id)  # type: ignore[attr-defined]
+        if column in info.columns and info.n_scored == info.n_rows:
+            # every row scored: the column from the run's Parquet segments, hashed there
+            frame = self._segment_frame(run_id, [column])  # type: ignore[attr-defined]
+            if frame is not None:
+                found = pd.unique(frame[column].dropna())
+                return sorted(str(v) for v in found)[:limit]
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        values = self._run(sql, [*params, int(run_id), *params])
+        values = self._run(sql, [*params, int(run_id), *params])  # type: ignore[attr-defined]
         return sorted(str(v[0]) for v in values)
 
     def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:

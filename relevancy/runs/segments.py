@@ -94,7 +94,8 @@ class SegmentsMixin:
     def _snapshot_names(self, run_id: int) -> list[str]:
         """Every column a page can ask for: the result columns, then the input's own."""
         info = self.get_run(run_id)  # type: ignore[attr-defined]
-        return list(dict.fromkeys([*scalar_columns(), *info.columns]))
+        # not the human label: it changes without a write to results (read from the labels)
+        return [c for c in dict.fromkeys([*scalar_columns(), *info.columns]) if c != "label"]
 
     def _build_segment(self, run_id: int, seg: int) -> Path | None:
         """Write segment ``seg``'s file from one read transaction; None when its columns do not

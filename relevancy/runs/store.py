@@ -397,7 +397,8 @@ class RunStore(
             if name not in known:
                 raise InputError(f"run #{run_id} has no column {name!r}")
         whole = query is None and limit is None and not offset
-        stored = {*scalar_columns(), *info.columns}
+        # a human label is read from the labels (set any time, without a write to results)
+        stored = {*scalar_columns(), *info.columns} - {"label"}
         if whole and len(set(names)) == len(names) and set(names) <= stored:
             frame = self._segment_frame(run_id, names)
             if frame is not None:
