@@ -46,6 +46,7 @@ import pandas as pd
 
 from relevancy.core.result import RelevancyResult
 from relevancy.core.schema import Column, stored_columns
+from relevancy.runs._migrate import migrate_once
 from relevancy.runs.rows import input_rows, marks, question_rows, result_row, vector_row
 from relevancy.runs.segments import ensure_segments
 from relevancy.runs.stats import ensure_stats
@@ -232,28 +233,23 @@ def move_vectors(db: sqlite3.Connection) -> None:
     each result's vector (``results.ui_vec``) moved to ``result_vectors``, and the table
     rebuilt clustered by ``(run_id, idx)`` (``WITHOUT ROWID``), every other value kept. Nothing
     to do in a store already so."""
-    if not _results_outdated(db):
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if _results_outdated(db):  # not done by another process while we waited
-            have = _results_columns(db)
-            if "ui_vec" in have:
-                db.execute(
-                    "INSERT OR IGNORE INTO result_vectors (run_id, idx, vec) "
-                    "SELECT run_id, idx, ui_vec FROM results WHERE ui_vec IS NOT NULL"
-                )
-            kept = ", ".join(f for f in result_fields() if f in have)
-            table, index = results_table().split(";", 1)
-            db.execute(table.replace("EXISTS results", "EXISTS results_v7", 1))
-            db.execute(f"INSERT INTO results_v7 ({kept}) SELECT {kept} FROM results")
-            db.execute("DROP TABLE results")  # and its indexes
-            db.execute("ALTER TABLE results_v7 RENAME TO results")
-            db.execute(index)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+
+    def change() -> None:
+        have = _results_columns(db)
+        if "ui_vec" in have:
+            db.execute(
+                "INSERT OR IGNORE INTO result_vectors (run_id, idx, vec) "
+                "SELECT run_id, idx, ui_vec FROM results WHERE ui_vec IS NOT NULL"
+            )
+        kept = ", ".join(f for f in result_fields() if f in have)
+        table, index = results_table().split(";", 1)
+        db.execute(table.replace("EXISTS results", "EXISTS results_v7", 1))
+        db.execute(f"INSERT INTO results_v7 ({kept}) SELECT {kept} FROM results")
+        db.execute("DROP TABLE results")  # and its indexes
+        db.execute("ALTER TABLE results_v7 RENAME TO results")
+        db.execute(index)
+
+    migrate_once(db, lambda: not _results_outdated(db), change)
 
 
 def _results_outdated(db: sqlite3.Connection) -> bool:

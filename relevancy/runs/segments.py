@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from relevancy.runs._migrate import migrate_once
 from relevancy.runs.rows import scalar_columns
 
 __all__ = ["SEGMENT_ROWS", "SegmentsMixin", "ensure_segments"]
@@ -56,24 +57,21 @@ _UNFIT = "unfit.txt"
 def ensure_segments(db: sqlite3.Connection) -> None:
     """Create ``run_segments`` and its triggers where they are missing (a store before schema
     7 gains one row per segment of its results), in one transaction."""
-    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    if {"run_segments", *_TRIGGERS} <= names:
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
+
+    def done() -> bool:
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-        if not {"run_segments", *_TRIGGERS} <= names:  # not done by another process meanwhile
-            db.execute(_TABLE)
-            db.execute(
-                f"INSERT OR IGNORE INTO run_segments SELECT run_id, idx >> {SHIFT}, 1 "
-                "FROM results GROUP BY 1, 2"
-            )
-            for name, body in _TRIGGERS.items():
-                db.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+        return {"run_segments", *_TRIGGERS} <= names
+
+    def change() -> None:
+        db.execute(_TABLE)
+        db.execute(
+            f"INSERT OR IGNORE INTO run_segments SELECT run_id, idx >> {SHIFT}, 1 "
+            "FROM results GROUP BY 1, 2"
+        )
+        for name, body in _TRIGGERS.items():
+            db.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+
+    migrate_once(db, done, change)
 
 
 class SegmentsMixin:

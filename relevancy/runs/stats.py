@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from relevancy.runs._migrate import migrate_once
+
 __all__ = ["STATS_KEYS", "ensure_stats", "STATS_SQL"]
 
 #: the categorical columns of ``results`` the totals are kept per (``counts()`` by one of them
@@ -71,25 +73,20 @@ _TRIGGER_NAMES = ("results_stats_insert", "results_stats_delete")
 def ensure_stats(db: sqlite3.Connection) -> None:
     """Create ``run_stats`` and its triggers where they are missing, and fill it from the
     store's results, in one transaction (nothing to do when both are there)."""
-    if _ready(db):
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if not _ready(db):  # not done by another process while we waited
-            db.execute(STATS_SQL)
-            db.execute("DELETE FROM run_stats")
-            db.execute(
-                f"INSERT INTO run_stats (run_id, {_KEYS}, {', '.join(_ADDS)}) "
-                f"SELECT run_id, {_KEYS}, "
-                + ", ".join(f"SUM({a.format(r='results')})" for a in _ADDS.values())
-                + f" FROM results GROUP BY run_id, {_KEYS}"
-            )
-            for trigger in _TRIGGERS:
-                db.execute(trigger)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+
+    def change() -> None:
+        db.execute(STATS_SQL)
+        db.execute("DELETE FROM run_stats")
+        db.execute(
+            f"INSERT INTO run_stats (run_id, {_KEYS}, {', '.join(_ADDS)}) "
+            f"SELECT run_id, {_KEYS}, "
+            + ", ".join(f"SUM({a.format(r='results')})" for a in _ADDS.values())
+            + f" FROM results GROUP BY run_id, {_KEYS}"
+        )
+        for trigger in _TRIGGERS:
+            db.execute(trigger)
+
+    migrate_once(db, lambda: _ready(db), change)
 
 
 def _ready(db: sqlite3.Connection) -> bool:
