@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.dashboard.views.agreement import few_labels, figures_table, score_label_chart
+from relevancy.dashboard.views.agreement import (
+    chart_note,
+    few_labels,
+    figures_table,
+    score_label_chart,
+)
 from relevancy.dashboard.views.format import mode_text, row_label
 from relevancy.dashboard.views.reference import add_band
 from relevancy.dashboard.widgets.drilldown import render_row
@@ -64,6 +69,8 @@ with left:
         levels = run_chance(info.id)
         add_band(chart, max(levels.values(), key=lambda c: c.rows, default=None), axis="y")
     st.plotly_chart(chart, key="agr_chart")
+    if note := chart_note(view):
+        st.caption(note)
 with right:
     st.markdown("**How to read it**")
     st.caption(

@@ -435,3 +435,41 @@ def test_agreement_view_on_haluquestqa_equals_resampling_the_rows(tmp_path, labe
         assert view.overall.spearman.value == pytest.approx(spearman(scores, y))
         same(view.overall.spearman, list(range(len(rows))), 1)
     json.dumps(view.overall.to_dict())  # plain data
+
+
+def test_group_weights_in_an_order_are_the_same_draws_reordered():
+    groups = ["a", "b", "a", "c", "b", "d", "c"]
+    order = np.array([3, 0, 6, 2, 5, 1, 4])
+    plain = np.concatenate(list(group_weights(groups, n_boot=30, seed=2, chunk=7)))
+    ordered = np.concatenate(list(group_weights(groups, n_boot=30, seed=2, chunk=7, order=order)))
+    np.testing.assert_array_equal(ordered, plain[:, order])
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_the_chart_draws_a_stated_sample_of_dots_and_boxes_of_every_row(graded):
+    rng = np.random.default_rng(4)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "row": np.arange(n),
+            "score": rng.random(n),
+            "label": rng.integers(1, 6, n) if graded else rng.integers(0, 2, n),
+            "user_input": [f"question {i // 2}" for i in range(n)],
+        }
+    )
+    view = agreement_view.compute(frame, n_boot=0)
+    whole = agreement_view.score_label_chart(view)
+    assert agreement_view.chart_note(view) is None
+    drawn = agreement_view.score_label_chart(view, points=100)
+    note = agreement_view.chart_note(view, points=100)
+    assert note.startswith("Dots: 100 of the 400 labelled rows")
+    assert ("boxes" in note) == (not graded)
+
+    def dots(fig):
+        return sum(len(t.y) for t in fig.data if getattr(t, "boxpoints", "all") == "all")
+
+    assert dots(whole) == 400 and dots(drawn) == 100
+    if not graded:  # each label's box is of its every row, sampled or not
+        boxes = [len(t.y) for t in drawn.data if t.boxpoints is False]
+        assert sorted(boxes) == sorted((view.frame["good"] == g).sum() for g in (0.0, 1.0))
+        assert [t.name for t in drawn.data][1::2] == [t.name for t in whole.data]

@@ -180,7 +180,7 @@ def _ranks_weighted(values: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _weighted_figures(
-    s: np.ndarray,
+    v: np.ndarray,
     y: np.ndarray,
     good: np.ndarray,
     w: np.ndarray,
@@ -191,42 +191,42 @@ def _weighted_figures(
     """AUROC, Spearman, best threshold, precision and recall (at ``threshold``) of resamples
     given as row weights ``w`` (one line per resample): the figures :func:`auroc`,
     :func:`spearman`, :func:`best_threshold` give on the resampled rows, for many resamples at
-    once."""
+    once. The rows come sorted by score: ``v`` ascending, ``y``, ``good`` and the columns of
+    ``w`` in the same order."""
     nan = np.full(w.shape[0], np.nan)
-    order = np.argsort(s, kind="mergesort")
-    v, pos = s[order], good[order] == 1
-    new = np.r_[True, v[1:] != v[:-1]]
-    start = np.flatnonzero(new)
+    pos = good == 1
+    start = np.flatnonzero(np.r_[True, v[1:] != v[:-1]])
     values = v[start]  # distinct scores, ascending
-    ws = w[:, order]
-    bp = np.add.reduceat(ws * pos, start, axis=1)  # good answers drawn, per distinct score
-    bn = np.add.reduceat(ws * ~pos, start, axis=1)
+    if start.size == v.size:  # every score distinct (the usual case): a row per score
+        bp = w * pos  # good answers drawn, per distinct score
+        bn = w - bp
+    else:
+        bp = np.add.reduceat(w * pos, start, axis=1)
+        bn = np.add.reduceat(w, start, axis=1) - bp
     n_pos, n_neg = bp.sum(axis=1), bn.sum(axis=1)
     both = (n_pos > 0) & (n_neg > 0)
+    m = values.size
     with np.errstate(invalid="ignore", divide="ignore"):
         # AUROC: each good answer against the bad ones below it, ties one half
-        below = np.cumsum(bn, axis=1) - bn
-        area = np.where(both, (bp * (below + bn / 2)).sum(axis=1) / (n_pos * n_neg), nan)
+        below = np.cumsum(bn, axis=1)
+        below -= bn / 2
+        area = np.where(both, np.einsum("ij,ij->i", bp, below) / (n_pos * n_neg), nan)
         # best threshold: Youden's J (times n_pos * n_neg, whole numbers) from the top down
-        tp, fp = np.cumsum(bp[:, ::-1], axis=1), np.cumsum(bn[:, ::-1], axis=1)
         present = (bp + bn)[:, ::-1] > 0
-        j = np.where(present, tp * n_neg[:, None] - fp * n_pos[:, None], -np.inf)
+        j = np.cumsum(bp[:, ::-1], axis=1) * n_neg[:, None]
+        j -= np.cumsum(bn[:, ::-1], axis=1) * n_pos[:, None]
+        j[~present] = -np.inf
         k = np.argmax(j, axis=1)
         top = values[::-1]
         # the next lower score present in the resample (halfway to it)
-        idx = np.where(present, np.arange(present.shape[1]), present.shape[1])
-        nxt = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
-        after = np.where(
-            k + 1 < present.shape[1],
-            nxt[np.arange(len(k)), np.minimum(k + 1, present.shape[1] - 1)],
-            present.shape[1],
-        )
-        lower = top[np.minimum(after, len(top) - 1)]
-        cut = np.where(after < len(top), (top[k] + lower) / 2, top[k])
+        later = present & (np.arange(m) > k[:, None])
+        after = np.where(later.any(axis=1), np.argmax(later, axis=1), m)
+        lower = top[np.minimum(after, m - 1)]
+        cut = np.where(after < m, (top[k] + lower) / 2, top[k])
         cut = np.where(both, cut, nan)
         # precision and recall of calling the answers at or above the point's threshold good
-        called = (s >= threshold) if math.isfinite(threshold) else np.zeros(s.size, bool)
-        hits = w @ (called & (good == 1)).astype(np.float64)
+        called = (v >= threshold) if math.isfinite(threshold) else np.zeros(v.size, bool)
+        hits = w @ (called & pos).astype(np.float64)
         n_called = w @ called.astype(np.float64)
         precision = np.where(n_called > 0, hits / n_called, nan)
         recall = np.where(n_pos > 0, hits / n_pos, nan)
@@ -234,7 +234,7 @@ def _weighted_figures(
             precision, recall = nan, nan
         rho = nan
         if graded:
-            ra, rb = _ranks_weighted(s, w), _ranks_weighted(y, w)
+            ra, rb = _ranks_weighted(v, w), _ranks_weighted(y, w)
             total = w.sum(axis=1, keepdims=True)
             da = ra - (w * ra).sum(axis=1, keepdims=True) / total
             db = rb - (w * rb).sum(axis=1, keepdims=True) / total
@@ -385,11 +385,11 @@ def agreement(
 
     if n_boot > 0 and s.size >= 2:
         chunk = max(1, min(100, 1_000_000 // s.size))  # resamples at a time: ~8 MB a matrix
+        order = np.argsort(s, kind="mergesort")  # sorted once, not in every chunk
+        draws = group_weights(g.tolist(), n_boot=n_boot, seed=seed, chunk=chunk, order=order)
+        so, yo, go = s[order], y[order], good[order]
         boots = np.concatenate(
-            [
-                _weighted_figures(s, y, good, w, graded=kind == "graded", threshold=t)
-                for w in group_weights(g.tolist(), n_boot=n_boot, seed=seed, chunk=chunk)
-            ]
+            [_weighted_figures(so, yo, go, w, graded=kind == "graded", threshold=t) for w in draws]
         )
         low, high = np.full(5, np.nan), np.full(5, np.nan)
         for k, column in enumerate(boots.T):

@@ -112,20 +112,29 @@ def group_bootstrap(
 
 
 def group_weights(
-    groups: Sequence[Hashable], *, n_boot: int = 2000, seed: int = 0, chunk: int = 100
+    groups: Sequence[Hashable],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    chunk: int = 100,
+    order: np.ndarray | None = None,
 ) -> Iterator[np.ndarray]:
     """The resamples of :func:`group_bootstrap` as row weights, ``chunk`` resamples at a time.
 
     Each yielded array has one line per resample and one column per row: how many times the
     row's group was drawn (the same draws as :func:`group_bootstrap` with the same ``seed``).
     A figure computed with these weights equals the figure of the resampled rows, without
-    building them: fast for figures that vectorise over resamples.
+    building them: fast for figures that vectorise over resamples. With ``order`` (a
+    permutation of the rows), the columns come in that order: the same draws, without a copy
+    of each array to reorder it.
 
     >>> next(group_weights(["a", "a", "b"], n_boot=2, seed=0)).tolist()
     [[0.0, 0.0, 2.0], [1.0, 1.0, 1.0]]
     """
     codes: dict[Hashable, int] = {}
     row_group = np.array([codes.setdefault(g, len(codes)) for g in groups], dtype=np.int64)
+    if order is not None:
+        row_group = row_group[order]
     rng = np.random.default_rng(seed)
     for start in range(0, n_boot, chunk):
         size = min(chunk, n_boot - start)
@@ -135,4 +144,4 @@ def group_weights(
                 for _ in range(size)
             ]
         )
-        yield counts[:, row_group].astype(np.float64)
+        yield counts.astype(np.float64)[:, row_group]  # one array of rows' size, not two

@@ -36,6 +36,8 @@ __all__ = [
     "few_labels",
     "figures_table",
     "score_label_chart",
+    "chart_note",
+    "CHART_POINTS",
 ]
 
 #: fewer labelled rows than this give intervals too wide to read much into
@@ -44,6 +46,8 @@ FEW_LABELS = 20
 WIDE_CI = 0.4
 
 _GOOD, _BAD = "#16a34a", "#dc2626"
+#: dots drawn in the score-by-label chart; above, a stated sample (its boxes are of every row)
+CHART_POINTS = 5_000
 
 
 @dataclass
@@ -183,34 +187,67 @@ def figures_table(view: AgreementView) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def score_label_chart(view: AgreementView, *, height: int = 380) -> go.Figure:
+def chart_note(view: AgreementView, *, points: int = CHART_POINTS) -> str | None:
+    """What the chart's dots are when they are a sample of the labelled rows (None: all)."""
+    rows = len(view.frame)
+    if rows <= points:
+        return None
+    boxes = "the boxes and " if view.overall.kind == "binary" else ""
+    return (
+        f"Dots: {points:,} of the {rows:,} labelled rows, drawn at random; {boxes}every figure "
+        "on this page use all of them."
+    )
+
+
+def score_label_chart(
+    view: AgreementView, *, height: int = 380, points: int = CHART_POINTS
+) -> go.Figure:
     """Scores against labels: binary labels as two strips (bad, good) of dots with their box;
-    graded labels as a scatter (label on x); the best threshold as a dashed line."""
+    graded labels as a scatter (label on x); the best threshold as a dashed line. Above
+    ``points`` labelled rows the dots are a random sample of them (:func:`chart_note`); the
+    boxes are always of every row."""
     frame = view.frame
     fig = go.Figure()
     threshold = view.threshold
     if frame.empty:
         return fig
+    every = frame
+    if len(frame) > points:
+        frame = frame.sample(points, random_state=0).sort_index()
     text = [hover_text(q, 60, 200) for q in frame["user_input"]]
     custom = (frame["row"].astype(int) + 1).tolist()
     if view.overall.kind == "binary":
         for good, name, color in ((0.0, "bad label", _BAD), (1.0, "good label", _GOOD)):
             m = (frame["good"] == good).to_numpy()
+            label = f"{name} ({int((every['good'] == good).sum())})"
+            sampled = len(frame) < len(every)
+            if sampled:  # the box of every labelled row, the dots of the sample over it
+                fig.add_trace(
+                    go.Box(
+                        y=every["score"][every["good"] == good],
+                        name=label,
+                        boxpoints=False,
+                        line=dict(color=color),
+                        fillcolor="rgba(0,0,0,0)",
+                    )
+                )
             fig.add_trace(
                 go.Box(
                     y=frame["score"][m],
-                    name=f"{name} ({int(m.sum())})",
+                    name=label,
                     boxpoints="all",
                     jitter=0.45,
                     pointpos=0,
                     marker=dict(color=color, size=7, opacity=0.75),
-                    line=dict(color=color),
+                    line=dict(width=0, color="rgba(0,0,0,0)") if sampled else dict(color=color),
                     fillcolor="rgba(0,0,0,0)",
+                    hoveron="points" if sampled else "boxes+points",
                     text=[t for t, k in zip(text, m) if k],
                     customdata=[c for c, k in zip(custom, m) if k],
                     hovertemplate="row %{customdata} · score %{y:.3f}<br>%{text}<extra></extra>",
                 )
             )
+        fig.update_layout(boxmode="overlay")
         fig.update_yaxes(title_text="score")
     else:
         colors = [_GOOD if g == 1 else _BAD for g in frame["good"]]
