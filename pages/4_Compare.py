@@ -173,7 +173,11 @@ n_show = (
 runs_of = {"a": sides.run_a, "b": sides.run_b}
 settings_of = {r.id: r.settings for r in list_runs()}
 for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
-    with st.expander(f"{rank}. {fmt(pair['diff'])} · {str(pair['user_input'])[:90]}", rank == 1):
+    title = f"{rank}. {fmt(pair['diff'])} · {str(pair['user_input'])[:90]}"
+    # drawn when opened (each drill-down reads and draws two results)
+    with st.expander(title, rank == 1, key=f"cmp_open_{rank}", on_change="rerun") as shown:
+        if not shown.open:
+            continue
         st.markdown("**Question**")
         st.text(str(pair["user_input"]))
         for col, side, label in zip(st.columns(2), "ab", (label_a, label_b)):

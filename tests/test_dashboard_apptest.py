@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -303,6 +304,17 @@ def test_compare_variants_and_regressions():
     pairs = _table(at, "cmp_table")
     assert len(pairs) == 24 and pairs["B − A"].is_monotonic_increasing
     assert len(at.expander) >= 5  # the biggest regressions, side by side
+
+    # the first is open and drawn; the others are drawn once opened (a rerun each)
+    def regressions():
+        return [e for e in at.expander if re.match(r"\d+\. ", e.label)][:5]
+
+    assert [bool(e.markdown) for e in regressions()] == [True, False, False, False, False]
+    at.session_state["cmp_open_3"] = True
+    at.run()
+    ok(at)
+    assert [bool(e.markdown) for e in regressions()] == [True, False, True, False, False]
+    assert any("[row " in m.value for m in regressions()[2].markdown)
     # swapping A and B swaps wins and losses: B's wins become A's, the mean difference flips
     before = list(metrics(at).items())
     at.selectbox(key="cmp_a").set_value("prompt-B")
