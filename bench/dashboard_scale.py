@@ -124,19 +124,20 @@ def export_run(path: Path, run_id: int, folder: Path) -> dict[str, Any]:
 
 
 def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
-    import streamlit as st
     from streamlit.testing.v1 import AppTest
+
+    from relevancy.dashboard.widgets.state import clear_run_caches
 
     renders: dict[str, Any] = {}
     at = None
     for page in PAGES:
-        st.cache_data.clear()  # a first visit: nothing of the run cached yet
+        clear_run_caches()  # a first visit: nothing of the run cached yet
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
         at.session_state["active_run"] = run_id
         started = time.perf_counter()
         if page != "app.py":
             at.run()
-            st.cache_data.clear()
+            clear_run_caches()
             started = time.perf_counter()
             at.switch_page(f"pages/{page}")
         at.run()

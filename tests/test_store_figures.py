@@ -142,3 +142,25 @@ def test_a_column_with_a_value_per_row_is_not_offered_as_a_split():
     assert "kind" in splits and "created_at" not in splits
     columns = visit(at, "4_Compare.py").selectbox(key="cmp_column").options
     assert "kind" in columns and "created_at" not in columns
+
+
+def test_a_page_changing_its_columns_leaves_the_cached_ones_alone():
+    """Run columns are cached as the frame itself (not pickled): each read is a copy, so a
+    page that changes its frame changes nobody else's."""
+    from relevancy.dashboard.widgets.state import clear_run_caches, run_columns
+    from relevancy.paths import default_store_path
+
+    store = RunStore(default_store_path())
+    run = store.create_run("x", {}, synthetic_inputs(50))
+    for batch in synthetic_results(50):
+        store.append_results(run, batch)
+    clear_run_caches()
+    names = ["score", "variant", "user_input"]
+    first = run_columns(run, names)
+    kept = first.copy(deep=True)
+    first.loc[first.index[0], "score"] = 99.0
+    first["variant"] = "changed"
+    first["extra"] = 1
+    again = run_columns(run, names)
+    pd.testing.assert_frame_equal(again, kept)
+    pd.testing.assert_frame_equal(again, store.columns(run, names))

@@ -132,6 +132,7 @@ class SegmentsMixin:
     def _segment_frame(self, run_id: int, names: Sequence[str]) -> pd.DataFrame | None:
         """Columns ``names`` (and ``row``) of every scored row, from the segments (made where
         missing or out of date); None when the run's columns do not fit Parquet."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         folder = self.segments_folder(run_id)
@@ -154,12 +155,15 @@ class SegmentsMixin:
                 path = built  # maybe newer than the version read above: newer rows, whole
             with contextlib.suppress(FileNotFoundError, KeyError, ValueError):
                 # replaced by a newer file meanwhile, or still without a column: from the rows
-                parts.append(pq.read_table(path, columns=["row", *names]).to_pandas())
+                parts.append(pq.read_table(path, columns=["row", *names]))
                 continue
             return None
         if not parts:
             return None
-        return pd.concat(parts, ignore_index=True)
+        try:  # one table, made into pandas once (types widened as pandas would)
+            return pa.concat_tables(parts, promote_options="permissive").to_pandas()
+        except (TypeError, ValueError):  # no promotion joins them (numbers here, text there)
+            return pd.concat([p.to_pandas() for p in parts], ignore_index=True)
 
     def seal_segments(self, run_id: int, rows: Iterable[int] = ()) -> None:
         """Make the file of each segment of ``rows`` whose input rows are all scored (a writer

@@ -43,7 +43,12 @@ __all__ = [
     "run_result",
     "run_points",
     "scored_run",
+    "clear_run_caches",
 ]
+
+#: pandas 3 copies on write: a shallow copy of a cached frame can be changed without changing
+#: the cached one (pandas 2 needs a deep copy for that)
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
 def _sync(key: str) -> None:
@@ -118,7 +123,9 @@ def load_run(run_id: int) -> RunData:
     return _load(str(store.path), int(run_id), store.version(run_id))
 
 
-@st.cache_data(show_spinner=False, max_entries=24)
+# kept as the frame itself, not pickled (st.cache_data pickles what it keeps and unpickles it
+# on every read: 0.4 s and 0.1 s for a million rows' Compare columns); each read gets a copy
+@st.cache_resource(show_spinner=False, max_entries=24)
 def _columns(path: str, run_id: int, version: str, names: tuple[str, ...]) -> pd.DataFrame:
     return RunStore(path).columns(run_id, names)
 
@@ -126,7 +133,15 @@ def _columns(path: str, run_id: int, version: str, names: tuple[str, ...]) -> pd
 def run_columns(run_id: int, names: Sequence[str]) -> pd.DataFrame:
     """Just these columns of every scored row (and ``row``), cached until the run changes."""
     store = get_store()
-    return _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
+    frame = _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
+    return frame.copy(deep=not _COPY_ON_WRITE)
+
+
+def clear_run_caches() -> None:
+    """Forget every run's cached figures and columns (the models stay loaded): a page then
+    reads the store as on a first visit."""
+    st.cache_data.clear()
+    _columns.clear()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
