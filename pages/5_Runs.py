@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from relevancy import RelevancyError
-from relevancy.dashboard.views.format import esc, fmt, mode_text
+from relevancy.dashboard.views.format import esc, export_note, fmt, mode_text
 from relevancy.dashboard.widgets.cost_panel import current_prices, usage_metrics
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.permalink import dashboard_url
@@ -185,4 +185,6 @@ st.caption(
     "(spreadsheet formulas are defused in CSV). The HTML report is a single offline file with "
     "the summary, charts and lowest rows, each linking back to its drill-down here."
 )
+if note := export_note(info.id, info.n_scored, slug):  # a download is built in memory
+    st.caption(note)
 writeback_panel(store, info, settings.threshold)  # runs read from Phoenix or MLflow

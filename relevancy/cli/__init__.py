@@ -1,5 +1,5 @@
-"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare``, ``cache``,
-``doctor`` and ``dashboard``.
+"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare``, ``export``,
+``cache``, ``doctor`` and ``dashboard``.
 
 One module per command, each with ``register(sub)`` (its parser) and the function that runs it;
 the options they share are in :mod:`relevancy.cli.options`. Only the module of the command given
@@ -35,6 +35,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "labelled set shipped with the package",
     ),
     "compare": ("compare", "pair two scored result files (or run:ID) and judge NEW against BASE"),
+    "export": (
+        "export",
+        "write a saved run's scored rows to a CSV, JSONL, JSON or Parquet file, a chunk at a "
+        "time (a run of any size, in flat memory)",
+    ),
     "cache": ("cache", "show or clear the persistent cache"),
     "doctor": (
         "doctor",

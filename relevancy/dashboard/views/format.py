@@ -27,6 +27,8 @@ __all__ = [
     "row_label",
     "error_text",
     "reason_counts",
+    "export_note",
+    "FILE_IN_MEMORY_UP_TO",
 ]
 
 
@@ -122,3 +124,19 @@ def reason_counts(counts: dict[str, int]) -> str:
     existed are counted as "not triaged")."""
     parts = [f"{n:,} {reason or 'not triaged'}" for reason, n in counts.items()]
     return "By main reason: " + " · ".join(parts) if parts else ""
+
+
+#: above this many scored rows the Runs page also gives the CLI export's command
+FILE_IN_MEMORY_UP_TO = 100_000
+
+
+def export_note(run_id: int, rows: int, stem: str) -> str | None:
+    """For a run too big to build comfortably in memory: the ``relevancy export`` command that
+    writes it a chunk at a time (None for a smaller run)."""
+    if rows <= FILE_IN_MEMORY_UP_TO:
+        return None
+    return (
+        f"The file of these {rows:,} rows is built whole in this server's memory when a button "
+        f"is clicked. `relevancy export {run_id} {stem}.parquet` writes it on this "
+        "machine a chunk at a time, in flat memory (or .csv, .jsonl, .json)."
+    )
