@@ -11,6 +11,7 @@ from relevancy.dashboard.widgets.state import scored_run
 from relevancy.dashboard.widgets.timeline_panel import (
     controls,
     draw_timeline,
+    live_caption,
     live_interval,
     time_column,
 )
@@ -31,5 +32,5 @@ every = live_interval(info)
 if every is None:
     draw_timeline(info.id, picked)
 else:
-    st.caption(f"🔴 Following this run: the chart takes in new rows every {every:g} s.")
+    st.caption(live_caption(info, every))
     st.fragment(run_every=every)(draw_timeline)(info.id, picked)

@@ -301,7 +301,9 @@ def test_over_time_page_draws_the_store_buckets_opens_rows_and_alerts():
     at.session_state["active_run"] = run_id
     visit(at, "7_Over_time.py")
     assert at.selectbox(key=f"ot_time_{run_id}").value == "start_time"
-    assert any("Following this run" in c.value for c in at.caption)  # just written: live
+    # just written, not followed: refreshed while it changes, and said so (not "following")
+    assert any("This run changed in the last 5 minutes" in c.value for c in at.caption)
+    assert not any("Following" in c.value for c in at.caption)
     captions = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # markdown escapes off
     assert any("1 cell(s) are not times (such as 'n/a')" in c for c in captions)
     assert any(
@@ -403,3 +405,19 @@ def test_change_marks_keep_time_order_when_some_rows_have_no_time():
         ["llm", "1", "a"],
     ]
     assert [t.hour for t in marks["time"]] == [10, 13, 13]
+
+
+def test_only_a_followed_run_says_it_is_followed(tmp_path):
+    from relevancy.dashboard.widgets.timeline_panel import live_caption, live_interval
+    from relevancy.runs import RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    follow = {"follow": {"source": "http://127.0.0.1:1/v1/traces", "interval": 3}}
+    followed, _, _ = timed_run(store, settings=follow, scored=8)
+    saved, _, _ = timed_run(store, scored=8)  # a CLI run just saved
+    info = store.get_run(followed)
+    assert live_interval(info) == 3
+    assert live_caption(info, 3).startswith("🔴 Following this run")
+    info = store.get_run(saved)
+    assert live_interval(info) == 10
+    assert live_caption(info, 10).startswith("🟠 This run changed in the last 5 minutes")

@@ -36,7 +36,15 @@ from relevancy.errors import InputError
 from relevancy.report.timeline_chart import timeline_figure
 from relevancy.runs import RunInfo, RunStore
 
-__all__ = ["Controls", "NO_TIME", "time_column", "controls", "live_interval", "draw_timeline"]
+__all__ = [
+    "Controls",
+    "NO_TIME",
+    "time_column",
+    "controls",
+    "live_interval",
+    "live_caption",
+    "draw_timeline",
+]
 
 #: the one line a run without a time column gets
 NO_TIME = (
@@ -144,6 +152,18 @@ def live_interval(info: RunInfo, *, now: datetime | None = None) -> float | None
     if follow or (updated is not None and now - updated <= LIVE_WITHIN):
         return DEFAULT_INTERVAL
     return None
+
+
+def live_caption(info: RunInfo, every: float) -> str:
+    """What the page says while it refreshes: a followed run is followed; another run (a CLI
+    run just saved, a run being scored) is only said to have changed lately."""
+    if info.settings.get("follow"):
+        return f"🔴 Following this run: the chart takes in new rows every {every:g} s."
+    minutes = int(LIVE_WITHIN.total_seconds() // 60)
+    return (
+        f"🟠 This run changed in the last {minutes} minutes: the chart takes in new rows every "
+        f"{every:g} s while it changes."
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
