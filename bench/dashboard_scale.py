@@ -16,8 +16,10 @@ Each dashboard size runs in a process of its own (so its peak memory is its own)
 5. the process's peak RSS (VmHWM).
 
 The CLI: ``relevancy score`` as a subprocess on 10,000 and 100,000 generated rows against the
-toy server (instant answers, its hashed embeddings), with its peak RSS from ``wait4`` and its
-rows per second. The "before" figures are those of the Dec 2 run, kept in
+toy server (instant answers, its hashed embeddings), each run saved to a fresh run store
+(``--save-run``), with its peak RSS from ``wait4`` and its rows per second; with ``--cli-into
+STORE``, each size again saved into STORE (a store already holding a million rows: does writing
+there keep the rate and the memory?). The "before" figures are those of the Dec 2 run, kept in
 ``bench/results/dashboard_scale_before.json``.
 
 The CLI with the embedded embedder (``--local-rows``, default 500 and 3,000): questions from the
@@ -29,6 +31,7 @@ toy server, MiniLM in the process (``--llm openai:toy-chat --embeddings local``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -103,22 +106,30 @@ def one_size(n: int, timeout: float) -> dict[str, Any]:
 def export_run(path: Path, run_id: int, folder: Path) -> dict[str, Any]:
     """The whole run exported to CSV (``RunStore.export``, a chunk of rows at a time) in a
     process of its own: its time and peak RSS (flat when the export streams)."""
+    # the peak is the child's own VmHWM: Linux's maxrss of a spawned child (wait4) counts the
+    # parent's RSS at the spawn, and this process holds the run it just wrote (it read 158 / 277
+    # / 364 MiB at 10,000 / 100,000 / 1,000,000 rows where the export itself peaks at ~150)
     code = (
         "import sys; from relevancy.runs import RunStore; "
-        "RunStore(sys.argv[1]).export(int(sys.argv[2]), sys.argv[3])"
+        "RunStore(sys.argv[1]).export(int(sys.argv[2]), sys.argv[3]); "
+        "print(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
     out = folder / "export.csv"
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path), str(run_id), str(out)])
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(run_id), str(out)],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - started
     size = out.stat().st_size if out.exists() else 0
     out.unlink(missing_ok=True)
-    log(f"  export to CSV: {wall:.1f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MiB")
+    peak = float(done.stdout.split()[-2]) / 1024 if "VmHWM" in done.stdout else None
+    log(f"  export to CSV: {wall:.1f} s, peak RSS {peak or 0:.0f} MiB")
     return {
-        "export_exit": os.waitstatus_to_exitcode(status),
+        "export_exit": done.returncode,
         "export_s": r(wall),
-        "export_peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
+        "export_peak_rss_mb": r(peak, 1) if peak is not None else None,
         "export_mb": r(size / 2**20, 1),
     }
 
@@ -169,8 +180,20 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
     return out
 
 
-def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
-    """``relevancy score`` on ``n`` generated rows as a subprocess: wall time and peak RSS."""
+def _scored_rows(store: Path) -> int:
+    """Scored rows a run store holds (0 when there is none yet), read with sqlite3 alone."""
+    import sqlite3
+
+    if not store.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        return int(db.execute("SELECT COALESCE(SUM(rows), 0) FROM run_stats").fetchone()[0])
+
+
+def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> dict[str, Any]:
+    """``relevancy score`` on ``n`` generated rows as a subprocess, the run saved to a run store
+    (``--save-run``; a fresh one in ``folder``, or ``store``, which may hold a million rows
+    already): wall time, rows/s and peak RSS."""
     import pandas as pd
 
     src = folder / f"rows_{n}.csv"
@@ -183,7 +206,13 @@ def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
             ],
         }
     ).to_csv(src, index=False)
-    env = {**os.environ, "RELEVANCY_CACHE_DIR": str(folder / f"cache_{n}")}
+    store = store or folder / f"runs_{n}.sqlite3"
+    before = _scored_rows(store)
+    env = {
+        **os.environ,
+        "RELEVANCY_CACHE_DIR": str(folder / f"cache_{n}_{before}"),
+        "RELEVANCY_STORE": str(store),
+    }
     cmd = [
         sys.executable,
         "-m",
@@ -201,15 +230,23 @@ def cli_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
         "openai:toy-embed",
         "--base-url",
         base_url,
+        "--save-run",
+        f"bench {n:,} rows",
     ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     stdout = proc.stdout.read().decode() if proc.stdout else ""
-    log(f"  CLI {n:,} rows: {wall:.0f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MiB")
+    after = _scored_rows(store)
+    log(
+        f"  CLI {n:,} rows into a store of {before:,}: {wall:.0f} s, peak RSS "
+        f"{usage.ru_maxrss / 1024:.0f} MiB"
+    )
     return {
         "rows": n,
+        "store_rows_before": before,
+        "store_rows_saved": after - before,
         "exit": os.waitstatus_to_exitcode(status),
         "wall_s": r(wall),
         "rows_per_s": r(n / wall, 1),
@@ -268,6 +305,8 @@ def local_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
         "local",
         "--base-url",
         base_url,
+        "--save-run",
+        f"bench {n:,} rows",
     ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -310,6 +349,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.cli_rows:
         with tempfile.TemporaryDirectory() as folder, ToyServer() as server:
             out["cli"] = [cli_run(n, server.base_url, Path(folder)) for n in args.cli_rows]
+            for n in args.cli_rows if args.cli_into else ():  # the same, into a large store
+                out["cli"].append(cli_run(n, server.base_url, Path(folder), args.cli_into))
     if args.local_rows:
         with tempfile.TemporaryDirectory() as folder, ToyServer() as server:
             out["local"] = [local_run(n, server.base_url, Path(folder)) for n in args.local_rows]
@@ -418,10 +459,12 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     ]
     head = ["", "before: 10,000 rows (Dec 2)", *(f"{d['rows']:,} rows" for d in sizes)]
     cli = table(
-        ["rows", "exit", "wall s", "rows/s", "peak RSS MiB"],
+        ["rows", "store held", "saved", "exit", "wall s", "rows/s", "peak RSS MiB"],
         [
             [
                 f"{c['rows']:,}",
+                fmt(c.get("store_rows_before"), 0),
+                fmt(c.get("store_rows_saved"), 0),
                 c.get("exit"),
                 fmt(c.get("wall_s"), 0),
                 fmt(c.get("rows_per_s"), 1),
@@ -494,6 +537,14 @@ def arguments(p: argparse.ArgumentParser) -> None:
         nargs="*",
         default=[500, 3_000],
         help="CLI run sizes with the embedded embedder, answers of 1-8 sentences (none: skip)",
+    )
+    p.add_argument(
+        "--cli-into",
+        type=Path,
+        default=None,
+        metavar="STORE",
+        help="also run each CLI size saving its run into this run store (one already holding "
+        "a million rows: the rate and memory of writing there)",
     )
     p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
     p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
