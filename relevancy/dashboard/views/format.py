@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from typing import Any
 
 from relevancy.core.redact import redact
@@ -130,13 +131,16 @@ def reason_counts(counts: dict[str, int]) -> str:
 FILE_IN_MEMORY_UP_TO = 100_000
 
 
-def export_note(run_id: int, rows: int, stem: str) -> str | None:
+def export_note(run_id: int, rows: int, stem: str, store: str) -> str | None:
     """For a run too big to build comfortably in memory: the ``relevancy export`` command that
-    writes it a chunk at a time (None for a smaller run)."""
+    writes it a chunk at a time, naming this run store (None for a smaller run)."""
     if rows <= FILE_IN_MEMORY_UP_TO:
         return None
+    command = (
+        f"relevancy export {run_id} {shlex.quote(stem + '.parquet')} --store {shlex.quote(store)}"
+    )
     return (
         f"The file of these {rows:,} rows is built whole in this server's memory when a button "
-        f"is clicked. `relevancy export {run_id} {stem}.parquet` writes it on this "
-        "machine a chunk at a time, in flat memory (or .csv, .jsonl, .json)."
+        f"is clicked. `{command}` writes it on this machine a chunk at a time, in flat memory "
+        "(or .csv, .jsonl, .json)."
     )
