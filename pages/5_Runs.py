@@ -185,8 +185,7 @@ st.caption(
     "(spreadsheet formulas are defused in CSV). The HTML report is a single offline file with "
     "the summary, charts and lowest rows, each linking back to its drill-down here."
 )
-if note := export_note(
-    info.id, info.n_scored, slug, str(store.path)
-):  # a download is built in memory
+# a download is built in memory: a big run's note gives the CLI command that streams it
+if note := export_note(info.id, info.n_scored, slug, str(store.path)):
     st.caption(note)
 writeback_panel(store, info, settings.threshold)  # runs read from Phoenix or MLflow

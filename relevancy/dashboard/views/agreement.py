@@ -192,11 +192,12 @@ def chart_note(view: AgreementView, *, points: int = CHART_POINTS) -> str | None
     rows = len(view.frame)
     if rows <= points:
         return None
-    boxes = "the boxes and " if view.overall.kind == "binary" else ""
-    return (
-        f"Dots: {points:,} of the {rows:,} labelled rows, drawn at random; {boxes}every figure "
-        "on this page use all of them."
+    uses = (
+        "the boxes and every figure on this page use"
+        if view.overall.kind == "binary"
+        else "every figure on this page uses"
     )
+    return f"Dots: {points:,} of the {rows:,} labelled rows, drawn at random; {uses} all of them."
 
 
 def score_label_chart(
