@@ -11,8 +11,9 @@ Each dashboard size runs in a process of its own (so its peak memory is its own)
 3. opening the store and listing its runs, and the whole run exported to CSV in a process of
    its own (its time and peak RSS: flat across sizes when the export streams);
 4. the first render of every page under ``streamlit.testing.v1.AppTest`` with the run active
-   (``st.cache_data`` cleared before each, as on a first visit), then one drill-down and one
-   filter change on the Dataset page, and at 10,000 rows the Embeddings page with all points;
+   (the run caches cleared before each, as on a first visit), then one drill-down, one filter
+   change and one sort change on the Dataset page, and at 10,000 rows the Embeddings page with
+   all points;
 5. the process's peak RSS (VmHWM).
 
 The CLI: ``relevancy score`` as a subprocess on 10,000 and 100,000 generated rows against the
@@ -138,6 +139,7 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
     from streamlit.testing.v1 import AppTest
 
     from relevancy.dashboard.widgets.state import clear_run_caches
+    from relevancy.runs import SORTS
 
     renders: dict[str, Any] = {}
     at = None
@@ -170,6 +172,9 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
     started = time.perf_counter()
     at.toggle(key="ds_only_low").set_value(True).run()
     out["filter_change_s"] = r(time.perf_counter() - started)
+    started = time.perf_counter()  # the grid sorted the other way (the store's index by score)
+    at.selectbox(key="ds_sort").set_value(SORTS[1]).run()
+    out["sort_change_s"] = r(time.perf_counter() - started)
     out["interaction_exceptions"] = [str(e.value)[:200] for e in at.exception]
     if 1_500 < n <= 10_000:  # above the page's sample of 1,500 rows it offers all points
         at.switch_page("pages/3_Embeddings.py")
@@ -404,6 +409,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         before.get("apptest_rerender_dataset_s"),
         "filter_change_s",
     )
+    line("one sort change (Dataset, highest score first), s", None, "sort_change_s")
     line("Embeddings with all points (WebGL), s", None, "embeddings_all_points_s")
     line("export the whole run to CSV (own process), s", None, "export_s")
     line("export: peak RSS of its process, MiB", None, "export_peak_rss_mb", 0)
@@ -438,6 +444,8 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         if d["rows"] >= 1_000_000:
             drill = d.get("drilldown_s")
             targets.append((f"{n}: drill-down, s", drill, "≤ 1", (drill or 99) <= 1))
+            if (turn := d.get("sort_change_s")) is not None:  # measured since Dec 6, night
+                targets.append((f"{n}: sort change, s", turn, "≤ 1", turn <= 1))
         kib = d.get("store_kib_per_row_without_vectors")
         targets.append(
             (
