@@ -21,7 +21,7 @@ from relevancy.dashboard.widgets.state import (
     run_result,
     scored_run,
 )
-from relevancy.dashboard.widgets.waiting import run_with_progress
+from relevancy.dashboard.widgets.waiting import run_with_progress, shade_all_rows
 
 #: above this many scored rows the map draws a stratified sample (all points one click away)
 SAMPLE_ROWS = 1500
@@ -118,6 +118,8 @@ except RelevancyError as exc:
     st.error(esc(exc), icon="⛔")
     st.stop()
 
+shade = shade_all_rows(store, info, rows, matrix, linear=method == "pca" and int(dims) == 2)
+
 n_orig = int((points["kind"] == "question").sum())
 st.caption(
     (f"A sample of {len(rows):,} of {info.n_scored:,} rows: " if rows is not None else "")
@@ -126,9 +128,18 @@ st.caption(
     "should match: short lines and tight clusters mean relevant answers; long lines and "
     "distant points mean the answer drifted. Hover for the text; click a point to open its "
     "row below, or pick the lasso or the box in the chart's toolbar to select several."
+    + (
+        f" Shaded: all {shade.total:,} points of the {info.n_scored:,} rows (each row's "
+        "question and generated questions), placed by the same PCA, fitted on the sample"
+        + (f"; {shade.outside:,} fall outside the frame." if shade.outside else ".")
+        if shade is not None
+        else ""
+    )
 )
 event = st.plotly_chart(
-    projection_chart.projection_scatter(points, coords, color_by=color_by, dims=int(dims)),
+    projection_chart.projection_scatter(
+        points, coords, color_by=color_by, dims=int(dims), density=shade
+    ),
     key="emb_chart",
     on_select="rerun",
     selection_mode=("points", "box", "lasso"),

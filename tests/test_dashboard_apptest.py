@@ -23,6 +23,7 @@ from relevancy.report.charts import DOTS_UP_TO
 from relevancy.runs import DEMO_RUN_NAME, RunStore
 from relevancy.scoring.judge import load_check_set
 from relevancy.scoring.metric import API_CONCURRENCY, EMBEDDED_CONCURRENCY
+from relevancy.testing.synthetic import write_synthetic_run
 
 from helpers import DEMO, ROOT, app, choose_toy_backend, metrics, ok, store_bytes, visit
 
@@ -282,6 +283,33 @@ def test_embeddings_projection_and_row_selection():
     ok(at)
     assert any("row 6" in c.value for c in at.caption)  # the run's row 5, shown 1-based
     assert _charts(at)[-1]["data"][0]["type"] == "bar"
+
+
+def test_embeddings_shades_every_row_beneath_a_sample():
+    """Above the drawn sample, the 2-D PCA fitted on the sample places every row's vectors
+    (read a chunk at a time) as shaded bins beneath the dots, and the caption counts them."""
+    at = app()
+    store = RunStore(default_store_path())
+    run_id = write_synthetic_run(store, 1600, name="bigger than the sample")
+    at.session_state["active_run"] = run_id
+    visit(at, "3_Embeddings.py")
+    assert "A sample of 1,500 of 1,600 rows" in at.caption[0].value
+    assert _charts(at)[0]["data"][0]["name"] == "links"  # nothing shaded until asked
+    at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
+    ok(at)
+    shaded = _charts(at)[0]["data"][0]
+    assert shaded["type"] == "heatmap" and shaded["name"] == "every row"
+    on_grid = int(np.array(_values(shaded["customdata"])).sum())
+    caption = next(c.value for c in at.caption if "Shaded:" in c.value)
+    off = re.search(r"; ([\d,]+) fall outside the frame", caption)
+    outside = int(off.group(1).replace(",", "")) if off else 0
+    assert on_grid + outside == 1600 * 4  # each row's question and its three generated ones
+    assert "all 6,400 points of the 1,600 rows" in caption
+    # only a linear map can place every row: in 3-D (or UMAP, t-SNE) the toggle is off
+    at.segmented_control(key="emb_dims").set_value(3).run()
+    ok(at)
+    assert at.toggle(key=f"emb_density_{run_id}").disabled
+    assert {t["type"] for t in _charts(at)[0]["data"]} == {"scatter3d"}
 
 
 # --- compare ------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from relevancy.analysis.explain import (
     explain_result,
     worked_mean,
 )
-from relevancy.analysis.projection import pca, project, stratified_sample
+from relevancy.analysis.projection import density, fit_pca, pca, project, stratified_sample
 from relevancy.core.result import QuestionScore
 from relevancy.core.text import split_question_parts, split_sentences
 from relevancy.core.triage import SentenceScore
@@ -36,6 +36,7 @@ from relevancy.io import apply_mapping, guess_mapping
 from relevancy.report import charts, compare_charts
 from relevancy.report.html import build_report
 from relevancy.runs import DEMO_RUN_NAME, RunStore, clean_settings, import_demo
+from relevancy.testing.synthetic import write_synthetic_run
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-1234567890abcdef"
 
@@ -196,6 +197,49 @@ def test_score_colour_scale_and_shading_escapes():
 
 
 # --- projection -------------------------------------------------------------------------
+def test_a_pca_fitted_on_a_sample_places_every_point_and_counts_them_all():
+    rng = np.random.default_rng(3)
+    everything = rng.normal(size=(5000, 24)) * np.linspace(3, 0.1, 24)
+    sample = everything[rng.choice(5000, 400, replace=False)]
+    fit = fit_pca(sample, 2)
+    assert np.allclose(fit.transform(sample), pca(sample, 2))  # the drawn map, unchanged
+    assert np.allclose(fit.transform(everything[:3]), (everything[:3] - sample.mean(0)) @ fit.axes)
+    chunks = [everything[i : i + 700] for i in range(0, 5000, 700)]
+    shaded = density(fit, chunks, pca(sample, 2), bins=50)
+    whole = density(fit, [everything], pca(sample, 2), bins=50)
+    assert shaded.total == 5000 and np.array_equal(shaded.counts, whole.counts)
+    assert shaded.outside == whole.outside < 50  # the sample's frame, widened by a quarter
+    # the counts are where the points are: the densest bin holds the projected mean
+    y, x = np.unravel_index(shaded.counts.argmax(), shaded.counts.shape)
+    xs, ys = shaded.centres()
+    centre = fit.transform(everything.mean(0, keepdims=True))[0]
+    assert abs(xs[x] - centre[0]) < 4 * (xs[1] - xs[0]) and abs(ys[y] - centre[1]) < 4 * (
+        ys[1] - ys[0]
+    )
+    # a point far off the sample's frame is counted outside, never dropped
+    far = density(fit, [np.full((1, 24), 1e6)], pca(sample, 2), bins=50)
+    assert (far.total, far.outside, int(far.counts.sum())) == (1, 1, 0)
+    fig = projection_chart.projection_scatter(
+        pd.DataFrame(columns=["kind", "row", "parent"]), np.zeros((0, 2)), density=shaded
+    )
+    assert fig.data[0].type == "heatmap"
+    assert np.sum(fig.data[0].customdata) == 5000 - shaded.outside
+
+
+def test_vector_chunks_read_every_vector_of_a_run_a_chunk_at_a_time(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run_id = write_synthetic_run(store, 300)
+    _, user, generated = store.vectors(run_id)
+    expected = np.concatenate([np.vstack([u[None], g]) for u, g in zip(user, generated)])
+    chunks = list(store.vector_chunks(run_id, chunk_rows=64))
+    assert len(chunks) == 5 and all(len(c) <= 64 * 4 for c in chunks)
+    assert sum(len(c) for c in chunks) == len(expected)
+    # the same vectors, each chunk's rows' questions first, then their generated questions
+    got = np.concatenate(chunks)
+    assert np.array_equal(np.sort(got.sum(1)), np.sort(expected.sum(1)))
+    assert list(store.vector_chunks(run_id + 99)) == []
+
+
 def test_pca_shapes_and_determinism():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(30, 16))

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -22,7 +23,18 @@ import pandas as pd
 from relevancy.errors import ConfigError, InputError
 from relevancy.paths import default_cache_dir
 
-__all__ = ["METHODS", "FIT_AT_MOST", "Projector", "project", "pca", "stratified_sample"]
+__all__ = [
+    "METHODS",
+    "FIT_AT_MOST",
+    "Density",
+    "Linear",
+    "Projector",
+    "density",
+    "fit_pca",
+    "pca",
+    "project",
+    "stratified_sample",
+]
 
 METHODS: dict[str, str] = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
 #: UMAP is fitted on at most this many points (the rest are placed by ``transform``)
@@ -52,23 +64,117 @@ def _pad(coords: np.ndarray, n: int, dims: int) -> np.ndarray:
     return out
 
 
-def pca(matrix: np.ndarray, dims: int = 2) -> np.ndarray:
-    """Principal components (eigenvectors of the covariance); signs fixed so the output is
-    deterministic."""
+@dataclass(frozen=True)
+class Linear:
+    """A fitted linear projection: ``(x - mean) @ axes``, the columns of ``axes`` being the
+    principal components (signs fixed). It places points it was not fitted on, which is how a
+    map fitted on a sample of a run is applied to every row (:func:`density`)."""
+
+    mean: np.ndarray
+    axes: np.ndarray
+    dims: int
+
+    def transform(self, matrix: np.ndarray) -> np.ndarray:
+        """The ``dims`` coordinates of each row of ``matrix`` (zeros past the components the
+        fit found)."""
+        x = np.asarray(matrix, dtype=np.float64)
+        return _pad((x - self.mean) @ self.axes, x.shape[0], self.dims)
+
+
+def fit_pca(matrix: np.ndarray, dims: int = 2) -> Linear:
+    """The principal components of ``matrix`` (eigenvectors of its covariance), each component's
+    sign chosen so its largest-magnitude coordinate on ``matrix`` is positive (deterministic).
+
+    >>> fit = fit_pca(np.array([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]]))
+    >>> fit.transform(np.array([[6.0, 3.0], [0.0, 5.0]])).round(3).tolist()
+    [[-4.472, 0.0], [0.0, -4.472]]
+    """
     x = _check(matrix, dims)
-    n = x.shape[0]
-    if n == 0:
-        return np.zeros((0, dims))
-    centered = x - x.mean(axis=0, keepdims=True)
-    if n == 1 or not np.any(centered):
-        return np.zeros((n, dims))
-    values, vectors = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
+    n, d = x.shape
+    mean = x.mean(axis=0) if n else np.zeros(d)
+    centered = x - mean
+    if n <= 1 or not np.any(centered):
+        return Linear(mean, np.zeros((d, 0)), dims)
+    _, vectors = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
     top = vectors[:, ::-1][:, : min(dims, n - 1)]
     coords = centered @ top
-    # make the largest-magnitude entry of each component positive
     signs = np.sign(coords[np.abs(coords).argmax(axis=0), range(coords.shape[1])])
     signs[signs == 0] = 1
-    return _pad(coords * signs, n, dims)
+    return Linear(mean, top * signs, dims)
+
+
+def pca(matrix: np.ndarray, dims: int = 2) -> np.ndarray:
+    """Principal components (eigenvectors of the covariance); signs fixed so the output is
+    deterministic (:func:`fit_pca`, applied to the points it was fitted on)."""
+    x = _check(matrix, dims)
+    if x.shape[0] == 0:
+        return np.zeros((0, dims))
+    return fit_pca(x, dims).transform(x)
+
+
+@dataclass
+class Density:
+    """Counts of points on a ``bins`` x ``bins`` grid over ``extent`` (x0, x1, y0, y1): a map
+    of every point when there are too many to draw. Points off the grid are counted in
+    ``outside``, never dropped silently."""
+
+    extent: tuple[float, float, float, float]
+    bins: int = 120
+    counts: np.ndarray = field(init=False)
+    outside: int = 0
+
+    def __post_init__(self) -> None:
+        self.counts = np.zeros((self.bins, self.bins), dtype=np.int64)  # [y, x]
+
+    @property
+    def total(self) -> int:
+        """Points counted, on the grid or off it."""
+        return int(self.counts.sum()) + self.outside
+
+    def add(self, coords: np.ndarray) -> None:
+        """Count the points ``coords`` (n x 2 or more; the first two columns)."""
+        x0, x1, y0, y1 = self.extent
+        ix = np.floor((coords[:, 0] - x0) / (x1 - x0) * self.bins).astype(np.int64)
+        iy = np.floor((coords[:, 1] - y0) / (y1 - y0) * self.bins).astype(np.int64)
+        on = (ix >= 0) & (ix < self.bins) & (iy >= 0) & (iy < self.bins)
+        self.outside += int(len(ix) - on.sum())
+        np.add.at(self.counts, (iy[on], ix[on]), 1)
+
+    def centres(self) -> tuple[np.ndarray, np.ndarray]:
+        """The x and y of each bin's centre."""
+        x0, x1, y0, y1 = self.extent
+        step_x, step_y = (x1 - x0) / self.bins, (y1 - y0) / self.bins
+        middle = np.arange(self.bins) + 0.5
+        return x0 + step_x * middle, y0 + step_y * middle
+
+
+def density(
+    fit: Linear,
+    chunks: Iterable[np.ndarray],
+    around: np.ndarray,
+    *,
+    bins: int = 120,
+    margin: float = 0.25,
+) -> Density:
+    """Every point of ``chunks`` (matrices of vectors, read a chunk at a time: memory stays that
+    of one chunk) placed by ``fit`` and counted on a grid spanning ``around`` (the drawn
+    sample's coordinates) widened by ``margin`` of its span on each side.
+
+    >>> fit = fit_pca(np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]))
+    >>> sample = np.array([[0.0, 0.0], [2.0, 2.0]])
+    >>> d = density(fit, [np.array([[1.0, 1.0], [9.0, 9.0]])], fit.transform(sample), bins=4)
+    >>> d.total, d.outside
+    (2, 1)
+    """
+    xy = np.asarray(around, dtype=np.float64)[:, :2]
+    lo, hi = (xy.min(axis=0), xy.max(axis=0)) if len(xy) else (np.zeros(2), np.ones(2))
+    span = np.where(hi > lo, hi - lo, 1.0)  # one point, or a line: a unit-wide grid
+    lo, hi = lo - margin * span, hi + margin * span
+    out = Density((float(lo[0]), float(hi[0]), float(lo[1]), float(hi[1])), bins)
+    for chunk in chunks:
+        if len(chunk):
+            out.add(fit.transform(chunk))
+    return out
 
 
 def _numba_cache() -> None:

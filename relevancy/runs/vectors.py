@@ -3,7 +3,8 @@ is computed from."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,11 @@ import pandas as pd
 
 from relevancy.runs.rows import blob_vector, marks
 
-__all__ = ["VectorsMixin"]
+__all__ = ["VECTOR_CHUNK_ROWS", "VectorsMixin"]
+
+#: rows whose vectors :meth:`VectorsMixin.vector_chunks` reads at a time (about 6 MiB of
+#: float32 at 384 dimensions and three generated questions a row)
+VECTOR_CHUNK_ROWS = 4096
 
 
 class VectorsMixin:
@@ -86,6 +91,37 @@ class VectorsMixin:
         if not vectors:
             return table, np.zeros((0, 0), dtype=np.float32)
         return table, np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
+
+    def vector_chunks(
+        self, run_id: int, chunk_rows: int = VECTOR_CHUNK_ROWS
+    ) -> Iterator[np.ndarray]:
+        """Every embedding a run keeps (each scored row's question, then its generated
+        questions), ``chunk_rows`` rows' worth at a time, in row order: what a map of every
+        row reads without holding a million rows' vectors (6 GB) at once."""
+        db = self._connect()
+        with contextlib.closing(db):
+            (top,) = db.execute(
+                "SELECT MAX(idx) FROM inputs WHERE run_id = ?", (int(run_id),)
+            ).fetchone()
+            for start in range(0, -1 if top is None else int(top) + 1, chunk_rows):
+                span = (int(run_id), start, start + chunk_rows)
+                blobs = [
+                    b
+                    for (b,) in db.execute(
+                        "SELECT vec FROM result_vectors WHERE run_id = ? AND idx >= ? AND idx < ?",
+                        span,
+                    )
+                ]
+                blobs += [
+                    b
+                    for (b,) in db.execute(
+                        "SELECT vec FROM questions WHERE run_id = ? AND idx >= ? AND idx < ? "
+                        "AND vec IS NOT NULL",
+                        span,
+                    )
+                ]
+                if blobs:
+                    yield np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
 
     # vectors -----------------------------------------------------------------------------
     def vectors(

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from relevancy.analysis.projection import Density
 from relevancy.report.charts import (
     PALETTE,
     SCORE_SCALE,
@@ -41,12 +42,14 @@ def projection_scatter(
     dims: int = 2,
     title: str | None = None,
     height: int = 620,
+    density: Density | None = None,
 ) -> go.Figure:
     """Original questions (diamonds) and generated questions (dots) in 2D or 3D.
 
     A thin line joins each generated question to its original. ``color_by`` is ``"score"``
     (continuous, red -> green), ``"variant"`` or ``"noncommittal"``. ``customdata`` holds
-    ``[row, point index]`` so a selection can be mapped back to a row.
+    ``[row, point index]`` so a selection can be mapped back to a row. A ``density`` (2-D
+    only) is shaded beneath: where every row's points fall, of which the dots are a sample.
     """
     coords = np.asarray(coords, dtype=float)
     three = dims == 3 and coords.shape[1] >= 3
@@ -60,6 +63,9 @@ def projection_scatter(
         return out
 
     fig = go.Figure()
+    shaded = density is not None and not three  # the sample drawn lighter over a density
+    if shaded:
+        fig.add_trace(_density_trace(density))
     gen = points.index[points["kind"] == "generated"].to_numpy()
     orig = points.index[points["kind"] == "question"].to_numpy()
     # lines from each generated question to its original
@@ -87,7 +93,7 @@ def projection_scatter(
             # WebGL (3D) draws no see-through lines: solid and thicker there
             line=dict(color="#94a3b8", width=2)
             if three
-            else dict(color="rgba(100,116,139,0.35)", width=1),
+            else dict(color=f"rgba(100,116,139,{0.15 if shaded else 0.35})", width=1),
         )
     )
 
@@ -107,7 +113,8 @@ def projection_scatter(
             out.append(f"<b>{head}</b> (row {int(row) + 1})<br>{hover_text(text)}{extra}")
         return out
 
-    size = 4 if three else 8
+    size = 4 if three or shaded else 8
+    see = 0.6 if shaded else 0.9
     if len(gen):
         if color_by == "score":
             fig.add_trace(
@@ -121,7 +128,7 @@ def projection_scatter(
                         colorscale=SCORE_SCALE,
                         cmin=0,
                         cmax=1,
-                        opacity=0.9,
+                        opacity=see,
                         colorbar=dict(title="score", thickness=12, len=0.6),
                         line=dict(width=0.5, color="white") if not three else None,
                     ),
@@ -146,7 +153,7 @@ def projection_scatter(
                         **xyz(idx),
                         mode="markers",
                         name=name,
-                        marker=dict(size=size, color=color, opacity=0.9),
+                        marker=dict(size=size, color=color, opacity=see),
                         text=hovers(idx),
                         hoverinfo="text",
                         customdata=_custom(points, idx),
@@ -159,7 +166,8 @@ def projection_scatter(
                 mode="markers",
                 name="original questions",
                 marker=dict(
-                    size=size + 4,
+                    size=size + (2 if shaded else 4),
+                    opacity=0.8 if shaded else 1.0,
                     color="#111827",
                     symbol="diamond",
                     line=dict(width=1, color="white") if not three else None,
@@ -181,6 +189,30 @@ def projection_scatter(
     # legend on the left: the chart's toolbar sits top right
     fig.update_layout(legend=dict(x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return fig
+
+
+def _density_trace(density: Density) -> go.Heatmap:
+    """Every row's points as shaded bins (log counts: a few dense spots would wash out the
+    rest); empty bins are left clear."""
+    xs, ys = density.centres()
+    counts = density.counts
+    used_y, used_x = np.flatnonzero(counts.any(axis=1)), np.flatnonzero(counts.any(axis=0))
+    if len(used_x):  # the occupied bins only: empty margins would widen the map
+        keep_y = slice(used_y[0], used_y[-1] + 1)
+        keep_x = slice(used_x[0], used_x[-1] + 1)
+        xs, ys, counts = xs[keep_x], ys[keep_y], counts[keep_y, keep_x]
+    shade = np.where(counts > 0, np.log10(np.maximum(counts, 1)) + 1.0, np.nan)
+    return go.Heatmap(
+        x=xs,
+        y=ys,
+        z=shade,
+        customdata=counts,
+        colorscale=[[0.0, "#dbeafe"], [1.0, "#1e40af"]],
+        showscale=False,
+        opacity=0.9,
+        name="every row",
+        hovertemplate="%{customdata:,} points of every row here<extra></extra>",
+    )
 
 
 def row_questions(points: pd.DataFrame) -> dict[int, str]:

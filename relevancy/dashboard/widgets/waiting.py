@@ -4,7 +4,9 @@ The first UMAP on a machine imports ``umap`` and compiles its code (minutes on a
 machine); later ones take seconds. :func:`run_with_progress` runs the work in a thread of this
 script run and moves a bar along the expected time, which is learned: each computation that took
 long enough records its seconds and points in the run store (``meta``), and the next estimate
-scales the last one by the number of points.
+scales the last one by the number of points. :func:`shade_all_rows` is the Embeddings page's
+density of every row beneath its sample, computed the same way (a million rows' vectors take
+a while to read).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from relevancy.runs import RunStore
+from relevancy.analysis.projection import Density, density, fit_pca
+from relevancy.runs import RunInfo, RunStore
 from relevancy.scoring.estimate import duration
 
-__all__ = ["NOT_MEASURED", "expected_seconds", "run_with_progress"]
+__all__ = ["NOT_MEASURED", "expected_seconds", "run_with_progress", "shade_all_rows"]
 
 T = TypeVar("T")
 
@@ -94,3 +98,45 @@ def run_with_progress(
         said = f"expected about {duration(expected)}; {why}" if expected is not None else why
         st.caption(f"{label[0].upper()}{label[1:]}: {duration(seconds)} ({said}).")
     return outcome["value"]
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _density(
+    path: str, run_id: int, version: str, rows: tuple[int, ...], _store: RunStore, _sample: Any
+) -> Density:
+    fit = fit_pca(_sample, 2)  # the map the sample is drawn on, applied to every row
+    return density(fit, _store.vector_chunks(run_id), fit.transform(_sample))
+
+
+def shade_all_rows(
+    store: RunStore,
+    info: RunInfo,
+    rows: tuple[int, ...] | None,
+    sample: np.ndarray,
+    *,
+    linear: bool,
+) -> Density | None:
+    """The Embeddings page's toggle that shades where every row falls beneath a drawn sample
+    (``rows``; nothing to shade when every row is drawn): the 2-D PCA fitted on the sample's
+    vectors ``sample``, applied to every row's, read a chunk at a time. ``linear``: the map is
+    that PCA (UMAP and t-SNE cannot place a million rows)."""
+    if rows is None:
+        return None
+    on = st.toggle(
+        f"Shade where all {info.n_scored:,} rows fall",
+        key=f"emb_density_{info.id}",
+        disabled=not linear,
+        help="Reads every row's vectors a chunk at a time and places them with the PCA fitted "
+        "on the sample (a million rows: about a minute, once per version of the run)."
+        if linear
+        else "Only the 2-D PCA map can place every row: UMAP and t-SNE place only the sample.",
+    )
+    if not (on and linear):
+        return None
+    return run_with_progress(
+        store,
+        "density",
+        info.n_scored,
+        f"density of all {info.n_scored:,} rows",
+        lambda: _density(str(store.path), info.id, store.version(info.id), rows, store, sample),
+    )
