@@ -38,6 +38,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,16 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
         started = time.perf_counter()
         at.toggle(key=f"emb_all_{run_id}").set_value(True).run()
         out["embeddings_all_points_s"] = r(time.perf_counter() - started)
+    if n > 1_500:  # a sample is drawn: shade where every row falls (PCA applied to every vector)
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        at.session_state["active_run"] = run_id
+        at.run()
+        at.switch_page("pages/3_Embeddings.py")
+        at.run()
+        started = time.perf_counter()
+        at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
+        out["embeddings_density_s"] = r(time.perf_counter() - started)
+        out["interaction_exceptions"] += [str(e.value)[:200] for e in at.exception]
     return out
 
 
@@ -193,6 +204,31 @@ def _scored_rows(store: Path) -> int:
         return 0
     with contextlib.closing(sqlite3.connect(store)) as db:
         return int(db.execute("SELECT COALESCE(SUM(rows), 0) FROM run_stats").fetchone()[0])
+
+
+def _sample_rss(pid: int, started: float, into: list[tuple[float, float]]) -> None:
+    """The process's RSS (VmRSS) every 2 s until it exits, appended to ``into``."""
+    path = Path(f"/proc/{pid}/status")
+    while True:
+        try:
+            text = path.read_text()
+        except OSError:
+            return
+        if "VmRSS:" not in text:  # a zombie, waiting to be reaped
+            return
+        kib = int(text.split("VmRSS:", 1)[1].split()[0])
+        into.append((time.perf_counter() - started, kib / 1024))
+        time.sleep(2.0)
+
+
+def _quarters(samples: list[tuple[float, float]], wall: float) -> list[float | None]:
+    """The highest RSS sampled in each quarter of the run (MiB): flat memory keeps the four
+    close, a leak makes them climb with the rows written."""
+    out: list[float | None] = []
+    for q in range(4):
+        seen = [mb for t, mb in samples if q * wall / 4 <= t < (q + 1) * wall / 4 + 1e-9]
+        out.append(r(max(seen), 0) if seen else None)
+    return out
 
 
 def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> dict[str, Any]:
@@ -240,8 +276,12 @@ def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> d
     ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    samples: list[tuple[float, float]] = []  # (seconds, RSS MiB) through the run
+    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, started, samples), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
+    sampler.join(5)
     stdout = proc.stdout.read().decode() if proc.stdout else ""
     after = _scored_rows(store)
     log(
@@ -256,6 +296,7 @@ def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> d
         "wall_s": r(wall),
         "rows_per_s": r(n / wall, 1),
         "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
+        "rss_quarters_mb": _quarters(samples, wall),
         "summary": stdout.strip().splitlines()[:2],
     }
 
@@ -315,8 +356,12 @@ def local_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
     ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    samples: list[tuple[float, float]] = []  # (seconds, RSS MiB) through the run
+    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, started, samples), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
+    sampler.join(5)
     log(
         f"  CLI, embedded embedder, {n:,} rows: {wall:.0f} s, peak {usage.ru_maxrss / 1024:.0f} MiB"
     )
@@ -411,6 +456,11 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     )
     line("one sort change (Dataset, highest score first), s", None, "sort_change_s")
     line("Embeddings with all points (WebGL), s", None, "embeddings_all_points_s")
+    line(
+        "Embeddings: shade every row (the sample's PCA, every vector), s",
+        None,
+        "embeddings_density_s",
+    )
     line("export the whole run to CSV (own process), s", None, "export_s")
     line("export: peak RSS of its process, MiB", None, "export_peak_rss_mb", 0)
     line("peak RSS, MiB", before.get("peak_rss_mb"), "peak_rss_mb", 0)
@@ -467,7 +517,16 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     ]
     head = ["", "before: 10,000 rows (Dec 2)", *(f"{d['rows']:,} rows" for d in sizes)]
     cli = table(
-        ["rows", "store held", "saved", "exit", "wall s", "rows/s", "peak RSS MiB"],
+        [
+            "rows",
+            "store held",
+            "saved",
+            "exit",
+            "wall s",
+            "rows/s",
+            "peak RSS MiB",
+            "highest RSS in each quarter of the run, MiB",
+        ],
         [
             [
                 f"{c['rows']:,}",
@@ -477,6 +536,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
                 fmt(c.get("wall_s"), 0),
                 fmt(c.get("rows_per_s"), 1),
                 fmt(c.get("peak_rss_mb"), 0),
+                " / ".join(fmt(q, 0) for q in c.get("rss_quarters_mb") or []) or "–",
             ]
             for c in fig.get("cli") or []
         ],
