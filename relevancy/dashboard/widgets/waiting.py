@@ -127,7 +127,7 @@ def shade_all_rows(
         key=f"emb_density_{info.id}",
         disabled=not linear,
         help="Reads every row's vectors a chunk at a time and places them with the PCA fitted "
-        "on the sample (a million rows: about a minute, once per version of the run)."
+        "on the sample (a million rows: about 20 s on 2 cores, once per version of the run)."
         if linear
         else "Only the 2-D PCA map can place every row: UMAP and t-SNE place only the sample.",
     )
