@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -221,13 +222,16 @@ def _sample_rss(pid: int, started: float, into: list[tuple[float, float]]) -> No
         time.sleep(2.0)
 
 
-def _quarters(samples: list[tuple[float, float]], wall: float) -> list[float | None]:
-    """The highest RSS sampled in each quarter of the run (MiB): flat memory keeps the four
-    close, a leak makes them climb with the rows written."""
+def _quarters(
+    samples: list[tuple[float, float]], wall: float, pick: Any = max
+) -> list[float | None]:
+    """The RSS sampled in each quarter of the run (MiB), reduced by ``pick``: the highest (a
+    segment's seal, a transient, lands in one quarter) or the median (the level between seals).
+    Flat memory keeps the four close; a leak makes them climb with the rows written."""
     out: list[float | None] = []
     for q in range(4):
         seen = [mb for t, mb in samples if q * wall / 4 <= t < (q + 1) * wall / 4 + 1e-9]
-        out.append(r(max(seen), 0) if seen else None)
+        out.append(r(pick(seen), 0) if seen else None)
     return out
 
 
@@ -297,6 +301,7 @@ def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> d
         "rows_per_s": r(n / wall, 1),
         "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
         "rss_quarters_mb": _quarters(samples, wall),
+        "rss_quarters_median_mb": _quarters(samples, wall, statistics.median),
         "summary": stdout.strip().splitlines()[:2],
     }
 
@@ -526,6 +531,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             "rows/s",
             "peak RSS MiB",
             "highest RSS in each quarter of the run, MiB",
+            "median RSS in each quarter, MiB",
         ],
         [
             [
@@ -537,6 +543,7 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
                 fmt(c.get("rows_per_s"), 1),
                 fmt(c.get("peak_rss_mb"), 0),
                 " / ".join(fmt(q, 0) for q in c.get("rss_quarters_mb") or []) or "–",
+                " / ".join(fmt(q, 0) for q in c.get("rss_quarters_median_mb") or []) or "–",
             ]
             for c in fig.get("cli") or []
         ],
