@@ -44,7 +44,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import RESULTS_DIR, ROOT, against, fmt, log, main, r, table, vm_hwm_mb
+from bench.harness import (
+    RESULTS_DIR,
+    ROOT,
+    against,
+    fmt,
+    log,
+    main,
+    r,
+    table,
+    vm_hwm_mb,
+    vm_rss_mb,
+)
 from bench.setups import ToyServer
 
 PAGES = [
@@ -209,16 +220,8 @@ def _scored_rows(store: Path) -> int:
 
 def _sample_rss(pid: int, started: float, into: list[tuple[float, float]]) -> None:
     """The process's RSS (VmRSS) every 2 s until it exits, appended to ``into``."""
-    path = Path(f"/proc/{pid}/status")
-    while True:
-        try:
-            text = path.read_text()
-        except OSError:
-            return
-        if "VmRSS:" not in text:  # a zombie, waiting to be reaped
-            return
-        kib = int(text.split("VmRSS:", 1)[1].split()[0])
-        into.append((time.perf_counter() - started, kib / 1024))
+    while (mb := vm_rss_mb(pid)) == mb:  # NaN once it has exited (a zombie has no VmRSS)
+        into.append((time.perf_counter() - started, mb))
         time.sleep(2.0)
 
 
