@@ -271,3 +271,30 @@ def test_cli_language_columns_and_lines(tmp_path, capsys):
         json.loads(x) for x in again.loc[again["question_language"] == "fr", "generated_languages"]
     ]
     assert sum(g == "fr" for row in french for g in row) >= 4  # of 6: asked in French, mostly is
+
+
+def test_row_languages_ranks_each_text_once_with_the_same_answer_as_text_by_text(monkeypatch):
+    import relevancy.core.language as language
+
+    question = "¿Cuándo se celebró la primera Super Bowl?"
+    response = "The first Super Bowl was held on January 15, 1967."
+    generated = [
+        "When was the first Super Bowl held?",
+        "¿Cuándo fue la primera Super Bowl?",
+        "When was the first Super Bowl held?",
+        None,
+    ]
+    expected = {
+        "question": language.detect(question)[0],
+        "answer": language.detect(response)[0],
+        "generated": [language.detect(q)[0] if q else None for q in generated],
+        "generated_differs": [language.different(question, q) if q else None for q in generated],
+        "prompted": "es",
+    }
+    ranked: list[str] = []
+    real = language._ranked
+    monkeypatch.setattr(language, "_ranked", lambda text: ranked.append(text) or real(text))
+    assert language.row_languages(question, response, generated, prompted="es") == expected
+    assert expected["generated_differs"][:2] == [True, False]
+    # the question, the answer and the two distinct generated questions: four texts, once each
+    assert sorted(ranked) == sorted({question, response, generated[0], generated[1]})

@@ -365,3 +365,34 @@ def test_ollama_spec_with_a_base_url_scores_through_that_server(toy_server):
     assert r.ok and len(r.questions) == 3
     assert ("/v1/chat/completions", "toy-chat") in bodies
     assert ("/v1/embeddings", "toy-embed") in bodies
+
+
+def test_chat_replies_are_read_without_the_sdks_models_and_keep_their_headers():
+    """The generator posts with the SDK's public client.post and reads the JSON itself: the
+    reply's fields, its usage and the rate-limit headers all still arrive."""
+    import httpx2
+
+    from relevancy.backends._openai_client import http_response_class, read_json_reply
+    from relevancy.testing.openai_server import CHAT_MODEL
+
+    assert http_response_class() is httpx2.Response
+    reply = read_json_reply(
+        httpx2.Response(200, json={"choices": [{"message": {"content": "x"}}], "usage": None})
+    )
+    assert reply.choices[0].message.content == "x" and reply.usage is None
+    with pytest.raises(ValueError):
+        read_json_reply(httpx2.Response(200, content=b"<html>busy</html>"))
+    with OpenAICompatServer(rpm=50) as srv:
+        gen = make_generator(f"openai:{CHAT_MODEL}", base_url=srv.base_url, api_key="sk-test")
+
+        async def go():
+            try:
+                return await gen.agenerate("Paris is the capital of France.", 3)
+            finally:
+                await gen.aclose()
+
+        out = asyncio.run(go())
+        assert out.requests == 1 and out.usage["prompt_tokens"] > 0
+        assert all(g.usable for g in out.generations)
+        # the controller saw the server's x-ratelimit-* headers: it knows the limit
+        assert gen.rate.snapshot()["limits"].get("requests") == 50

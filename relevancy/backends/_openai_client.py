@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -145,6 +146,26 @@ def _total_tokens(answer: Any) -> int:
     return int(total) if isinstance(total, (int, float)) else 0
 
 
+def http_response_class() -> type:
+    """The HTTP response class the installed ``openai`` SDK hands back for
+    ``client.post(..., cast_to=Response)`` (``httpx2.Response`` in SDK 3, ``httpx.Response``
+    before): the module of the SDK's own default client's base class."""
+    import importlib
+
+    import openai
+
+    for cls in openai.DefaultAsyncHttpxClient.__mro__:
+        if cls.__name__ == "AsyncClient" and not cls.__module__.startswith("openai"):
+            return importlib.import_module(cls.__module__.split(".")[0]).Response
+    raise RuntimeError("cannot tell which HTTP library the openai SDK uses")  # pragma: no cover
+
+
+def read_json_reply(raw: Any) -> Any:
+    """A JSON reply as nested attribute objects (``reply.choices[0].message.content``), read
+    without the SDK's model construction; a body that is not JSON raises ``ValueError``."""
+    return json.loads(raw.content, object_hook=lambda d: SimpleNamespace(**d))
+
+
 class _ClientPerLoop:
     """Holds an ``openai`` async client per event loop.
 
@@ -169,13 +190,14 @@ class _ClientPerLoop:
         """The most requests at once (``--concurrency``)."""
         return self.rate.maximum
 
-    async def _send(self, request: Any, cost: int = 0) -> Any:
-        """``request(client)`` (a ``with_raw_response`` call) through the rate controller;
-        the parsed answer. ``cost``: the tokens the server counts it at admission."""
+    async def _send(self, request: Any, cost: int = 0, *, read: Any = None) -> Any:
+        """``request(client)`` (a ``with_raw_response`` call, or a ``client.post`` whose answer
+        ``read`` turns into the parsed reply) through the rate controller; the parsed answer.
+        ``cost``: the tokens the server counts it at admission."""
 
         async def send() -> tuple[Any, Any]:
             raw = await request(self.client().with_options(max_retries=0))
-            return raw.headers, raw.parse()
+            return raw.headers, (read(raw) if read is not None else raw.parse())
 
         _, answer = await self.rate.call(
             send,

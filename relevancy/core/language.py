@@ -84,8 +84,15 @@ def probability(text: str, lang: str) -> float:
 
 def different(a: str, b: str) -> bool:
     """True when ``a`` and ``b`` are, with confidence, in different languages."""
-    ra, rb = _ranked(a), _ranked(b)
-    la, lb = max(ra, key=ra.__getitem__), max(rb, key=rb.__getitem__)
+    return _different(_ranked(a), _ranked(b))
+
+
+def _top(ranked: dict[str, float]) -> str:
+    return max(ranked, key=ranked.__getitem__)
+
+
+def _different(ra: dict[str, float], rb: dict[str, float]) -> bool:
+    la, lb = _top(ra), _top(rb)
     if la == lb:
         return False
     return ra.get(lb, 0.0) < DIFFERENT_BELOW and rb.get(la, 0.0) < DIFFERENT_BELOW
@@ -102,6 +109,15 @@ def row_languages(
     generated question, None for an unusable one), ``generated_differs`` (whether each is in
     another language than the question, None for an unusable one) and ``prompted`` (the
     language the generator was asked to write in, None when it was not asked)."""
+    # each text is ranked once (a row's questions often repeat; the question is compared with
+    # each of them): the same answer as detect() and different() text by text
+    ranked: dict[str, dict[str, float]] = {}
+
+    def rank(text: str) -> dict[str, float]:
+        if text not in ranked:
+            ranked[text] = _ranked(text)
+        return ranked[text]
+
     generated: list[str | None] = []
     differs: list[bool | None] = []
     for q in questions:
@@ -109,11 +125,11 @@ def row_languages(
             generated.append(None)
             differs.append(None)
         else:
-            generated.append(detect(q)[0])
-            differs.append(different(user_input, q))
+            generated.append(_top(rank(str(q))))
+            differs.append(_different(rank(str(user_input)), rank(str(q))))
     return {
-        "question": detect(user_input)[0],
-        "answer": detect(response)[0],
+        "question": _top(rank(str(user_input))),
+        "answer": _top(rank(str(response))),
         "generated": generated,
         "generated_differs": differs,
         "prompted": prompted,
