@@ -95,6 +95,13 @@ def test_runs_from_the_store_pair_by_id(scored, toy_server, tmp_path, capsys):
     assert code == 1
     assert f"base            run #{saved[0]} base (24 rows)" in out
     assert "worse 8" in out
+    # runs by name, as `relevancy export` takes them
+    assert main(["compare", "run:base", "run:new", "--fail-on-regression", "0"]) == 1
+    assert f"new             run #{saved[1]} new (24 rows)" in capsys.readouterr().out
+    # a run that is not there is one line naming the store's runs
+    assert main(["compare", "run:999", "run:base"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no run 'run:999'" in err[0] and "its runs: #" in err[0]
     # a run against a file works too: the same rows, paired by id
     assert main(["compare", f"run:{saved[0]}", str(scored[0]), "--fail-on-regression", "0"]) == 0
 
@@ -102,8 +109,8 @@ def test_runs_from_the_store_pair_by_id(scored, toy_server, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run:x", "{base}"], "'run:x' is not a run: write run:ID, e.g. run:12"),
-        (["run:999", "{base}"], "999"),
+        # no store: said, not made empty
+        (["run:x", "{base}"], "no run store at "),
         (["{src}", "{base}"], "has no score column"),
         (["{base}", "{other}"], "BASE and NEW share no question"),
     ],

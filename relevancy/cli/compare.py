@@ -8,13 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from relevancy.cli import add_command
+from relevancy.cli._run_arg import find_run, open_store
 from relevancy.errors import InputError
 
 
 def register(sub: Any) -> None:
     """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
     p = add_command(sub, "compare")
-    p.add_argument("base", help="the baseline: a results file of `relevancy score`, or run:ID")
+    p.add_argument(
+        "base",
+        help="the baseline: a results file of `relevancy score`, or a saved run (run:ID or "
+        "run:NAME)",
+    )
     p.add_argument("new", help="the candidate, the same way")
     p.add_argument(
         "--fail-on-regression",
@@ -34,23 +39,19 @@ def register(sub: Any) -> None:
 
 
 def _scored_table(spec: str, store_path: str | None) -> tuple[Any, str]:
-    """A results file (an export of ``relevancy score``), or ``run:ID`` from the run store."""
+    """A results file (an export of ``relevancy score``), or ``run:ID`` / ``run:NAME`` from the
+    run store."""
     # pandas, the reader and the store load when a comparison runs, not for --help
     import pandas as pd
 
     from relevancy.io import read_table  # lazy
-    from relevancy.runs import RunStore  # lazy
 
     if spec.startswith("run:"):
-        store = RunStore(store_path) if store_path else RunStore()
-        try:
-            run_id = int(spec[4:].lstrip("#"))
-        except ValueError:
-            raise InputError(f"{spec!r} is not a run: write run:ID, e.g. run:12") from None
-        info = store.get_run(run_id)
+        store = open_store(store_path)
+        info = find_run(store, spec)
         names = [c for c in ("id", "variant") if c in info.columns]
-        return store.columns(run_id, ["user_input", *names, "score", "mode", "ragas_value"]), (
-            f"run #{run_id} {info.name}"
+        return store.columns(info.id, ["user_input", *names, "score", "mode", "ragas_value"]), (
+            f"run #{info.id} {info.name}"
         )
     frame = read_table(spec)
     if "score" not in frame.columns:

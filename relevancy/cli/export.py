@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from relevancy.cli import add_command
+from relevancy.cli._run_arg import find_run, open_store
 from relevancy.errors import InputError
-
-#: runs named in the message for a run that is not there
-LISTED = 5
 
 
 def register(sub: Any) -> None:
@@ -32,37 +30,11 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
-def _listing(runs: list[Any]) -> str:
-    shown = ", ".join(f"#{r.id} {r.name!r} ({r.n_scored:,} scored)" for r in runs[:LISTED])
-    more = f" and {len(runs) - LISTED} more" if len(runs) > LISTED else ""
-    return f"its runs: {shown}{more}" if runs else "it holds no run yet"
-
-
-def find_run(store: Any, spec: str) -> Any:
-    """The run ``spec`` names: a number (``12``, ``#12``, ``run:12``), else a run's exact name
-    (the newest of that name). :class:`InputError` naming the store's runs when none is."""
-    runs = store.list_runs()
-    text = spec.strip().removeprefix("run:").lstrip("#")
-    if text.isdigit():
-        found = [r for r in runs if r.id == int(text)]
-    else:
-        found = [r for r in runs if r.name == spec.strip()]  # newest first
-    if not found:
-        raise InputError(f"no run {spec!r} in {store.path}; {_listing(runs)}")
-    return found[0]
-
-
 def cmd_export(args: argparse.Namespace) -> int:
-    from relevancy.paths import as_store_file, default_store_path  # lazy: `--help` needs no pandas
-    from relevancy.runs import RunStore  # lazy
-
-    path = as_store_file(Path(args.store).expanduser()) if args.store else default_store_path()
-    if not path.exists():  # opening it would make an empty store
-        raise InputError(f"no run store at {path}: give --store or set RELEVANCY_STORE")
     out = Path(args.output)
     if out.exists() and not args.force:
         raise InputError(f"{out} exists: give another name, or --force to replace it")
-    store = RunStore(path)
+    store = open_store(args.store)
     info = find_run(store, args.run)
     if not info.n_scored:
         raise InputError(f"run #{info.id} {info.name!r} has no scored rows to export yet")
