@@ -551,6 +551,9 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             for c in fig.get("cli") or []
         ],
     )
+    cli_goals = cli_targets(fig.get("cli") or [])
+    if cli_goals:
+        cli += "\n\n" + against(cli_goals)
     local = fig.get("local") or []
     blocks = {"": table(head, rows) + "\n\n" + against(targets), "cli": cli}
     if local:
@@ -596,6 +599,53 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
             )
         )
     return blocks
+
+
+#: issue 38: a million rows from ``relevancy score`` at a rate within 10% of 10,000 rows', its
+#: memory flat: the median RSS of the run's last quarter within 10% of its first quarter's
+CLI_RATE_WITHIN = 0.10
+CLI_MEMORY_WITHIN = 0.10
+
+
+def cli_targets(runs: list[dict[str, Any]]) -> list[tuple[str, Any, str, bool | None]]:
+    """Each fresh-store CLI run of 1,000,000 rows or more against the fresh 10,000-row run of
+    the same bench: its rate, and its memory from the first quarter of the run to the last.
+
+    >>> runs = [{"rows": 10_000, "store_rows_before": 0, "rows_per_s": 100.0},
+    ...         {"rows": 1_000_000, "store_rows_before": 0, "rows_per_s": 95.0,
+    ...          "rss_quarters_median_mb": [300, 310, 320, 330]}]
+    >>> [(k, v, ok) for k, v, _, ok in cli_targets(runs)]  # doctest: +NORMALIZE_WHITESPACE
+    [('1,000,000 rows: rows/s against 10,000 rows', 0.95, True),
+     ('1,000,000 rows: median RSS, last quarter against the first', 1.1, True)]
+    """
+    fresh = [c for c in runs if not c.get("store_rows_before") and c.get("rows_per_s")]
+    base = next((c for c in fresh if c["rows"] == 10_000), None)
+    out: list[tuple[str, Any, str, bool | None]] = []
+    for c in fresh:
+        if c["rows"] < 1_000_000 or base is None:
+            continue
+        n = f"{c['rows']:,} rows"
+        ratio = round(c["rows_per_s"] / base["rows_per_s"], 3)
+        out.append(
+            (
+                f"{n}: rows/s against 10,000 rows",
+                ratio,
+                f"≥ {1 - CLI_RATE_WITHIN:g}",
+                ratio >= 1 - CLI_RATE_WITHIN,
+            )
+        )
+        medians = c.get("rss_quarters_median_mb") or []
+        if len(medians) == 4 and medians[0]:
+            growth = round(medians[-1] / medians[0], 3)
+            out.append(
+                (
+                    f"{n}: median RSS, last quarter against the first",
+                    growth,
+                    f"≤ {1 + CLI_MEMORY_WITHIN:g}",
+                    growth <= 1 + CLI_MEMORY_WITHIN,
+                )
+            )
+    return out
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
