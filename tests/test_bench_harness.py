@@ -13,6 +13,25 @@ def test_doctests():
     assert tried and not failed
 
 
+def test_the_scale_bench_holds_a_million_cli_rows_to_issue_38s_targets():
+    """bench.dashboard_scale's CLI targets: the rate against 10,000 rows, memory by quarter."""
+    import bench.dashboard_scale as scale
+
+    failed, tried = doctest.testmod(scale)
+    assert tried and not failed
+    runs = [
+        {"rows": 10_000, "store_rows_before": 0, "rows_per_s": 150.0},
+        {"rows": 1_000_000, "store_rows_before": 0, "rows_per_s": 120.0},  # 20% slower
+        {"rows": 1_000_000, "store_rows_before": 1_000_000, "rows_per_s": 150.0},  # not fresh
+    ]
+    runs[1]["rss_quarters_median_mb"] = [300, 340, 380, 420]  # climbs 40%
+    assert [(k, ok) for k, _, _, ok in scale.cli_targets(runs)] == [
+        ("1,000,000 rows: rows/s against 10,000 rows", False),
+        ("1,000,000 rows: median RSS, last quarter against the first", False),
+    ]
+    assert scale.cli_targets(runs[1:]) == []  # no 10,000-row run to hold it to
+
+
 def test_merge_keeps_the_parts_not_measured_again(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path)
     old = harness.make_record(
