@@ -3,7 +3,8 @@
 Keys are SHA-256 digests of the backend's fingerprint (backend, model, prompt, temperature,
 seed, ...) plus the text, so a change to anything that alters the output misses the cache,
 and re-scoring the same data gives identical values. The database runs in WAL mode with a busy
-timeout, so several processes (a CLI run and the dashboard) can share it.
+timeout, so several processes (a CLI run and the dashboard) can share it, and two that open a
+new cache at the same moment both wait their turn (``use_wal``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from relevancy._sqlite import use_wal
 from relevancy.core.result import GenerationSet
 from relevancy.errors import ConfigError
 from relevancy.paths import default_cache_dir
@@ -81,7 +83,7 @@ class Cache:
         db = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
+            use_wal(db, wait=30.0)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=30000")
             self._local.db = db

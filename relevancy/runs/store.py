@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from relevancy._sqlite import use_wal
 from relevancy.analysis.agreement import parse_labels
 from relevancy.analysis.summary import mode_label
 from relevancy.core.redact import redact
@@ -69,21 +69,6 @@ __all__ = ["RunStore", "RunInfo", "RunData"]
 
 #: result columns a page can ask for (besides the input columns and ``row``)
 SCALARS = tuple(c.name for c in stored_columns() if c.page)
-
-
-def _wal(db: sqlite3.Connection, *, wait: float = 60.0) -> None:
-    """Put the store in WAL mode. Switching a store in another journal mode (a new store, a
-    copied one) needs it to itself, and SQLite answers "locked" at once, without its busy wait,
-    while another process has it open: asked again until ``wait`` seconds have passed."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @dataclass(frozen=True)
@@ -177,7 +162,7 @@ class RunStore(
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60.0)
         db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new store's; an existing one keeps its own
-        _wal(db)
+        use_wal(db)
         db.execute("PRAGMA foreign_keys=ON")
         db.execute("PRAGMA busy_timeout=60000")
         db.execute("PRAGMA synchronous=NORMAL")
