@@ -55,7 +55,9 @@ if not view.overall.rows:
 st.caption(
     f"Run **#{info.id}** · scores: {mode_text(info.mode)} · {view.overall.rows:,} scored rows "
     f"with a {view.overall.kind} label ({view.unlabelled:,} without) · 95% CIs resample "
-    f"questions ({view.overall.questions:,}; {view.overall.n_boot:,} resamples)."
+    f"questions ({view.overall.questions:,}; {view.overall.n_boot:,} resamples"
+    + (f", each on the scores in {view.overall.bins:,} bins" if view.overall.bins else "")
+    + ")."
 )
 if warning := few_labels(view):  # 4 labels give an AUROC with a CI of 0.00-0.25
     st.warning(warning, icon="⚠️")

@@ -10,10 +10,11 @@ import sys
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy.analysis.agreement import agreement
+from relevancy.analysis.agreement import BOOT_BINS, BOOT_ROWS, agreement
 from relevancy.dashboard.views.reference import run_chance
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
+from relevancy.testing.synthetic import synthetic_inputs, synthetic_results
 
 from helpers import DEMO, ROOT, app, metrics, ok, visit
 
@@ -138,6 +139,26 @@ def test_a_run_without_labels_says_how_to_get_them():
     at.segmented_control(key=f"ds_drill_label_{plain}_{row}").set_value(0.0).run()
     visit(at, "6_Agreement.py")
     assert metrics(at)["Labelled rows"] == "1"
+
+
+def test_a_run_with_more_labels_than_boot_rows_says_its_resamples_see_score_bins():
+    """Every row of a 20,600-row run labelled: the intervals' resamples are computed on the
+    scores in BOOT_BINS bins, the page says so, and its figures are the library's."""
+    n = BOOT_ROWS + 600
+    at = app()
+    store = RunStore(default_store_path())
+    inputs = synthetic_inputs(n, labelled_every=1)  # a label on every row
+    run = store.create_run("all labelled", {"backend": "embedded"}, inputs)
+    for batch in synthetic_results(n):
+        store.append_results(run, batch)
+    at.session_state["active_run"] = run
+    visit(at, "6_Agreement.py")
+    expected = _expected(store, run)
+    assert (expected.rows, expected.bins, expected.n_boot) == (n, BOOT_BINS, 200)
+    assert metrics(at)["AUROC"] == f"{expected.auroc.value:.3f}"
+    captions = [c.value for c in at.caption]
+    assert f"95% CI {expected.auroc.low:.3f}-{expected.auroc.high:.3f}" in captions
+    assert any(f"200 resamples, each on the scores in {BOOT_BINS:,} bins)" in c for c in captions)
 
 
 @pytest.mark.slow

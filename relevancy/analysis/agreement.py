@@ -11,7 +11,9 @@ dashboard say what a person thought of an answer. Labels are read by :func:`pars
 :func:`agreement` then says how well the scores follow the labels, each figure with a 95%
 bootstrap interval that resamples *questions* (every answer to one question moves together,
 see :func:`relevancy.core.stats.group_bootstrap`; the resamples are computed as row weights,
-:func:`relevancy.core.stats.group_weights`, many at once: the same draws and intervals, faster):
+:func:`relevancy.core.stats.group_weights`, many at once: the same draws and intervals, faster;
+above ``BOOT_ROWS`` labelled rows each resample is computed on the scores in ``BOOT_BINS`` bins,
+``relevancy/analysis/_binned.py``, and the point figures on every score):
 
 * **AUROC**: the chance that a good answer scores above a bad one (ties count one half);
   binary labels, or graded ones cut at ``cut`` (default: the middle of the labels' range).
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from relevancy.analysis._binned import cell_weights, cells
 from relevancy.analysis.labels import (
     LABEL_WORDS,
     default_cut,
@@ -61,10 +64,14 @@ __all__ = [
     "pairwise_wins",
     "pairwise_accuracy",
     "BOOT_ROWS",
+    "BOOT_BINS",
 ]
 
-#: above this many labelled rows the intervals use 200 resamples instead of 2,000
+#: above this many labelled rows the intervals use 200 resamples instead of 2,000, each computed
+#: on the scores in ``BOOT_BINS`` bins (see ``relevancy/analysis/_binned.py``)
 BOOT_ROWS = 20_000
+#: score bins (equal numbers of rows) of a resample above ``BOOT_ROWS`` labelled rows
+BOOT_BINS = 4096
 
 
 def rankdata(x: Sequence[float]) -> np.ndarray:
@@ -280,6 +287,7 @@ class Agreement:
     precision: Interval = _NAN  #: at ``threshold.value``
     recall: Interval = _NAN  #: at ``threshold.value``
     n_boot: int = 0
+    bins: int = 0  #: the resamples saw the scores in this many bins (0: every score)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -318,6 +326,7 @@ def agreement(
     cut: float | None = None,
     n_boot: int | None = None,
     seed: int = 0,
+    bins: int | None = None,
 ) -> Agreement:
     """Agreement of ``scores`` with human ``labels`` (numbers, see :func:`parse_labels`).
 
@@ -335,6 +344,11 @@ def agreement(
         no intervals.
     seed : int
         The bootstrap's seed.
+    bins : int, optional
+        Compute each resample on the scores in this many bins of equal numbers of rows (ties
+        within a bin; the point threshold an edge); 0 for every score apart. Default:
+        ``BOOT_BINS`` above ``BOOT_ROWS`` labelled rows, else 0. The point figures always use
+        every score.
 
     Returns
     -------
@@ -383,11 +397,17 @@ def agreement(
     point = [auroc(s, good), spearman(s, y) if kind == "graded" else math.nan, t, p, r]
     n_boot = (2000 if s.size <= BOOT_ROWS else 200) if n_boot is None else int(n_boot)
 
+    bins = (BOOT_BINS if s.size > BOOT_ROWS else 0) if bins is None else int(bins)
     if n_boot > 0 and s.size >= 2:
-        chunk = max(1, min(100, 1_000_000 // s.size))  # resamples at a time: ~8 MB a matrix
-        order = np.argsort(s, kind="mergesort")  # sorted once, not in every chunk
-        draws = group_weights(g.tolist(), n_boot=n_boot, seed=seed, chunk=chunk, order=order)
-        so, yo, go = s[order], y[order], good[order]
+        if bins > 0:  # a resample is a count per cell: a few thousand, not every row
+            found = cells(s, y, good, bins=bins, threshold=t)
+            draws = cell_weights(found, g.tolist(), n_boot=n_boot, seed=seed)
+            so, yo, go = found.score, found.label, found.good
+        else:
+            chunk = max(1, min(100, 1_000_000 // s.size))  # resamples at a time: ~8 MB a matrix
+            order = np.argsort(s, kind="mergesort")  # sorted once, not in every chunk
+            draws = group_weights(g.tolist(), n_boot=n_boot, seed=seed, chunk=chunk, order=order)
+            so, yo, go = s[order], y[order], good[order]
         boots = np.concatenate(
             [_weighted_figures(so, yo, go, w, graded=kind == "graded", threshold=t) for w in draws]
         )
@@ -407,6 +427,7 @@ def agreement(
         precision=cis[3],
         recall=cis[4],
         n_boot=n_boot,
+        bins=bins if n_boot > 0 else 0,
     )
 
 

@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bootstrap_ci", "group_bootstrap", "group_weights", "summarize"]
+__all__ = [
+    "bootstrap_ci",
+    "group_bootstrap",
+    "group_codes",
+    "group_counts",
+    "group_weights",
+    "summarize",
+]
 
 
 #: above this many values the interval is the normal one (the bootstrap's, to the third digit)
@@ -131,17 +138,41 @@ def group_weights(
     >>> next(group_weights(["a", "a", "b"], n_boot=2, seed=0)).tolist()
     [[0.0, 0.0, 2.0], [1.0, 1.0, 1.0]]
     """
-    codes: dict[Hashable, int] = {}
-    row_group = np.array([codes.setdefault(g, len(codes)) for g in groups], dtype=np.int64)
+    row_group, n_groups = group_codes(groups)
     if order is not None:
         row_group = row_group[order]
+    for counts in group_counts(n_groups, n_boot=n_boot, seed=seed, chunk=chunk):
+        yield counts[:, row_group]  # one array of rows' size, not two
+
+
+def group_codes(groups: Sequence[Hashable]) -> tuple[np.ndarray, int]:
+    """Each row's group as a number (in order of first appearance) and how many groups.
+
+    >>> group_codes(["b", "a", "b"])
+    (array([0, 1, 0]), 2)
+    """
+    codes: dict[Hashable, int] = {}
+    row_group = np.array([codes.setdefault(g, len(codes)) for g in groups], dtype=np.int64)
+    return row_group, len(codes)
+
+
+def group_counts(
+    n_groups: int, *, n_boot: int = 2000, seed: int = 0, chunk: int = 100
+) -> Iterator[np.ndarray]:
+    """How many times each of ``n_groups`` groups is drawn in each resample of
+    :func:`group_bootstrap` (the same draws with the same ``seed``), ``chunk`` resamples at a
+    time: one line per resample, one column per group, as floats.
+
+    >>> next(group_counts(2, n_boot=2, seed=0)).tolist()
+    [[0.0, 2.0], [1.0, 1.0]]
+    """
     rng = np.random.default_rng(seed)
     for start in range(0, n_boot, chunk):
         size = min(chunk, n_boot - start)
         counts = np.stack(
             [
-                np.bincount(rng.integers(0, len(codes), size=len(codes)), minlength=len(codes))
+                np.bincount(rng.integers(0, n_groups, size=n_groups), minlength=n_groups)
                 for _ in range(size)
             ]
         )
-        yield counts.astype(np.float64)[:, row_group]  # one array of rows' size, not two
+        yield counts.astype(np.float64)
