@@ -83,6 +83,8 @@ BENCHES: dict[str, Entry] = {
     "follow": Entry("follow"),  # a real Phoenix: lag at --poll 1 and 5; 20,000 rows' memory
     # the store's engine: SQLite (rows, totals) against Parquet + pyarrow and DuckDB (if there)
     "store_engines": Entry("store_engines"),
+    # the Agreement page's intervals with every row labelled: every score against score bins
+    "agreement_scale": Entry("agreement_scale"),
     # the agreement harness's cheap step (its figures are in the hand-written section)
     "agreement": Entry(
         "agreement",
