@@ -544,3 +544,51 @@ def test_the_chart_draws_a_stated_sample_of_dots_and_boxes_of_every_row(graded):
         boxes = [len(t.y) for t in drawn.data if t.boxpoints is False]
         assert sorted(boxes) == sorted((view.frame["good"] == g).sum() for g in (0.0, 1.0))
         assert [t.name for t in drawn.data][1::2] == [t.name for t in whole.data]
+
+
+def _synthetic_store(tmp_path: Path, n: int, every: int) -> tuple[RunStore, int]:
+    from relevancy.testing.synthetic import synthetic_inputs, synthetic_results
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_run("labelled", {}, synthetic_inputs(n, labelled_every=every))
+    for batch in synthetic_results(n):
+        store.append_results(run, batch)
+    return store, run
+
+
+def test_the_view_counts_the_runs_scored_rows_without_a_label(tmp_path):
+    """A label on one row in ten: 100 labelled rows and 900 scored rows without one (the page
+    said "0 without": it read the labelled rows only). A cleared label counts as none, a
+    dashboard label on an unlabelled row as one; the disagreements carry their answers."""
+    store, run = _synthetic_store(tmp_path, 1000, 10)
+    view = agreement_view.load(store, run)
+    assert (view.overall.rows, view.unlabelled) == (100, 900)
+    labelled = store.labels(run)["row"].tolist()
+    store.set_label(run, labelled[0], None)  # cleared
+    store.set_label(run, 0 if labelled[0] else 1, 1.0)  # a row without a label gains one
+    view = agreement_view.load(store, run)
+    assert (view.overall.rows, view.unlabelled) == (100, 900)
+    found = view.disagreements
+    assert len(found) and found["response"].tolist() == [
+        store.inputs(run, rows=[r])["response"].iloc[0] for r in found["row"].astype(int)
+    ]
+
+
+def test_many_labels_read_the_columns_whole_with_the_same_figures(tmp_path, monkeypatch):
+    """Above WHOLE_READ labels the view reads the run's segments and the labels beside them
+    instead of the labelled rows from SQLite: the same rows, figures and disagreements."""
+    store, run = _synthetic_store(tmp_path, 3000, 3)
+    store.set_label(run, 7, 0.0)  # the dashboard's label wins over the input's
+    store.set_label(run, 10, None)  # cleared: no label
+    by_rows = agreement_view.load(store, run, n_boot=300)
+    monkeypatch.setattr(agreement_view, "WHOLE_READ", 0)
+    whole = agreement_view.load(store, run, n_boot=300)
+
+    def figures(view):  # NaN (Spearman of binary labels) written out, so that it compares
+        groups = {k: a.to_dict() for k, a in view.by_group.items()}
+        return json.dumps([view.overall.to_dict(), groups])
+
+    assert figures(whole) == figures(by_rows)
+    assert whole.unlabelled == by_rows.unlabelled == 3000 - 999  # 1,000 labels, one cleared
+    pd.testing.assert_frame_equal(whole.frame[by_rows.frame.columns], by_rows.frame)
+    pd.testing.assert_frame_equal(whole.disagreements, by_rows.disagreements)

@@ -8,6 +8,7 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
     "bootstrap_ci",
@@ -90,11 +91,9 @@ def group_bootstrap(
     >>> bool(low[0] <= x.mean() <= high[0])
     True
     """
-    members: dict[Hashable, list[int]] = {}
-    for i, g in enumerate(groups):
-        members.setdefault(g, []).append(i)
-    sizes = np.array([len(m) for m in members.values()], dtype=np.int64)
-    flat = np.array([i for m in members.values() for i in m], dtype=np.int64)
+    row_group, n_groups = group_codes(groups)
+    sizes = np.bincount(row_group, minlength=n_groups).astype(np.int64)
+    flat = np.argsort(row_group, kind="stable").astype(np.int64)  # each group's rows in order
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if sizes.size else sizes
     rng = np.random.default_rng(seed)
     boots: list[Sequence[float]] = []
@@ -148,12 +147,14 @@ def group_weights(
 def group_codes(groups: Sequence[Hashable]) -> tuple[np.ndarray, int]:
     """Each row's group as a number (in order of first appearance) and how many groups.
 
+    Groups are told apart as a dict's keys are, missing values (None, NaN) all one group.
+
     >>> group_codes(["b", "a", "b"])
     (array([0, 1, 0]), 2)
     """
-    codes: dict[Hashable, int] = {}
-    row_group = np.array([codes.setdefault(g, len(codes)) for g in groups], dtype=np.int64)
-    return row_group, len(codes)
+    values = pd.Series(list(groups), dtype=object)
+    codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+    return codes.astype(np.int64), len(uniques)
 
 
 def group_counts(

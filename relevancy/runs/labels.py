@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from relevancy.analysis.agreement import parse_labels
@@ -50,21 +51,26 @@ class LabelsMixin:
         finally:
             db.close()
 
-    def labels(self, run_id: int, rows: Sequence[int] | None = None) -> pd.DataFrame:
+    def labels(
+        self, run_id: int, rows: Sequence[int] | None = None, *, details: bool = True
+    ) -> pd.DataFrame:
         """Each labelled row's label (the dashboard's when set, else the input's): ``row``,
-        ``label``, ``source`` and ``set_at``, by row. Rows whose label was cleared are left out."""
+        ``label``, and with ``details`` ``source`` and ``set_at``, by row. Rows whose label was
+        cleared are left out."""
         where, params = "", [int(run_id)]
         if rows is not None:
             where = f" AND idx IN ({marks(len(rows))})"
             params += [int(r) for r in rows]
+        names = ["row", "label", *(["source", "set_at"] if details else [])]
         found = self._run(
-            "SELECT idx, label, source, set_at FROM labels WHERE run_id = ?"
-            f"{where} ORDER BY idx, source = 'dashboard'",
+            f"SELECT idx, label{', source, set_at' if details else ''} FROM labels "
+            f"WHERE run_id = ?{where} ORDER BY idx, source = 'dashboard'",
             params,
         )
-        latest = {int(idx): (label, source, at) for idx, label, source, at in found}
-        table = [(idx, *v) for idx, v in sorted(latest.items()) if v[0] is not None]
-        frame = pd.DataFrame(table, columns=["row", "label", "source", "set_at"])
+        frame = pd.DataFrame(found, columns=names)
+        frame = frame.drop_duplicates("row", keep="last")  # the dashboard's, where it has one
+        frame = frame[frame["label"].notna()].reset_index(drop=True)
+        frame["row"] = frame["row"].astype(np.int64)
         frame["label"] = frame["label"].astype(float)
         return frame
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -142,6 +142,12 @@ def few_labels(view: AgreementView) -> str:
     )
 
 
+#: above this many labelled rows the run's columns are read whole (its Parquet segments) with
+#: the labels beside them, not the labelled rows one at a time from SQLite (a million labels:
+#: 1.5 s instead of 8 s)
+WHOLE_READ = 50_000
+
+
 def load(
     store: RunStore,
     run_id: int,
@@ -151,13 +157,25 @@ def load(
     n_boot: int | None = None,
 ) -> AgreementView:
     """:func:`compute` on a run of the store: its scores and each row's label (the
-    dashboard's when set, else the input's)."""
+    dashboard's when set, else the input's); ``unlabelled`` counts the run's scored rows
+    without one. The answers are read for the disagreements only."""
     info = store.get_run(run_id)
     by = by if by and by in info.columns else None
-    names = ["score", "label", "user_input", "response", *([by] if by else [])]
-    # the labelled rows only: a million-row run with a few hundred labels reads those
-    rows = store.columns(run_id, names, query=RowQuery(sort=SORTS[2], labelled=True))
-    return compute(rows, by=by, cut=cut, n_boot=n_boot)
+    names = ["score", "user_input", *([by] if by else [])]
+    labels = store.labels(run_id, details=False)
+    if len(labels) > WHOLE_READ:
+        rows = store.columns(run_id, names).merge(labels, on="row")
+        rows = rows.sort_values("row", kind="stable").reset_index(drop=True)
+    else:  # the labelled rows only: a million-row run with a few hundred labels reads those
+        query = RowQuery(sort=SORTS[2], labelled=True)
+        rows = store.columns(run_id, [*names, "label"], query=query)
+    view = compute(rows, by=by, cut=cut, n_boot=n_boot)
+    scored = store.count(run_id, RowQuery(status="scored"))
+    found = view.disagreements
+    if len(found):
+        answers = store.inputs(run_id, rows=found["row"].astype(int).tolist())["response"]
+        found = found.assign(response=answers.reindex(found["row"].astype(int)).to_numpy())
+    return replace(view, disagreements=found, unlabelled=max(0, scored - view.overall.rows))
 
 
 def _cell(x: Interval) -> str:
