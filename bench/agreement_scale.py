@@ -8,6 +8,11 @@ score apart, as before) and the default (``BOOT_BINS`` bins above ``BOOT_ROWS`` 
 time of each, and how far the binned bounds sit from the exact ones: AUROC, Spearman, the
 threshold, precision and recall. Nothing here is asserted (tests/test_agreement.py checks the
 bounds on 25,000 rows).
+
+``--store PATH --run ID`` also times the Agreement page's whole computation on a saved run
+(``relevancy.dashboard.views.agreement.load``: reading the scores and labels, the figures, the
+disagreements' answers), reading the labelled rows from SQLite one by one against reading the
+run's columns whole beside its labels (``WHOLE_READ``), in turn, ``--repeats`` times each.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import load_average, log, main, r, table
+from bench.harness import in_turn, load_average, log, main, r, table
 from relevancy.analysis.agreement import agreement
+from relevancy.dashboard.views import agreement as agreement_view
+from relevancy.runs import RunStore
 
 FIGURES = ("auroc", "spearman", "threshold", "precision", "recall")
 
@@ -59,18 +66,42 @@ def one(n: int, kind: str, seed: int) -> dict[str, Any]:
     return out
 
 
+def page_load(path: str, run_id: int, repeats: int) -> dict[str, Any]:
+    """The page's computation on a saved run, each way of reading it, in turn."""
+    store = RunStore(path)
+    sides = {"labelled rows from SQLite": 10**12, "columns whole beside the labels": None}
+    seconds: dict[str, list[float]] = {side: [] for side in sides}
+    default = agreement_view.WHOLE_READ
+    rows = 0
+    for turn in range(repeats):
+        for side in in_turn(list(sides), turn):
+            agreement_view.WHOLE_READ = sides[side] or default
+            started = time.perf_counter()
+            view = agreement_view.load(store, run_id)
+            seconds[side].append(time.perf_counter() - started)
+            rows = view.overall.rows
+    agreement_view.WHOLE_READ = default
+    out = {"store": path, "run": run_id, "labelled rows": rows, "whole_read": default}
+    out.update({f"{side} s": r(min(v), 2) for side, v in seconds.items()})
+    log(f"  page load: {out}")
+    return out
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     load_before = load_average()
     runs = []
     for n in args.sizes:
         for kind in args.labels:
             runs.append(one(n, kind, args.seed))
-    return {
+    out = {
         "bench": "agreement_scale",
         "sizes": args.sizes,
         "load_average_before": load_before,
         "runs": runs,
     }
+    if args.store:
+        out["page"] = page_load(args.store, args.run, args.repeats)
+    return out
 
 
 def tables(fig: dict[str, Any]) -> dict[str, str]:
@@ -113,7 +144,16 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         f"{runs[0].get('bins', '?'):,} score bins; the two sides take the same draws. "
         f"Load average before: {load}."
     )
-    return {"": table(header, rows, digits=2) + note}
+    text = table(header, rows, digits=2) + note
+    page = fig.get("page")
+    if page:
+        sides = ("labelled rows from SQLite", "columns whole beside the labels")
+        text += "\n\n" + table(
+            ["the page's computation, a saved run", *(f"{side}, s" for side in sides)],
+            [[f"{page['labelled rows']:,} labelled rows", *(page[f"{s} s"] for s in sides)]],
+        )
+        text += "\n\nThe faster of each side's runs."
+    return {"": text}
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -124,6 +164,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--labels", nargs="+", default=["binary", "rating", "continuous"], help="label kinds"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--store", default=None, help="a run store: time the page's load on a run")
+    p.add_argument("--run", type=int, default=1, help="with --store: the run (default 1)")
+    p.add_argument("--repeats", type=int, default=2, help="with --store: runs of each side")
 
 
 if __name__ == "__main__":
