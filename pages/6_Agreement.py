@@ -8,6 +8,7 @@ from relevancy.dashboard.views.agreement import (
     chart_note,
     few_labels,
     figures_table,
+    resampling_note,
     score_label_chart,
 )
 from relevancy.dashboard.views.format import mode_text, row_label
@@ -55,9 +56,7 @@ if not view.overall.rows:
 st.caption(
     f"Run **#{info.id}** · scores: {mode_text(info.mode)} · {view.overall.rows:,} scored rows "
     f"with a {view.overall.kind} label ({view.unlabelled:,} without) · 95% CIs resample "
-    f"questions ({view.overall.questions:,}; {view.overall.n_boot:,} resamples"
-    + (f", each on the scores in {view.overall.bins:,} bins" if view.overall.bins else "")
-    + ")."
+    f"questions ({view.overall.questions:,}; {resampling_note(view)})."
 )
 if warning := few_labels(view):  # 4 labels give an AUROC with a CI of 0.00-0.25
     st.warning(warning, icon="⚠️")

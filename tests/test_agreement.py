@@ -270,6 +270,30 @@ def test_above_boot_rows_the_resamples_see_score_bins_and_the_intervals_barely_m
     assert binned.threshold.low < binned.threshold.value < binned.threshold.high
 
 
+def test_binned_precision_and_recall_are_exact_when_the_threshold_is_a_tied_score():
+    """Ten answers tied at 0.1 and the best threshold at 0.1 itself: the float mean of the tie
+    (a little under 0.1) must not put its bin below the threshold (review of Dec 7)."""
+    s = np.r_[np.full(10, 0.1), np.linspace(0.2, 0.9, 30)]
+    y = np.r_[np.ones(10), np.zeros(30)]
+    y[0], y[15] = 0, 1
+    binned = agreement(s, y, groups=list(range(40)), bins=4096, n_boot=300)
+    exact = agreement(s, y, groups=list(range(40)), bins=0, n_boot=300)
+    assert binned.threshold.value == 0.1
+    for name in ("precision", "recall"):
+        assert getattr(binned, name) == getattr(exact, name)
+
+
+def test_group_codes_tell_groups_apart_as_dict_keys_do():
+    from relevancy.core.stats import group_codes
+
+    nan = float("nan")
+    assert group_codes(["b", "a", "b"])[0].tolist() == [0, 1, 0]
+    assert group_codes([1, 1.0, True, 2])[0].tolist() == [0, 0, 0, 1]
+    # missing values: each its own group, as before (pandas alone would make them one)
+    assert group_codes(["a", nan, None, nan, "a"])[0].tolist() == [0, 1, 2, 1, 0]
+    assert group_codes([None, np.nan, "a"])[1] == 3
+
+
 def test_score_bins_keep_ties_together_and_the_threshold_on_an_edge():
     from relevancy.analysis._binned import rank_bins
 

@@ -147,14 +147,18 @@ def group_weights(
 def group_codes(groups: Sequence[Hashable]) -> tuple[np.ndarray, int]:
     """Each row's group as a number (in order of first appearance) and how many groups.
 
-    Groups are told apart as a dict's keys are, missing values (None, NaN) all one group.
+    Groups are told apart as a dict's keys are (1, 1.0 and True are one group; None is its own).
 
     >>> group_codes(["b", "a", "b"])
     (array([0, 1, 0]), 2)
     """
     values = pd.Series(list(groups), dtype=object)
-    codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
-    return codes.astype(np.int64), len(uniques)
+    if values.isna().any():  # pandas makes None, NaN and pd.NA one group; a dict does not
+        codes: dict[Hashable, int] = {}
+        row_group = np.array([codes.setdefault(g, len(codes)) for g in values], dtype=np.int64)
+        return row_group, len(codes)
+    found, uniques = pd.factorize(values, sort=False)
+    return found.astype(np.int64), len(uniques)
 
 
 def group_counts(

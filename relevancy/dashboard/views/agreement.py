@@ -33,6 +33,8 @@ __all__ = [
     "AgreementView",
     "compute",
     "load",
+    "resampling_note",
+    "WHOLE_READ",
     "few_labels",
     "figures_table",
     "score_label_chart",
@@ -144,8 +146,24 @@ def few_labels(view: AgreementView) -> str:
 
 #: above this many labelled rows the run's columns are read whole (its Parquet segments) with
 #: the labels beside them, not the labelled rows one at a time from SQLite (a million labels:
-#: 1.5 s instead of 8 s)
+#: the page's computation 8.1 s instead of 11.5 s, bench/RESULTS.md)
 WHOLE_READ = 50_000
+
+
+def _resamples(a: Agreement) -> str:
+    bins = f", each on the scores in {a.bins:,} bins" if a.bins else ""
+    return f"{a.n_boot:,} resamples{bins}"
+
+
+def resampling_note(view: AgreementView) -> str:
+    """How the intervals were resampled, in words: the same for every line of the figures, or
+    all rows' and each variant's when they differ (a variant under ``BOOT_ROWS`` labelled rows
+    takes 2,000 resamples on every score while all rows, above, take 200 on score bins)."""
+    overall = _resamples(view.overall)
+    others = {_resamples(a) for a in view.by_group.values() if a.n_boot}
+    if not others or others == {overall}:
+        return overall
+    return f"all rows: {overall}; by {view.group or 'group'}: {'; '.join(sorted(others))}"
 
 
 def load(
