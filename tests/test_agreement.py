@@ -194,10 +194,12 @@ def _agreement_by_resampling(s, y, groups, *, n_boot, seed):
     return group_bootstrap(figures, groups, n_boot=n_boot, seed=seed)
 
 
+@pytest.mark.parametrize("bins", [0, 10**6])
 @pytest.mark.parametrize("graded", [False, True])
-def test_agreement_intervals_equal_resampling_the_rows(graded):
+def test_agreement_intervals_equal_resampling_the_rows(graded, bins):
     """The weighted, vectorised bootstrap gives the intervals of resampling the rows (the same
-    draws): scores with ties, uneven groups, resamples with one class only."""
+    draws): scores with ties, uneven groups, resamples with one class only. So do the cells of
+    many labelled rows (``bins``) when every score has a bin of its own: they lose nothing."""
     rng = np.random.default_rng(11)
     for trial in range(8):
         n = int(rng.integers(3, 50))
@@ -206,29 +208,8 @@ def test_agreement_intervals_equal_resampling_the_rows(graded):
         if label_kind(y) == "none":
             continue
         groups = rng.integers(0, max(1, n // 3), n).tolist()
-        a = agreement(s, y, groups=groups, n_boot=150, seed=trial)
-        low, high = _agreement_by_resampling(s, y, groups, n_boot=150, seed=trial)
-        names = ("auroc", "spearman", "threshold", "precision", "recall")
-        got_low = [getattr(a, k).low for k in names]
-        got_high = [getattr(a, k).high for k in names]
-        np.testing.assert_allclose(got_low, low, rtol=0, atol=1e-12, equal_nan=True)
-        np.testing.assert_allclose(got_high, high, rtol=0, atol=1e-12, equal_nan=True)
-
-
-@pytest.mark.parametrize("graded", [False, True])
-def test_resamples_in_cells_with_a_bin_per_score_equal_resampling_the_rows(graded):
-    """The cells of many labelled rows lose nothing when every score has its own bin: the
-    intervals are those of resampling the rows (ties, uneven groups, one class only)."""
-    rng = np.random.default_rng(12)
-    for trial in range(8):
-        n = int(rng.integers(3, 60))
-        s = np.round(rng.random(n), 1 + trial % 2)
-        y = rng.integers(1, 6, n).astype(float) if graded else (rng.random(n) < 0.3) * 1.0
-        if label_kind(y) == "none":
-            continue
-        groups = rng.integers(0, max(1, n // 3), n).tolist()
-        a = agreement(s, y, groups=groups, n_boot=150, seed=trial, bins=10**6)
-        assert a.bins == 10**6
+        a = agreement(s, y, groups=groups, n_boot=150, seed=trial, bins=bins)
+        assert a.bins == bins
         low, high = _agreement_by_resampling(s, y, groups, n_boot=150, seed=trial)
         names = ("auroc", "spearman", "threshold", "precision", "recall")
         got_low = [getattr(a, k).low for k in names]
