@@ -41,7 +41,9 @@ def add_follow_options(p: argparse.ArgumentParser) -> None:
         "--once",
         action="store_true",
         help="like --follow, but stop when nothing new is left (for cron and CI): exit 1 when "
-        "an alert fired or a score was not written",
+        "an alert fired or anything asked for did not happen (a row not scored or waiting "
+        "for the judge, a score not written, an alert not delivered, a source that did not "
+        "answer), each said on a FAIL line",
     )
     g.add_argument(
         "--poll", type=float, default=5.0, metavar="S", help="seconds between reads (default 5)"
@@ -223,6 +225,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
         f"scores written to {sent}{alerting}",
         file=sys.stderr,
     )
+    # one follower per run: a second one is told who holds it (a dead holder is taken over)
+    lease = store.take_follow_lease(run_id, ttl=max(300.0, 3 * args.poll + 60.0))
     follower = Follower(
         metric,
         store,
@@ -232,6 +236,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
         targets=targets,
         alerts=alerts,
         say=lambda line: print(line, flush=True),
+        lease=lease,
     )
     stop = threading.Event()
     previous = _on_sigterm(stop)
@@ -243,18 +248,20 @@ def cmd_follow(args: argparse.Namespace) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    pending = len(store.pending_rows(run_id))
+        store.drop_follow_lease(lease)
+    undone = follower.undone()
     line = (
         f"followed        {totals.new:,} new rows, {totals.scored:,} scored"
         + "".join(f", {n:,} sent to {t}" for t, n in totals.sent.items())
         + (f", {totals.alerts:,} alerts" if totals.alerts else "")
+        + (f" ({totals.delivered:,} posted)" if totals.delivered else "")
         + f" · run #{run_id}: the same command goes on from here"
-        + (f" ({pending:,} rows not scored yet)" if pending else "")
     )
     print(line, file=sys.stderr)
+    for what in undone:
+        print(("FAIL: " if args.once else "not done: ") + what, file=sys.stderr)
     if args.once:
-        failed = sum(totals.failed.values())
-        return 1 if totals.alerts or failed or follower.source_down else 0
+        return 1 if totals.alerts or undone else 0
     return 0
 
 

@@ -19,10 +19,12 @@
 * ``labels``: human labels, from the input (``source = 'input'``) or set in the dashboard
   (``'dashboard'``, which wins), each with the time it was set.
 * ``meta``: key/value pairs (the schema version, the demo's import, label counters).
-* ``follow_cursors``, ``follow_keys``, ``follow_sent``, ``follow_windows``: a followed run
-  (``relevancy score --follow``): where its source was read up to, the source's id and time of
-  each row (a row is added once), which scores reached each write-back target, and the
-  alert windows already checked (see :mod:`relevancy.runs.follow`).
+* ``follow_cursors``, ``follow_keys``, ``follow_sent``, ``follow_windows``,
+  ``follow_waiting``, ``follow_alerts``, ``follow_lease``: a followed run (``relevancy score
+  --follow``): where its source was read up to, the source's id and time of each row (a row is
+  added once), which scores reached each write-back target, the alert windows already checked,
+  the rows whose scoring failed for a passing reason (tried again later), each alert until its
+  webhook took it, and which process follows the run (see :mod:`relevancy.runs.follow`).
 
 Migrations: a store of version 1 (one JSON text per row) is converted in one transaction
 (:func:`migrate_v1`); in later versions a column the schema has and the store's ``results``
@@ -66,7 +68,9 @@ __all__ = [
 #: 6: the tables of followed runs (``follow_*``); earlier versions gain them, empty
 #: 7: each result's vector in ``result_vectors``, not in ``results`` (earlier versions' moved);
 #: a run's totals in ``run_stats``, kept by triggers (:mod:`relevancy.runs.stats`)
-SCHEMA_VERSION = "7"
+#: 8: a followed run's rows waiting for the judge, its alerts until delivered and who follows
+#: it (``follow_waiting``, ``follow_alerts``, ``follow_lease``); earlier versions gain them, empty
+SCHEMA_VERSION = "8"
 
 #: the page size of a new store (an existing store keeps its own)
 PAGE_SIZE = 16384
@@ -159,6 +163,36 @@ CREATE TABLE IF NOT EXISTS follow_windows (
     status TEXT NOT NULL,
     message TEXT NOT NULL,
     PRIMARY KEY (run_id, seconds, start)
+);
+CREATE TABLE IF NOT EXISTS follow_waiting (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    since REAL NOT NULL,
+    next_try REAL NOT NULL,
+    error TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS follow_alerts (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seconds REAL NOT NULL,
+    start TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'posting', 'delivered', 'uncertain')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    updated TEXT NOT NULL,
+    PRIMARY KEY (run_id, seconds, start)
+);
+CREATE TABLE IF NOT EXISTS follow_lease (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started TEXT NOT NULL,
+    token TEXT NOT NULL,
+    since TEXT NOT NULL,
+    beat REAL NOT NULL,
+    ttl REAL NOT NULL
 );
 """
 _VECTORS = """

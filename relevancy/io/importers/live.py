@@ -38,7 +38,7 @@ from relevancy.io.importers.report import ImportReport
 __all__ = ["LiveSource", "LiveRows", "SourceDown", "open_live_source", "is_live_url"]
 
 #: spans or traces asked for in one request; a window that has more is read in halves
-PAGE = 1000
+PAGE = 500
 #: a window is not halved below this (spans that started in the same millisecond)
 _SMALLEST_S = 0.001
 
