@@ -8,10 +8,35 @@ process holds it open, as two processes opening a new file at the same moment do
 
 from __future__ import annotations
 
+import math
+import os
 import sqlite3
 import time
 
-__all__ = ["use_wal"]
+__all__ = ["use_wal", "store_wait", "STORE_WAIT"]
+
+#: seconds a run store waits for another process's write before it gives up ("database is
+#: locked"), unless ``$RELEVANCY_STORE_WAIT`` says otherwise
+STORE_WAIT = 60.0
+
+
+def store_wait() -> float:
+    """``$RELEVANCY_STORE_WAIT`` (seconds, 0 to a day), else :data:`STORE_WAIT`."""
+    text = os.environ.get("RELEVANCY_STORE_WAIT", "").strip()
+    if not text:
+        return STORE_WAIT
+    try:
+        wait = float(text)
+    except ValueError:
+        wait = math.nan
+    if not 0 <= wait <= 86_400:  # also NaN
+        from relevancy.errors import InputError
+
+        raise InputError(
+            f"RELEVANCY_STORE_WAIT is {text[:40]!r}: give the seconds to wait for a locked run "
+            "store, from 0 to 86400 (default 60)"
+        )
+    return wait
 
 
 def use_wal(db: sqlite3.Connection, *, wait: float = 60.0) -> None:

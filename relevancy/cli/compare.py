@@ -9,6 +9,7 @@ from typing import Any
 
 from relevancy.cli import add_command
 from relevancy.cli._run_arg import find_run, open_store
+from relevancy.cli._values import number
 from relevancy.errors import InputError
 
 
@@ -23,13 +24,13 @@ def register(sub: Any) -> None:
     p.add_argument("new", help="the candidate, the same way")
     p.add_argument(
         "--fail-on-regression",
-        type=float,
+        type=number(0, 2),
         default=None,
         metavar="MARGIN",
         help="exit with code 1 when the 95%% CI of the mean difference lies below -MARGIN",
     )
     p.add_argument(
-        "--tie-margin", type=float, default=0.02, help="differences within count as ties"
+        "--tie-margin", type=number(0, 2), default=0.02, help="differences within count as ties"
     )
     p.add_argument(
         "--markdown", default=None, metavar="FILE", help="append a markdown summary (- for stdout)"

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from relevancy.analysis.alerts import parse_window
+from relevancy.cli._values import DAY_SECONDS, number, span, whole
 from relevancy.cli.options import metric_from_args, run_settings
 from relevancy.errors import InputError
 from relevancy.io.exporters import origin
@@ -20,7 +21,7 @@ from relevancy.io.exporters.mlflow import check_tracking_uri, log_feedback
 from relevancy.io.exporters.phoenix import annotate_spans
 from relevancy.io.importers.live import LiveSource, is_live_url, open_live_source
 from relevancy.io.importers.phoenix_server import DEFAULT_URL, parse_when, phoenix_client
-from relevancy.io.webhook import post_alert, webhook_host
+from relevancy.io.webhook import check_webhook_url, post_alert, webhook_host
 from relevancy.runs import RunStore
 from relevancy.scoring.config import preflight
 from relevancy.scoring.follow import AlertRule, Follower, FollowOptions, Target
@@ -46,10 +47,15 @@ def add_follow_options(p: argparse.ArgumentParser) -> None:
         "answer), each said on a FAIL line",
     )
     g.add_argument(
-        "--poll", type=float, default=5.0, metavar="S", help="seconds between reads (default 5)"
+        "--poll",
+        type=number(0, DAY_SECONDS, above=True, unit="seconds"),
+        default=5.0,
+        metavar="S",
+        help="seconds between reads (default 5)",
     )
     g.add_argument(
         "--late",
+        type=span,
         default="10m",
         metavar="SPAN",
         help="how long after it started a trace may still arrive (the source stores them "
@@ -57,16 +63,18 @@ def add_follow_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--alert-below",
-        type=float,
+        type=number(-1, 1),
         default=None,
         metavar="X",
         help="alert when a window's mean relevancy is below X and its 95%% CI says so; any "
         "window also alerts on a drop from the window before that the CIs show",
     )
-    g.add_argument("--window", default="1h", metavar="SPAN", help="the alert window (default 1h)")
+    g.add_argument(
+        "--window", type=span, default="1h", metavar="SPAN", help="the alert window (default 1h)"
+    )
     g.add_argument(
         "--min-rows",
-        type=int,
+        type=whole(2, 1_000_000),
         default=10,
         metavar="N",
         help="no alert on a window with fewer scored rows (default 10)",
@@ -108,10 +116,21 @@ def _check_args(args: argparse.Namespace) -> None:
             f"{', '.join(named)} cannot be used with --follow or --once: a followed run is kept "
             "in the run store (export it from there, or from the dashboard)"
         )
-    if args.poll <= 0:
-        raise InputError(f"--poll must be a number of seconds above 0, got {args.poll:g}")
+    # the parser checks these (relevancy.cli._values); again here for a Namespace made in code
+    if not 0 < args.poll <= DAY_SECONDS:  # also NaN
+        raise InputError(f"--poll must be seconds above 0 and at most a day, got {args.poll!r}")
     if args.min_rows < 2:
         raise InputError(f"--min-rows must be 2 or more, got {args.min_rows}")
+    # the webhook's address is read now, so that a bad one stops the command before a run is
+    # made; an empty RELEVANCY_ALERT_WEBHOOK is no webhook, an empty --alert-webhook a mistake
+    hook, named = args.alert_webhook, "--alert-webhook"
+    if hook is None and os.environ.get("RELEVANCY_ALERT_WEBHOOK", "").strip():
+        hook, named = os.environ["RELEVANCY_ALERT_WEBHOOK"], "RELEVANCY_ALERT_WEBHOOK"
+    if hook is not None:
+        try:
+            check_webhook_url(hook)
+        except InputError as exc:
+            raise InputError(f"{named}: {exc}") from None
 
 
 def _targets(args: argparse.Namespace, source: LiveSource, settings: dict[str, Any]) -> list[Any]:

@@ -15,6 +15,7 @@ from relevancy.analysis.cost import (
 )
 from relevancy.backends import BACKEND_SPECS
 from relevancy.backends.cache import Cache
+from relevancy.cli._values import DAY_SECONDS, SEED_MAX, number, whole
 from relevancy.core.modes import MODE_DESCRIPTIONS, MODES
 from relevancy.core.noncommittal import DETECTOR_DESCRIPTIONS, DETECTORS
 from relevancy.errors import InputError
@@ -38,10 +39,10 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--api-key", default=None, help="API key (prefer the OPENAI_API_KEY environment variable)"
     )
-    g.add_argument("--strictness", type=int, default=3, help="questions per answer, 1-10")
+    g.add_argument("--strictness", type=whole(1, 10), default=3, help="questions per answer, 1-10")
     g.add_argument(
         "--min-questions",
-        type=int,
+        type=whole(1, 10),
         default=None,
         metavar="K",
         help="the fewest usable generated questions a row may be called ok on (default: all "
@@ -60,7 +61,7 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
         choices=MODES,
         help="what the score is: " + "; ".join(f"{k}: {v}" for k, v in MODE_DESCRIPTIONS.items()),
     )
-    g.add_argument("--seed", type=int, default=0, help="sampling seed")
+    g.add_argument("--seed", type=whole(0, SEED_MAX), default=0, help="sampling seed")
     g.add_argument(
         "--prompt-language",
         default="answer",
@@ -70,13 +71,18 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--max-response-chars",
-        type=int,
+        type=whole(1, 10_000_000),
         default=None,
         metavar="N",
         help="characters of each answer sent to the question generator (longer ones are cut; "
         "default: 2,000 for the embedded model, 20,000 for API models)",
     )
-    g.add_argument("--timeout", type=float, default=60.0, help="seconds per API request")
+    g.add_argument(
+        "--timeout",
+        type=number(0, DAY_SECONDS, above=True, unit="seconds"),
+        default=60.0,
+        help="seconds per API request",
+    )
     g.add_argument("--no-cache", action="store_true", help="bypass the persistent cache")
     g.add_argument("--cache-dir", default=None, help="cache folder (default: user cache dir)")
 

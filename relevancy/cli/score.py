@@ -18,6 +18,7 @@ from relevancy.analysis.cost import (
     money,
 )
 from relevancy.cli import add_command
+from relevancy.cli._values import MAX_CONCURRENCY, number, whole
 from relevancy.cli.follow import add_follow_options, cmd_follow, wants_follow
 from relevancy.cli.options import (
     add_backend_options,
@@ -47,6 +48,7 @@ from relevancy.scoring.config import preflight
 from relevancy.scoring.distributed import Interrupted, score_path
 from relevancy.scoring.estimate import estimate, measure_sample
 from relevancy.scoring.files import CHUNK_ROWS, score_file, survey
+from relevancy.scoring.repeats import MAX_REPEATS
 
 
 def register(sub: Any) -> None:
@@ -69,7 +71,7 @@ def register(sub: Any) -> None:
     p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=whole(1, MAX_CONCURRENCY),
         default=None,
         help="rows scored at once (default: 4 with the embedded generator); with an API, the "
         "most requests at once per model (default 64): the number sent adapts to the rate "
@@ -83,20 +85,20 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--rpm",
-        type=float,
+        type=number(0, above=True),
         default=None,
         help="the generator model's requests-per-minute limit, for the estimate",
     )
     p.add_argument(
         "--tpm",
-        type=float,
+        type=number(0, above=True),
         default=None,
         help="the generator model's tokens-per-minute limit, for the estimate",
     )
-    p.add_argument("--threshold", type=float, default=0.5, help="a 'low score' threshold")
+    p.add_argument("--threshold", type=number(-1, 1), default=0.5, help="a 'low score' threshold")
     p.add_argument(
         "--fail-under",
-        type=float,
+        type=number(-1, 1),
         default=None,
         help="exit with code 1 when the mean score is below this",
     )
@@ -110,7 +112,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--sample",
-        type=int,
+        type=whole(0),
         default=0,
         metavar="K",
         help="before estimating, score K rows drawn from the file to measure these models' "
@@ -129,11 +131,14 @@ def register(sub: Any) -> None:
         "--store", default=None, help="run store for --save-run (default: $RELEVANCY_STORE)"
     )
     p.add_argument(
-        "--chunk-rows", type=int, default=CHUNK_ROWS, help="rows read and written at a time"
+        "--chunk-rows",
+        type=whole(1, 10_000_000),
+        default=CHUNK_ROWS,
+        help="rows read and written at a time",
     )
     p.add_argument(
         "--repeats",
-        type=int,
+        type=whole(1, MAX_REPEATS),
         default=1,
         metavar="K",
         help="score every row K times under generator seeds that share no sample (seed, "
@@ -168,7 +173,10 @@ def register(sub: Any) -> None:
         "--address", default=None, help="Ray cluster (default: $RAY_ADDRESS, else a local one)"
     )
     g.add_argument(
-        "--workers", type=int, default=None, help="Ray workers (default: from the cluster's CPUs)"
+        "--workers",
+        type=whole(1, 100_000),
+        default=None,
+        help="Ray workers (default: from the cluster's CPUs)",
     )
     add_tool_options(p)
     add_follow_options(p)

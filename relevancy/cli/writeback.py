@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from relevancy.cli._values import when
 from relevancy.errors import InputError, RelevancyError
 from relevancy.io import iter_table
 from relevancy.io.exporters import ANNOTATION_NAME, WriteBack
@@ -58,11 +59,14 @@ def add_tool_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--since",
+        type=when,
         metavar="WHEN",
         help="with --from: spans started at or after "
         "WHEN (ISO 8601 time, or a span back from now: 30m, 24h, 7d)",
     )
-    g.add_argument("--until", metavar="WHEN", help="with --from: spans started before WHEN")
+    g.add_argument(
+        "--until", type=when, metavar="WHEN", help="with --from: spans started before WHEN"
+    )
     g.add_argument(
         "--to-phoenix",
         nargs="?",

@@ -19,20 +19,70 @@ from urllib.parse import urlsplit
 from relevancy.core.redact import redact
 from relevancy.errors import InputError
 
-__all__ = ["post_alert", "alert_body", "webhook_host"]
+__all__ = ["post_alert", "alert_body", "webhook_host", "check_webhook_url"]
 
 
 def webhook_host(url: str) -> str:
     """``scheme://host[:port]`` of a URL, all a message may show of it (no path, no query, no
-    credentials).
+    credentials); ``?`` for a part that cannot be read (``http://[::1/x``).
 
     >>> webhook_host("https://hooks.slack.com/services/T000/B000/XXXX")
     'https://hooks.slack.com'
+    >>> webhook_host("http://127.0.0.1:99999/secret")
+    'http://127.0.0.1:?'
     """
-    parts = urlsplit(str(url).strip())
+    text = str(url).strip()
+    scheme = text.partition("://")[0] if "://" in text else ""
+    scheme = scheme if scheme.isascii() and scheme.isalpha() else ""
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # an unclosed [ around an IPv6 address
+        return f"{scheme or '?'}://?"
     host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a number, or above 65535
+        port = ":?"
     return f"{parts.scheme or '?'}://{host}{port}"
+
+
+def check_webhook_url(url: str) -> str:
+    """``url`` stripped, once it is an http(s) URL with a host and a valid port; else
+    :class:`InputError` in one line that shows no more of it than ``scheme://host``.
+
+    >>> check_webhook_url(" https://hooks.slack.com/services/T000/B000/XXXX ")
+    'https://hooks.slack.com/services/T000/B000/XXXX'
+    >>> check_webhook_url("ftp://files.example.com/XXXX")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    relevancy.errors.InputError: the alert webhook ftp://files.example.com is not an http(s) URL...
+    """
+    text = str(url).strip()
+    where = webhook_host(text)
+    give = "give http(s)://HOST[:PORT]/PATH"
+    if not text:
+        raise InputError(f"the alert webhook is empty: {give}, or leave it out")
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        raise InputError(
+            f"the alert webhook {where} is not a URL: its host does not read (an IPv6 address "
+            f"needs its closing ]); {give}"
+        ) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InputError(f"the alert webhook {where} is not an http(s) URL: {give}")
+    if not parts.hostname:
+        raise InputError(f"the alert webhook {where} names no host: {give}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port <= 65535:
+        raise InputError(
+            f"the alert webhook {where} has a port that is not a number from 1 to 65535: {give}"
+        )
+    return text
 
 
 def _plain(value: Any) -> Any:
@@ -74,8 +124,7 @@ def post_alert(
     ``timeout`` seconds. Raises :class:`InputError` (one line naming only ``scheme://host``)
     when the URL is not http(s), the receiver answers other than 2xx, or does not answer."""
     where = webhook_host(url)
-    if urlsplit(str(url).strip()).scheme not in ("http", "https"):
-        raise InputError(f"the webhook {where} is not an http(s) URL")
+    check_webhook_url(url)
     body = json.dumps(alert_body(check, run=run), ensure_ascii=False).encode("utf-8")
     request = urllib.request.Request(
         str(url).strip(),

@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from relevancy._sqlite import use_wal
+from relevancy._sqlite import store_wait, use_wal
 from relevancy.analysis.agreement import parse_labels
 from relevancy.analysis.summary import mode_label
 from relevancy.core.redact import redact
@@ -160,11 +160,12 @@ class RunStore(
             db.close()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60.0)
+        wait = store_wait()  # seconds for another process's write ($RELEVANCY_STORE_WAIT)
+        db = sqlite3.connect(self.path, timeout=wait)
         db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new store's; an existing one keeps its own
-        use_wal(db)
+        use_wal(db, wait=wait)
         db.execute("PRAGMA foreign_keys=ON")
-        db.execute("PRAGMA busy_timeout=60000")
+        db.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
         db.execute("PRAGMA synchronous=NORMAL")
         db.create_function(
             "casefold", 1, lambda s: None if s is None else str(s).casefold(), deterministic=True
