@@ -155,9 +155,10 @@ def test_below_needs_the_ci_upper_bound_below_the_threshold():
     rng = np.random.default_rng(0)
     wide = list(np.clip(0.55 + rng.normal(0, 0.3, 12), 0, 1))  # mean under 0.6, CI reaches it
     narrow = [0.40, 0.42, 0.44, 0.38, 0.41, 0.43, 0.39, 0.40, 0.42, 0.41, 0.40, 0.44]
-    t1, s1 = _rows(T0, wide)
-    t2, s2 = _rows(T0 + timedelta(hours=1), narrow)
-    first, second = check_windows(
+    # the narrow window first: a window after the wide one is judged with the wide one's spread
+    t1, s1 = _rows(T0, narrow)
+    t2, s2 = _rows(T0 + timedelta(hours=1), wide)
+    second, first = check_windows(
         t1 + t2, s1 + s2, below=0.6, window=timedelta(hours=1), drop=False
     )
     assert first.mean < 0.6 <= first.high
@@ -165,9 +166,9 @@ def test_below_needs_the_ci_upper_bound_below_the_threshold():
     assert second.status == "alert" and second.kind == "below" and second.high < 0.6
     assert second.message == (
         f"relevancy {second.mean:.2f} (95% CI {second.low:.2f}-{second.high:.2f}, 12 rows) in "
-        "2026-12-06 10:00-11:00 UTC is below 0.60"
+        "2026-12-06 09:00-10:00 UTC is below 0.60"
     )
-    assert json.loads(json.dumps(second.to_json()))["start"] == "2026-12-06T10:00:00+00:00"
+    assert json.loads(json.dumps(second.to_json()))["start"] == "2026-12-06T09:00:00+00:00"
 
 
 def test_drop_against_the_previous_window_with_rows():

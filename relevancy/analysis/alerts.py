@@ -1,20 +1,31 @@
 """Alerts on relevancy over time: each window of time (aligned to the epoch, UTC) judged on its
 own rows, against a threshold and against the window before it.
 
-The rule, for a window with ``n`` rows with a finite score (failed rows, NaN, are counted apart
-and left out of the mean):
+The rule, for a window with ``n`` rows with a finite score, mean ``m`` and standard deviation
+``s`` (failed rows, NaN, are counted apart and left out). Its **baseline** is the previous window
+that has scored rows, when that one has at least ``min_rows`` of them (``n0`` rows, mean ``m0``,
+standard deviation ``s0``); ``t(p, df)`` is Student's t quantile:
 
-- **too few** (``status="too_few"``, no alert) when ``n < min_rows``, or when the mean is under
-  the threshold but its 95% CI still reaches it (the window cannot tell yet). ``needed`` is then
-  ``min_rows`` or, when the window's CI is too wide, the rows at which the CI (its half-width
-  shrinking as ``1/sqrt(n)``) would clear the threshold: ``ceil(n * (half / (X - mean))^2)``.
-- **below** (``status="alert"``, ``kind="below"``) when the mean is under the threshold ``X``
-  *and* the CI's upper bound is under ``X`` too: not one unlucky row, the whole interval.
-- **drop** (``kind="drop"``) when the window is lower than the previous window that has rows,
-  by more than the two windows' CIs allow: the 95% CI of the difference of the two means (as
-  the compare gate's :func:`relevancy.analysis.compare.regression_check` judges a difference)
-  lies entirely below ``-DROP_MARGIN`` (the gate's tie margin, 0.02). Both windows need
-  ``min_rows`` rows.
+- **below** (``status="alert"``, ``kind="below"``) when ``n >= min_rows`` and the one-sided
+  upper bound ``U = m + t(1 - BELOW_ALPHA, n - 1) * s* / sqrt(n)`` is under the threshold ``X``,
+  where ``s* = max(s, s0)`` (``s`` without a baseline): a t-test at 0.25 %, the upper end of a
+  99.5 % t interval. The baseline's spread is there because a small window of skewed or bimodal
+  scores that happened to miss the high ones also has a small ``s`` of its own, and would look
+  sure of a low mean; ``s0`` does not depend on this window's luck.
+- **drop** (``kind="drop"``) when the window and its baseline both have ``min_rows`` rows and
+  Welch's upper bound on ``d = m - m0`` is below ``-DROP_MARGIN`` (the compare gate's tie
+  margin): ``d + t(1 - DROP_ALPHA, df) * se < -0.02`` with ``se = sqrt(s^2/n + s0^2/n0)`` and
+  ``df = se^4 / ((s^2/n)^2/(n-1) + (s0^2/n0)^2/(n0-1))``.
+- **too few** (``status="too_few"``, no alert) when ``n < min_rows`` (or under 2), or when
+  ``m < X`` but ``U`` still reaches ``X`` (the window cannot tell yet). ``needed`` is then
+  ``min_rows`` or, when ``U`` is too high, about the rows at which it would clear ``X`` (its
+  half-width shrinking as ``1/sqrt(n)``): ``ceil(n * ((U - m) / (X - m))^2)``.
+
+The two tests share 0.5 % (``BELOW_ALPHA + DROP_ALPHA``, a Bonferroni split): on stationary
+windows (every row drawn from one distribution whose mean is ``X`` or above) at most 0.5 % of
+windows alert. ``python -m bench.alert_rule`` measures it, and the power against drops, on the
+score distributions of real runs (bench/RESULTS.md). ``low``/``high`` are the mean's 95 % t
+interval, ``m -/+ t(0.975, n - 1) * s / sqrt(n)``: what the message shows, not what is tested.
 
 >>> from datetime import datetime, timedelta, timezone
 >>> t0 = datetime(2026, 12, 6, 9, tzinfo=timezone.utc)
@@ -34,19 +45,32 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from relevancy.core.stats import NORMAL_ABOVE, bootstrap_ci
 from relevancy.errors import InputError
 
-__all__ = ["WindowCheck", "parse_window", "window_of", "check_windows", "DROP_MARGIN"]
+__all__ = [
+    "WindowCheck",
+    "parse_window",
+    "window_of",
+    "check_windows",
+    "t_quantile",
+    "DROP_MARGIN",
+    "BELOW_ALPHA",
+    "DROP_ALPHA",
+]
 
 #: the compare gate's tie margin: a drop smaller than this is no drop
 DROP_MARGIN = 0.02
+#: one-sided level of the below test (the upper end of a 99.5 % t interval)
+BELOW_ALPHA = 0.0025
+#: one-sided level of the drop test; with BELOW_ALPHA, 0.5 % of stationary windows at most
+DROP_ALPHA = 0.0025
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _UNITS = {
     "s": "seconds",
@@ -58,8 +82,6 @@ _UNITS = {
     "w": "weeks",
 }
 _WINDOW = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", re.IGNORECASE)
-#: the shortest window (seconds) and the longest (a leap year) that :func:`parse_window` takes
-_SHORTEST, _LONGEST = 1.0, timedelta(days=366)
 
 
 @dataclass(frozen=True)
@@ -103,13 +125,7 @@ def parse_window(text: str) -> timedelta:
             f"{str(text)[:40]!r} is not a window: give a number and a unit, such as 30m, 1h, "
             "1d or 2w"
         )
-    # checked in seconds before a timedelta is made: 99999999999999d would overflow it
-    seconds = float(match.group(1)) * timedelta(**{unit: 1}).total_seconds()
-    if not _SHORTEST <= seconds <= _LONGEST.total_seconds():
-        raise InputError(
-            f"{str(text)[:40]!r} is not a window: give one from 1s to {_LONGEST.days}d"
-        )
-    return timedelta(seconds=seconds)
+    return timedelta(**{unit: float(match.group(1))})
 
 
 def _utc(t: Any) -> datetime:
@@ -134,43 +150,128 @@ def window_of(t: datetime, window: timedelta) -> tuple[datetime, datetime]:
 
 def _span(start: datetime, end: datetime) -> str:
     """``2026-12-06 09:00-10:00 UTC`` (``...-24:00`` for a window ending at midnight; the end's
-    date too when the window spans more than one day; seconds too when a window does not start
-    and end on whole minutes: ``05:51:00-05:51:30``)."""
-    clock = "%H:%M:%S" if any(t.second or t.microsecond for t in (start, end)) else "%H:%M"
-    head = start.strftime(f"%Y-%m-%d {clock}")
+    date too when the window spans more than one day)."""
+    head = start.strftime("%Y-%m-%d %H:%M")
     if end.date() == start.date():
-        return f"{head}-{end.strftime(clock)} UTC"
+        return f"{head}-{end.strftime('%H:%M')} UTC"
     if end - start <= timedelta(days=1) and end.time() == datetime.min.time():
-        return f"{head}-24:00{':00' if clock.endswith('S') else ''} UTC"
-    return f"{head} - {end.strftime(f'%Y-%m-%d {clock}')} UTC"
+        return f"{head}-24:00 UTC"
+    return f"{head} - {end.strftime('%Y-%m-%d %H:%M')} UTC"
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for aa in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _beta_inc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function ``I_x(a, b)``."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def _t_upper_tail(t: float, df: float) -> float:
+    """``P(T > t)`` for Student's t with ``df`` degrees of freedom, ``t >= 0``."""
+    return 0.5 * _beta_inc(df / 2.0, 0.5, df / (df + t * t))
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile: the ``t`` with ``P(T <= t) = p``, for ``0 < p < 1`` and ``df > 0``
+    (any real ``df``, as Welch's are), to about 1e-10; the normal quantile above 1e7 ``df``.
+
+    Numpy and the standard library only (the library does not depend on scipy): the t
+    distribution's tail is the regularised incomplete beta function, inverted by bisection.
+
+    >>> round(t_quantile(0.975, 9), 4), round(t_quantile(0.0025, 19), 4)
+    (2.2622, -3.1737)
+    """
+    if not (0.0 < p < 1.0) or not df > 0.0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, not p={p}, df={df}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    if p == 0.5:
+        return 0.0
+    if df > 1e7:
+        return NormalDist().inv_cdf(p)
+    tail = 1.0 - p
+    low, high = 0.0, 1.0
+    while _t_upper_tail(high, df) > tail:
+        low, high = high, high * 2.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if _t_upper_tail(mid, df) > tail:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-12 * high:
+            break
+    return (low + high) / 2.0
 
 
 def _ci(x: np.ndarray) -> tuple[float, float]:
-    return bootstrap_ci(x) if x.size > 1 else (math.nan, math.nan)
+    """The mean's 95 % t interval (NaNs under 2 values)."""
+    if x.size < 2:
+        return (math.nan, math.nan)
+    half = t_quantile(0.975, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return (float(x.mean()) - half, float(x.mean()) + half)
 
 
-def _diff_ci(new: np.ndarray, old: np.ndarray, *, seed: int = 0) -> tuple[float, float]:
-    """95% CI of ``mean(new) - mean(old)``, the two resampled apart (normal above
-    ``NORMAL_ABOVE`` rows, as :func:`bootstrap_ci`)."""
+def _below_bound(x: np.ndarray, baseline: np.ndarray | None) -> float:
+    """The below test's one-sided upper bound on the mean, ``m + t * max(s, s0) / sqrt(n)``."""
+    if x.size < 2:
+        return math.nan
+    spread = float(x.std(ddof=1))
+    if baseline is not None and baseline.size > 1:
+        spread = max(spread, float(baseline.std(ddof=1)))
+    quantile = t_quantile(1.0 - BELOW_ALPHA, x.size - 1)
+    return float(x.mean()) + quantile * spread / math.sqrt(x.size)
+
+
+def _diff_ci(new: np.ndarray, old: np.ndarray) -> tuple[float, float]:
+    """Welch's two-sided ``1 - 2 * DROP_ALPHA`` interval (99.5 %) of ``mean(new) - mean(old)``
+    (see the module for the formula)."""
     if new.size < 2 or old.size < 2:
         return (math.nan, math.nan)
     diff = float(new.mean() - old.mean())
-    if min(new.size, old.size) > NORMAL_ABOVE:
-        half = NormalDist().inv_cdf(0.975) * math.sqrt(
-            new.var(ddof=1) / new.size + old.var(ddof=1) / old.size
-        )
-        return (diff - half, diff + half)
-    rng = np.random.default_rng(seed)
-    a = new[rng.integers(0, new.size, size=(2000, new.size))].mean(axis=1)
-    b = old[rng.integers(0, old.size, size=(2000, old.size))].mean(axis=1)
-    low, high = np.quantile(a - b, [0.025, 0.975])
-    return (float(low), float(high))
+    v_new = float(new.var(ddof=1)) / new.size
+    v_old = float(old.var(ddof=1)) / old.size
+    se = math.sqrt(v_new + v_old)
+    if se == 0.0:
+        return (diff, diff)
+    df = (v_new + v_old) ** 2 / (v_new**2 / (new.size - 1) + v_old**2 / (old.size - 1))
+    half = t_quantile(1.0 - DROP_ALPHA, df) * se
+    return (diff - half, diff + half)
 
 
-def _needed(n: int, mean: float, high: float, below: float | None, min_rows: int) -> int:
-    if n < min_rows or below is None or not (mean < below) or not math.isfinite(high):
-        return min_rows
-    half = high - mean
+def _needed(n: int, mean: float, bound: float, below: float | None, min_rows: int) -> int:
+    if n < min_rows or below is None or not (mean < below) or not math.isfinite(bound):
+        return max(min_rows, 2)
+    half = bound - mean
     return max(min_rows, n + 1, math.ceil(n * (half / (below - mean)) ** 2))
 
 
@@ -186,10 +287,28 @@ def check_windows(
 ) -> list[WindowCheck]:
     """Judge every window that has rows, in time order (see the module for the rule).
 
-    ``times``: each row's time (datetimes, Timestamps or ISO text; naive ones are UTC; rows
-    without a time are left out), ``scores``: each row's score (NaN: failed). ``below``: the
-    threshold (None: no threshold test), ``drop``: also test each window against the previous
-    window that has rows. With ``until``, only complete windows (``end <= until``) are judged.
+    Parameters
+    ----------
+    times : sequence of datetime or pandas.Series
+        Each row's time (datetimes, Timestamps or ISO text; naive ones are UTC); rows without a
+        time are left out.
+    scores : sequence of float or numpy.ndarray
+        Each row's score (NaN: failed).
+    below : float or None
+        The threshold ``X`` (None: no threshold test).
+    window : datetime.timedelta
+        The windows' width (aligned to the epoch, UTC).
+    min_rows : int
+        Scored rows a window (and a drop's baseline) needs before it can alert.
+    drop : bool
+        Also test each window against its baseline, the previous window that has scored rows.
+    until : datetime or None
+        When given, only complete windows (``end <= until``) are judged.
+
+    Returns
+    -------
+    list of WindowCheck
+        One per window that has rows.
     """
     stamps = pd.to_datetime(pd.Series(list(times), dtype=object), utc=True, format="mixed")
     values = np.asarray(scores, dtype=np.float64)
@@ -202,7 +321,7 @@ def check_windows(
     starts = epoch + ((stamps - epoch) // width) * width
     limit = None if until is None else pd.Timestamp(_utc(until))
     checks: list[WindowCheck] = []
-    previous: np.ndarray | None = None
+    previous: np.ndarray | None = None  # the last window with a scored row: the baseline
     prev_check: WindowCheck | None = None
     for start in sorted(set(starts)):
         end = start + width
@@ -213,6 +332,8 @@ def check_windows(
         n, failed = int(finite.size), int(part.size - finite.size)
         mean = float(finite.mean()) if n else math.nan
         low, high = _ci(finite)
+        baseline = previous if previous is not None and previous.size >= min_rows else None
+        bound = _below_bound(finite, baseline) if below is not None else math.nan
         when = _span(start.to_pydatetime(), end.to_pydatetime())
         failed_note = f", {failed} failed" if failed else ""
         figure = (
@@ -224,26 +345,26 @@ def check_windows(
         )
         status, kind, needed = "ok", "", 0
         message = f"{figure} in {when}"
-        if below is not None and n >= min_rows and mean < below and high < below:
+        if below is not None and n >= max(min_rows, 2) and bound < below:
             status, kind = "alert", "below"
             message += f" is below {below:.2f}"
-        elif n < min_rows or (below is not None and mean < below):
-            status, needed = "too_few", _needed(n, mean, high, below, min_rows)
+        elif n < max(min_rows, 2) or (below is not None and mean < below):
+            status, needed = "too_few", _needed(n, mean, bound, below, min_rows)
             message = f"{message}: only {n} rows: {needed} needed to tell"
         if (
             status != "alert"
             and drop
-            and previous is not None
+            and baseline is not None
             and prev_check is not None
             and n >= min_rows
-            and previous.size >= min_rows
         ):
-            d_low, d_high = _diff_ci(finite, previous)
+            d_low, d_high = _diff_ci(finite, baseline)
             if math.isfinite(d_high) and d_high < -DROP_MARGIN:
                 status, kind, needed = "alert", "drop", 0
                 message = (
                     f"{figure} in {when} dropped from {prev_check.mean:.2f} "
-                    f"(95% CI of the difference {d_low:+.2f} to {d_high:+.2f})"
+                    f"({100 * (1 - 2 * DROP_ALPHA):g}% CI of the difference "
+                    f"{d_low:+.2f} to {d_high:+.2f})"
                 )
         check = WindowCheck(
             start.to_pydatetime(),
