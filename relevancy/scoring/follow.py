@@ -218,6 +218,7 @@ class Follower:
         self._once = False
         self._started = False
         self._retried = False  #: with --once, the waiting rows were tried in this run
+        self._waited_before: list[int] = []  #: with --once, the rows waiting when it began
         self._waiting_said = -1  #: the number of waiting rows last said
         #: rows below this are scored; per target, rows below this are sent (or marked): each
         #: step looks only past them, so a step's work does not grow with the run
@@ -349,7 +350,7 @@ class Follower:
         if not retry:
             self._scored_to = max(self._scored_to, rows[-1] + 1)  # pending rows come in order
         o = self.options
-        wall = time.time()
+        wall = self.now().timestamp()
         self.store.wait_for_judge(
             self.run_id, passing, now=wall, first=o.judge_first, most=o.judge_most
         )
@@ -369,13 +370,13 @@ class Follower:
     def _retry_waiting(self, report: StepReport) -> None:
         """Score again the rows waiting for the judge whose pause is over (with ``--once``,
         every waiting row, once)."""
-        if self._once:
+        if self._once:  # the rows that waited when this run began, once
             if self._retried:
                 return
             self._retried = True
-            due = self.store.waiting_rows(self.run_id)
+            due = self._waited_before
         else:
-            due = self.store.waiting_rows(self.run_id, due_by=time.time())
+            due = self.store.waiting_rows(self.run_id, due_by=self.now().timestamp())
         size = max(1, self.options.chunk)
         for start in range(0, len(due), size):
             if self._stopping():
@@ -580,6 +581,7 @@ class Follower:
         more while the source has more to give). The totals."""
         self._stop = stop
         self._once = once
+        self._waited_before = self.store.waiting_rows(self.run_id) if once else []
         for backoff in (self.source_wait, self.hook_wait, *self.target_wait.values()):
             backoff.waits = not once
         while stop is None or not stop.is_set():
@@ -617,6 +619,6 @@ def _outcomes(
         for key in failed:
             if key in where:
                 out[where[key]] = why
-            elif key.startswith("row ") and key[4:].isdigit() and int(key[4:]) <= len(rows):
-                out[rows[int(key[4:]) - 1]] = why
+            elif key.startswith("row ") and key[4:].isdigit() and 1 <= int(key[4:]) <= len(rows):
+                out[rows[int(key[4:]) - 1]] = why  # "row N" counts the batch's rows from 1
     return out
