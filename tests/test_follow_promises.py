@@ -695,3 +695,29 @@ def test_an_mlflow_server_is_followed_over_http_and_once_fails_while_anything_is
         printed = capsys.readouterr()
         assert code == 1, printed
         assert "scores not written to mlflow (it did not answer)" in printed.err
+
+
+def test_the_same_follow_command_twice_is_turned_away_in_one_line(tmp_path, capsys, toy_server):
+    """The command line: a second follower of a run exits 2 naming who holds it, and makes
+    nothing."""
+    from relevancy.testing.processes import free_port
+
+    pytest.importorskip("phoenix.client")
+    url = f"phoenix://127.0.0.1:{free_port()}/support"
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_followed_run("live", {}, url)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(store.path), str(run)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "held"
+        args = ["score", "--from", url, "--once", "--save-run", "live", "--store", str(store.path)]
+        assert main([*args, *cli_backends(toy_server, "-q")]) == 2
+        err = capsys.readouterr().err
+        (line,) = [x for x in err.splitlines() if "followed already" in x]
+        assert f"pid {child.pid}" in line and "Traceback" not in err
+        assert [r.id for r in store.list_runs()] == [run]
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
