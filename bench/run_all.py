@@ -85,6 +85,8 @@ BENCHES: dict[str, Entry] = {
     "store_engines": Entry("store_engines"),
     # the Agreement page's intervals with every row labelled: every score against score bins
     "agreement_scale": Entry("agreement_scale"),
+    # the alert rule's false alarms and power on the development sets' scores (seconds)
+    "alert_rule": Entry("alert_rule"),
     # the agreement harness's cheap step (its figures are in the hand-written section)
     "agreement": Entry(
         "agreement",

@@ -327,7 +327,8 @@ def _alert_list(checks: list[WindowCheck], c: Controls, growing: bool = False) -
             "still reaches the threshold): no alert on those."
         )
     st.caption(
-        "A window alerts when its mean is below the threshold and so is its 95% CI's upper "
-        "bound, or when it is lower than the previous window by more than both CIs allow."
+        "A window alerts when its mean is below the threshold and so is its one-sided 99.75% "
+        "t bound (with the larger of its spread and the previous window's), or when it is "
+        "lower than the previous window by more than Welch's t at 0.25% allows, past 0.02."
         + (" The window in progress is judged once it ends." if growing else "")
     )
