@@ -42,10 +42,10 @@ def test_markers_list_numbers_and_a_word_or_two_are_fragments():
 def test_a_citation_marker_does_not_make_a_good_answer_padded():
     # the case: a good answer at 0.969 called padded for its "(ref 1)"
     r = result(("The chemical symbol for gold is Au.", 0.82), ("(ref 1)", 0.05))
-    assert sentence_marks(r) == ["", "fragment"]
+    assert sentence_marks(r) == ["", "citation"]  # a marker is a citation, not a fragment
     assert not is_padded(r) and triage(r).reason != "padded"
     e = explain_result(r)
-    assert [s.note for s in e.sentences] == ["", "fragment (read with its neighbour)"]
+    assert [s.note for s in e.sentences] == ["", "citation or sources (not judged)"]
     assert not any(s.off_topic for s in e.sentences)
     # list numbers of a step-by-step answer
     steps = result(

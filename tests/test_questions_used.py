@@ -149,6 +149,6 @@ def test_the_dataset_page_shows_counts_and_filters_incomplete_rows():
     at.selectbox(key=f"ds_inspect_{run}").set_value(1).run()  # the row with a cut-off question
     ok(at)
     assert not any(s.value.startswith("Relevant") for s in at.success)
-    assert any("· incomplete</span>" in m.value for m in at.markdown)  # the badge
+    assert any("· incomplete: 2 of 3 questions</span>" in m.value for m in at.markdown)  # badge
     assert not any("· relevant</span>" in m.value for m in at.markdown)
     assert any("incomplete: 2 of 3 questions" in w.value for w in at.warning)

@@ -51,8 +51,8 @@ class PartCoverage:
     part: str
     coverage: float  #: best cosine between the part and any sentence or clause of the answer
     by_questions: float  #: best cosine between the part and any rebuilt question (NaN if none)
-    #: what in the answer is of the kind the part asks for (a number, names): see
-    #: :func:`relevancy.core.text.answer_of_kind`
+    #: what in the answer shows the part answered (a year for "when", a place for "where", in a
+    #: sentence about what the part asks): see :func:`relevancy.core.text.part_evidence`
     found: tuple[str, ...] = ()
 
 
@@ -224,7 +224,7 @@ def explain(
             )
     if "padded" in t.flags and t.reason not in ("off_topic",):
         marks = sentence_marks(result)
-        weak = sum(bool(m) for m in marks)
+        weak = sum(m in ("off topic", "padding") for m in marks)  # citations are neutral
         reasons.append(
             Reason(
                 "padded",

@@ -39,22 +39,25 @@ from relevancy.core.modes import (
 from relevancy.core.noncommittal import evasive_wording
 from relevancy.core.result import RelevancyResult
 from relevancy.core.text import (
-    answer_of_kind,
+    part_evidence,
     split_clauses,
     split_question_parts,
     split_sentences,
 )
 from relevancy.core.triage import (
     DEFAULT_THRESHOLD,
+    NEUTRAL_MARKS,
     PAD_GAP,
     PAD_SHARE,
     SENTENCE_HIGH,
     SENTENCE_LOW,
+    PartCheck,
     SentenceScore,
     Triage,
     as_float,
     completeness,
     padded_share,
+    part_checks,
     sentence_marks,
     sentences_from_parts,
     triage,
@@ -96,8 +99,10 @@ class SentenceRow:
     extra: dict[str, Any] = field(default_factory=dict)  #: other keys of a scored part
     #: far below the answer's closest sentence (see :func:`relevancy.core.triage.sentence_marks`)
     padding: bool = False
-    #: a citation marker, a list number, a word or two: part of its neighbour, never marked
+    #: a list number, a word or two, or a citation: never marked off topic or padding
     fragment: bool = False
+    #: citation markers or a list of sources (:func:`relevancy.core.triage.is_citation`)
+    citation: bool = False
 
     @property
     def off_topic(self) -> bool:
@@ -118,6 +123,8 @@ class SentenceRow:
     def note(self) -> str:
         """``"off topic"`` or ``"padding"``, ``"lowers the score"``, both, ``"fragment"`` or
         ``""``."""
+        if self.citation:
+            return "citation or sources (not judged)"
         if self.fragment:
             return "fragment (read with its neighbour)"
         flags = ["off topic"] * self.off_topic + ["padding"] * (self.padding and not self.off_topic)
@@ -179,6 +186,12 @@ class Explanation:
     def completeness(self) -> str:
         """Whether the answer answers every part of the question, in words (checked, or not)."""
         return completeness(self.result)
+
+    @property
+    def part_checks(self) -> list[PartCheck]:
+        """Each part of a multi-part question: answered (and on what evidence), not answered, or
+        not checked (:func:`relevancy.core.triage.part_checks`)."""
+        return part_checks(self.result)
 
     @property
     def secondary(self) -> list[str]:
@@ -436,7 +449,12 @@ def explain_result(
     marks = sentence_marks(result)
     if len(marks) == len(sentences):
         sentences = [
-            dataclasses.replace(row, padding=mark == "padding", fragment=mark == "fragment")
+            dataclasses.replace(
+                row,
+                padding=mark == "padding",
+                fragment=mark in NEUTRAL_MARKS,
+                citation=mark == "citation",
+            )
             for row, mark in zip(sentences, marks)
         ]
     return Explanation(
@@ -450,7 +468,7 @@ def explain_result(
                 str(p.get("part", "")),
                 as_float(p.get("coverage")),
                 math.nan,
-                tuple(answer_of_kind(str(p.get("part", "")), result.user_input, result.response)),
+                tuple(part_evidence(str(p.get("part", "")), result.user_input, result.response)),
             )
             for p in result.question_parts
         ],

@@ -15,11 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from relevancy.core.citations import in_source_lists, is_citation
 from relevancy.core.language import mismatched
 from relevancy.core.modes import BLEND_OFF_BELOW, off_question
 from relevancy.core.noncommittal import evasive_wording
 from relevancy.core.result import RelevancyResult
-from relevancy.core.text import answer_of_kind, looks_like_question
+from relevancy.core.text import (
+    answer_of_kind,
+    content_words,
+    looks_like_question,
+    mentions,
+    part_evidence,
+    part_kind,
+    split_sentences,
+)
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -43,10 +52,16 @@ __all__ = [
     "verdict",
     "VERDICTS",
     "completeness",
+    "PART_ANSWERED",
+    "PartCheck",
+    "part_checks",
+    "verdict_text",
     "SentenceScore",
     "sentences_from_parts",
     "sentence_marks",
     "is_fragment",
+    "is_citation",
+    "NEUTRAL_MARKS",
     "padded_share",
     "is_padded",
     "FRAGMENT_WORDS",
@@ -88,6 +103,12 @@ PART_LOW = 0.35  #: a question part whose best-matching clause is below this is 
 
 
 PART_GAP = 0.3  #: ... when the best-covered part is at least this much better covered
+
+
+#: a part that asks for no kind of thing words can show ("what is", "how does") counts as
+#: answered only when its best-matching clause is at least this close to it and shares one of
+#: its words: 0.29-0.38 is what an unanswered "when was it built" gets beside an answered part
+PART_ANSWERED = 0.5
 
 
 GENERATOR_ANSWER_SIM = 0.6
@@ -191,8 +212,12 @@ def sentence_marks(result: RelevancyResult) -> list[str]:
     ``"padding"``
         ``PAD_GAP`` or more below the answer's closest sentence, which is itself close to the
         question (``SENTENCE_HIGH``): the answer is elsewhere;
+    ``"citation"``
+        citation markers or a list of sources and nothing else ("(ref 1) (ref 2)", "See [3].",
+        "Sources: …", "[1] https://…": :func:`is_citation`): where the answer comes from,
+        never judged as off topic or padding;
     ``"fragment"``
-        fewer than ``FRAGMENT_WORDS`` words (a citation marker, a list number): part of its
+        fewer than ``FRAGMENT_WORDS`` words (a list number, a lone word): part of its
         neighbour, never marked on its own;
     ``""``
         none of these.
@@ -206,12 +231,14 @@ def sentence_marks(result: RelevancyResult) -> list[str]:
     if not sims:
         return []
     off = off_question([0.0 if math.isnan(x) else x for x in sims], _part_similarities(parts))
-    known = [x for x, s in zip(sims, found) if not math.isnan(x) and not is_fragment(s.text)]
+    listed = in_source_lists(result.response, [s.text for s in found])
+    neutral = ["citation" if x else _neutral(s.text) for s, x in zip(found, listed)]
+    known = [x for x, n in zip(sims, neutral) if not math.isnan(x) and not n]
     best = max(known) if known else math.nan
     marks = []
-    for sim, far, sentence in zip(sims, off, found):
-        if is_fragment(sentence.text):
-            marks.append("fragment")
+    for sim, far, mark in zip(sims, off, neutral):
+        if mark:
+            marks.append(mark)
         elif math.isnan(sim):
             marks.append("")
         elif far:
@@ -223,17 +250,25 @@ def sentence_marks(result: RelevancyResult) -> list[str]:
     return marks
 
 
+#: the marks that take no side: neither counted as padding nor as the answer
+NEUTRAL_MARKS = ("fragment", "citation")
+
+
+def _neutral(text: str) -> str:
+    return "citation" if is_citation(text) else "fragment" if is_fragment(text) else ""
+
+
 def is_fragment(text: str) -> bool:
     """Fewer than ``FRAGMENT_WORDS`` words of two letters or more: "(ref 1)", "2.", "[3]"."""
     return len(re.findall(r"[^\W\d_]{2,}", text)) < FRAGMENT_WORDS
 
 
 def padded_share(result: RelevancyResult, marks: Sequence[str] | None = None) -> float:
-    """The share of the answer's words in sentences marked off topic or padding (fragments
-    count with no side); 0.0 without sentences."""
+    """The share of the answer's words in sentences marked off topic or padding (fragments and
+    citations count with no side); 0.0 without sentences."""
     found = sentences_from_parts([p for p in result.parts if isinstance(p, dict) and "text" in p])
     marks = sentence_marks(result) if marks is None else marks
-    words = [len(s.text.split()) for s, m in zip(found, marks) if m != "fragment"]
+    words = [len(s.text.split()) for s, m in zip(found, marks) if m not in NEUTRAL_MARKS]
     marked = [len(s.text.split()) for s, m in zip(found, marks) if m in ("off topic", "padding")]
     return sum(marked) / sum(words) if sum(words) else 0.0
 
@@ -242,11 +277,11 @@ def is_padded(result: RelevancyResult, share: float = PAD_SHARE) -> bool:
     """Padded: besides a sentence close to the question (``SENTENCE_HIGH``), sentences marked
     off topic or padding that hold at least ``share`` of the answer's words."""
     marks = sentence_marks(result)
-    real = [m for m in marks if m != "fragment"]
+    real = [m for m in marks if m not in NEUTRAL_MARKS]
     sentences = [
         s.similarity
         for s, m in zip(sentences_from_parts(result.parts), marks)
-        if m != "fragment" and not math.isnan(s.similarity)
+        if m not in NEUTRAL_MARKS and not math.isnan(s.similarity)
     ]
     return (
         len(real) > 1
@@ -317,21 +352,116 @@ def verdict(
     return "relevant" if score >= threshold else "low"
 
 
+def verdict_text(
+    value: Any,
+    threshold: float,
+    used: Any = None,
+    asked: Any = None,
+    min_questions: int | None = None,
+) -> str:
+    """:func:`verdict` as every page, the HTML report and the CLI show it: the word, and for
+    ``incomplete`` what the score rests on (``"incomplete: 2 of 3 questions"``), whichever
+    side of the threshold the score is."""
+    word = verdict(value, threshold, used, asked, min_questions)
+    if word != "incomplete":
+        return word
+    u, a = as_float(used), as_float(asked)
+    return f"incomplete: {u:.0f} of {a:.0f} questions"
+
+
+#: what a part of each kind needs to be shown answered, in words
+_KIND_NEEDS = {
+    "quantity": "number",
+    "time": "year, date or time",
+    "place": "place (“in …”, “at …”)",
+    "person": "name",
+    "name": "name",
+    "reason": "reason (“because …”, “due to …”)",
+}
+
+
+@dataclass(frozen=True)
+class PartCheck:
+    """What is known of one part of a multi-part question: ``state`` is ``"answered"`` (with
+    the ``evidence`` that shows it), ``"not answered"`` (it looks left out: see
+    :func:`uncovered_parts`) or ``"not checked"`` (nothing shows it either way: ``why``)."""
+
+    part: str
+    coverage: float
+    state: str
+    evidence: tuple[str, ...] = ()
+    why: str = ""
+
+
+def part_checks(result: RelevancyResult) -> list[PartCheck]:
+    """Each part of a multi-part question (none for a question that reads as one part),
+    checked against the answer.
+
+    A part is *answered* only on evidence that can show it: for a part that asks for a kind of
+    thing (:func:`relevancy.core.text.part_kind`: a number, a year, a place, a name, a reason),
+    something of that kind in a sentence of the answer that speaks of what the part asks
+    (:func:`relevancy.core.text.part_evidence`: a year beside "built" for "when was it built";
+    not "330" for it, nor "Vinci" for "where is it displayed"), whatever the similarity; for
+    any other part ("what is its capital", "how does it work"), a best-matching clause at least
+    ``PART_ANSWERED`` close that shares one of the part's words. A part is *not answered* when
+    :func:`uncovered_parts` finds it left out; otherwise it is *not checked*.
+    """
+    parts = [p for p in result.question_parts if isinstance(p, dict)]
+    if len(parts) < 2:
+        return []
+    missing = {part for part, _, _ in uncovered_parts(result)}
+    sentences = split_sentences(result.response)
+    out = []
+    for p in parts:
+        part, c = str(p.get("part", "")), as_float(p.get("coverage"))
+        kind = part_kind(part)
+        if part in missing:
+            out.append(PartCheck(part, c, "not answered", why="barely covered"))
+        elif kind:
+            found = part_evidence(part, result.user_input, result.response)
+            if found:
+                out.append(PartCheck(part, c, "answered", tuple(found)))
+            else:
+                about = " about it" if content_words(part) else ""
+                why = f"no {_KIND_NEEDS[kind]} in a sentence of the answer{about}"
+                out.append(PartCheck(part, c, "not checked", why=why))
+        else:
+            words = content_words(part)
+            shared = not words or any(mentions(s, words) for s in sentences)
+            if c >= PART_ANSWERED and shared:
+                out.append(PartCheck(part, c, "answered", (f"similarity {c:.2f}",)))
+            elif not shared:
+                why = f"the answer has none of its words ({', '.join(words)})"
+                out.append(PartCheck(part, c, "not checked", why=why))
+            else:
+                why = f"similarity {c:.2f}, under the {PART_ANSWERED} that shows it"
+                out.append(PartCheck(part, c, "not checked", why=why))
+    return out
+
+
 def completeness(result: RelevancyResult) -> str:
     """What is known of whether the answer answers every part of the question, in words: each
-    of its parts covered, the parts left out, or that it was not checked (the question reads as
-    one part: "the capital of Japan and its population" is one to the splitter)."""
-    parts = [str(p.get("part", "")) for p in result.question_parts if isinstance(p, dict)]
-    if len(parts) < 2:
+    of its parts answered (with the evidence: :func:`part_checks`), the parts left out, or
+    which parts were not checked and why (a number is no evidence that "when" is answered, nor
+    a similarity of 0.3). A question that reads as one part is not checked ("the capital of
+    Japan and its population" is one to the splitter)."""
+    checks = part_checks(result)
+    if not checks:
         return (
             "whether it answers every part of the question was not checked (the question "
             "reads as one part)"
         )
-    missing = uncovered_parts(result)
+    n = len(checks)
+    missing = [c for c in checks if c.state == "not answered"]
     if missing:
-        names = "; ".join(f"“{part}”" for part, _, _ in missing)
-        return f"{len(missing)} of the question's {len(parts)} parts not answered: {names}"
-    return f"each of the question's {len(parts)} parts is answered"
+        names = "; ".join(f"“{c.part}”" for c in missing)
+        return f"{len(missing)} of the question's {n} parts not answered: {names}"
+    unsure = [c for c in checks if c.state == "not checked"]
+    if unsure:
+        said = "; ".join(f"“{c.part}” ({c.why})" for c in unsure)
+        return f"whether it answers every part of the question was not checked: {said}"
+    shown = "; ".join(f"“{c.part}”: {', '.join(c.evidence[:3])}" for c in checks)
+    return f"each of the question's {n} parts is answered ({shown})"
 
 
 def triage(

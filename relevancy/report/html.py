@@ -17,7 +17,14 @@ from typing import Any
 from relevancy.analysis.compare import pair_variants, summarize_pairs
 from relevancy.analysis.summary import frame_modes, mode_label, summary_table
 from relevancy.core.modes import MODE_DESCRIPTIONS
-from relevancy.core.triage import SENTENCE_LOW, sentences_from_parts, triage
+from relevancy.core.result import RelevancyResult
+from relevancy.core.triage import (
+    SENTENCE_LOW,
+    sentence_marks,
+    sentences_from_parts,
+    triage,
+    verdict_text,
+)
 from relevancy.report import charts, compare_charts
 from relevancy.report.links import app_base, row_anchor, row_url
 from relevancy.runs import RowQuery, RunStore
@@ -70,11 +77,14 @@ def _pct(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
-def _sentences_html(parts: Any) -> str:
-    """A row's sentences with their similarity to the question; off-topic ones marked."""
+def _sentences_html(result: RelevancyResult) -> str:
+    """A row's sentences with their similarity to the question; those the sentence table
+    marks off topic are marked (a citation or a list of sources never is)."""
     items = []
-    for sentence in sentences_from_parts(parts):
-        low = " class='low'" if sentence.similarity < SENTENCE_LOW else ""
+    found = sentences_from_parts([p for p in result.parts if isinstance(p, dict) and "text" in p])
+    marks = sentence_marks(result)
+    for sentence, mark in zip(found, marks):
+        low = " class='low'" if mark == "off topic" else ""
         items.append(
             f"<li{low}>{html.escape(sentence.text)} "
             f"<span class='muted'>({_f(sentence.similarity, 2)})</span></li>"
@@ -252,13 +262,21 @@ def build_report(
             variant = f"<br><span class='muted'>{e(str(variants[row]))}</span>" if by else ""
             row_mode = f"<br><span class='muted'>{e(r.mode)}</span>" if mode else ""
             ragas = f"<td class='num'>{_f(r.ragas_value)}</td>" if with_ragas else ""
-            sentences = f"<td>{_sentences_html(r.parts)}</td>" if with_sentences else ""
+            sentences = f"<td>{_sentences_html(r)}</td>" if with_sentences else ""
+            word = verdict_text(
+                r.value if r.ok else math.nan,
+                threshold,
+                r.questions_used,
+                r.strictness,
+                settings.get("min_questions"),
+            )
             error = f"<span class=muted>{e(r.error)}</span>" if r.error else ""
             reason = r.reason or triage(r).reason
             rows_html.append(
                 f"<tr id='{row_anchor(row)}'>{_row_cell(run_id, row, dashboard)}"
                 f"<td class='num'><span class='score' style='background:{color}'>"
-                f"{_f(r.value)}</span>{row_mode}{variant}</td>{ragas}"
+                f"{_f(r.value)}</span><br><span class='verdict'>{e(word)}</span>"
+                f"{row_mode}{variant}</td>{ragas}"
                 f"<td><b>{e(reason)}</b><br><span class='muted'>{e(', '.join(r.flags))}</span></td>"
                 f"<td>{e(r.user_input)}</td><td>{e(r.response)}</td>{sentences}"
                 f"<td><ul class='q'>{qs}</ul>{error}</td></tr>"
@@ -272,8 +290,9 @@ def build_report(
             + "<th>generated questions (similarity)</th>"
         )
         note = (
-            "<p class='muted'>Sentences in red are far from the question (similarity below "
-            f"{SENTENCE_LOW}).</p>"
+            "<p class='muted'>Sentences in red are off topic: far from the question (similarity "
+            f"below {SENTENCE_LOW}) and from each part of it; citations and lists of sources are "
+            "never marked.</p>"
             if with_sentences
             else ""
         )

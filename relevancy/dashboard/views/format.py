@@ -11,6 +11,7 @@ import shlex
 from typing import Any
 
 from relevancy.core.redact import redact
+from relevancy.core.triage import verdict_text
 from relevancy.report.charts import score_color
 from relevancy.report.html import MODE_SHORT
 from relevancy.scoring.config import EMBEDDED_NOTE
@@ -57,15 +58,25 @@ def pct(x: Any) -> str:
     return "–" if math.isnan(v) else f"{100 * v:.0f}%"
 
 
-def score_badge(value: float | None, threshold: float, *, incomplete: bool = False) -> str:
-    """A coloured pill (HTML, no user text) for a score; ``incomplete``: a score that rests on
-    fewer generated questions than asked, never called relevant."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def score_badge(
+    value: float | None,
+    threshold: float,
+    *,
+    used: Any = None,
+    asked: Any = None,
+    min_questions: int | None = None,
+) -> str:
+    """A coloured pill (HTML, no user text) for a score with its verdict
+    (:func:`relevancy.core.triage.verdict_text`, the one rule every page, the report and the
+    CLI use): a score that rests on fewer usable generated questions (``used`` of ``asked``)
+    than ``min_questions`` (default all) is "incomplete: k of N questions" on either side of
+    the threshold, never relevant nor low."""
+    word = verdict_text(value, threshold, used, asked, min_questions)
+    if word == "not scored":
         return '<span class="rel-badge" style="background:#9ca3af">not scored</span>'
-    label = "low" if value < threshold else "incomplete" if incomplete else "relevant"
     return (
         f'<span class="rel-badge" style="background:{score_color(value)}">'
-        f"{value:.3f} · {label}</span>"
+        f"{float(value):.3f} · {word}</span>"  # type: ignore[arg-type]
     )
 
 

@@ -185,7 +185,9 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
             score_badge(
                 result.value if e.scored else None,
                 e.threshold,
-                incomplete=e.verdict == "incomplete",
+                used=result.questions_used,
+                asked=result.strictness,
+                min_questions=e.min_questions,
             ),
             unsafe_allow_html=True,
         )
@@ -232,6 +234,19 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
                 f"Plain cosine(answer, question): {fmt(result.answer_similarity)} "
                 "(a cross-check that needs no generator)"
             )
+    if e.verdict == "incomplete":  # whatever the main reason and either side of the threshold
+        also = e.triage.reason
+        also = "" if also == "incomplete_generation" else f"; also {REASONS[also].split(':')[0]}"
+        side = "<" if e.low else "≥"
+        st.warning(
+            f"Not a verdict: {incomplete_text(result)} (score {fmt(result.value)} {side} "
+            f"threshold {e.threshold:.2f}): the score rests on fewer questions than asked{also}.",
+            icon="⚠️",
+        )
+        for r in e.reasons:
+            box = {"error": st.error, "warning": st.warning, "info": st.info}[r.severity]
+            box(f"**{esc(r.title)}**  \n{esc(r.detail)}", icon=_ICONS[r.severity])
+        return
     if e.low or not e.scored:
         if not e.reasons:
             st.warning(
@@ -247,15 +262,7 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         "focus": "the answer's sentences stay on the user's question",
         "blend": "the answer and the questions rebuilt from it stay close to the user's question",
     }.get(result.mode, "the rebuilt questions stay close to the user's question")
-    if e.verdict == "incomplete":  # whatever the main reason: no verdict on fewer questions
-        also = e.triage.reason
-        also = "" if also == "incomplete_generation" else f"; also {REASONS[also].split(':')[0]}"
-        st.warning(
-            f"Not a verdict: {incomplete_text(result)} (score {fmt(result.value)}, threshold "
-            f"{e.threshold:.2f}): the score rests on fewer questions than asked{also}.",
-            icon="⚠️",
-        )
-    elif e.triage.reason == "ok" and e.verdict == "relevant":
+    if e.triage.reason == "ok" and e.verdict == "relevant":
         st.success(
             f"Relevant: {how} (score {fmt(result.value)} ≥ threshold {e.threshold:.2f}); "
             f"{esc(e.completeness)}.",
@@ -306,9 +313,11 @@ def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: in
                     f"({esc(result.embeddings)}): select it in the sidebar."
                 )
     if e.parts:
+        state = {c.part: c.state for c in e.part_checks}
         parts = " · ".join(
             f"“{esc(p.part)}” {fmt(p.coverage, 2)}"
             + (f" (the answer gives {esc(', '.join(p.found[:4]))})" if p.found else "")
+            + (f": {state[p.part]}" if p.part in state else "")
             for p in e.parts
         )
         st.caption(f"Question parts, best match in the answer: {parts}")
