@@ -512,6 +512,34 @@ def test_a_drop_is_judged_against_the_window_checked_by_the_last_follower(tmp_pa
     assert store.windows(run)["status"].tolist() == ["ok", "alert"]
 
 
+def test_the_drop_baseline_is_the_last_window_with_scores_not_the_last_checked(tmp_path):
+    """A window of failed rows only between a full high one and a full low one: the low one is
+    judged against the high one (as over the whole run), also by a follower started after the
+    failed one was checked."""
+    clock = Clock()
+    source, metric = Spans(clock), ByText()
+    rule = AlertRule(below=None, window=timedelta(minutes=1), min_rows=10)
+    store, run, follower, _ = make(tmp_path, clock, source, metric, alerts=rule)
+    follower.step()
+    clock.advance(60)
+    for i in range(12):
+        source.add(f"hi{i}", f"q{i}", f"0.{90 + i % 5}", age=50 - 3 * i)
+    clock.advance(60)
+    for i in range(3):
+        source.add(f"failed{i}", f"q{i}", " ", age=50 - 3 * i)  # fail for their own reason
+    clock.advance(65)
+    follower.step()
+    assert store.windows(run)["status"].tolist() == ["ok", "too_few"]
+    _, _, again, said = make(tmp_path, clock, source, metric, alerts=rule)
+    clock.advance(-5)
+    for i in range(12):
+        source.add(f"lo{i}", f"q{i}", f"0.{10 + i % 5}", age=50 - 3 * i)
+    clock.advance(65)
+    report = again.step()
+    assert report.alerts == 1, said
+    assert store.windows(run)["status"].tolist() == ["ok", "too_few", "alert"]
+
+
 def test_a_window_with_a_row_waiting_for_the_judge_is_not_judged_yet(tmp_path):
     clock = Clock()
     source, metric = Spans(clock), ByText()

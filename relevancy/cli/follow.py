@@ -66,8 +66,10 @@ def add_follow_options(p: argparse.ArgumentParser) -> None:
         type=number(-1, 1),
         default=None,
         metavar="X",
-        help="alert when a window's mean relevancy is below X and its 95%% CI says so; any "
-        "window also alerts on a drop from the window before that the CIs show",
+        help="alert when a window's mean relevancy is below X beyond doubt (a one-sided t "
+        "bound at 0.25%%); any window also alerts on a drop from the last window with "
+        "--min-rows scores (Welch's t at 0.25%%, past a 0.02 margin): at most 0.5%% of windows "
+        "alert when nothing changed (docs/monitoring.md#alerts)",
     )
     g.add_argument(
         "--window", type=span, default="1h", metavar="SPAN", help="the alert window (default 1h)"

@@ -59,6 +59,8 @@ __all__ = [
 
 #: rows sent to a write-back target at a time
 SEND_ROWS = 500
+#: checked windows looked back through for the drop test's baseline (one with min_rows scores)
+_BASELINE_LOOKBACK = 48
 
 
 @dataclass
@@ -437,12 +439,14 @@ class Follower:
         seconds = rule.window.total_seconds()
         checked = self.store.checked_windows(self.run_id, seconds)
         since = None
-        if checked:  # from the window before the first one not checked (the drop test)
-            last = max(datetime.fromisoformat(s) for s in checked)
-            since = last.timestamp()
+        if checked:  # the drop test's baseline: the last checked window with min_rows scores
+            starts = sorted((datetime.fromisoformat(s) for s in checked), reverse=True)
+            since = starts[:_BASELINE_LOOKBACK][-1].timestamp()
         timed = self.store.timed_scores(self.run_id, since=since)
         if timed.empty:
             return
+        if checked:
+            timed = timed[timed["t"] >= self._baseline_start(timed, starts, seconds, rule)]
         times = pd.to_datetime(timed["t"], unit="s", utc=True)
         scores = timed["score"].to_numpy(dtype=float)
         for check in check_windows(
@@ -469,6 +473,20 @@ class Follower:
             self.store.mark_window(
                 self.run_id, check.start, seconds, check.status, check.message, alert=body
             )
+
+    @staticmethod
+    def _baseline_start(
+        timed: pd.DataFrame, starts: list[datetime], seconds: float, rule: AlertRule
+    ) -> float:
+        """Where the rows given to the window checks begin: the latest checked window that has
+        ``min_rows`` scored rows (the baseline the drop test needs, as the dashboard finds it
+        over the whole run), else the latest checked one."""
+        scored = timed["t"][np.isfinite(timed["score"].to_numpy(dtype=float))].to_numpy()
+        for start in starts[:_BASELINE_LOOKBACK]:
+            t0 = start.timestamp()
+            if ((scored >= t0) & (scored < t0 + seconds)).sum() >= max(rule.min_rows, 2):
+                return t0
+        return starts[0].timestamp()
 
     def _deliver(self, report: StepReport) -> None:
         """POST each alert the webhook has not taken yet, oldest first: marked ``posting``
