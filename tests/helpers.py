@@ -49,6 +49,14 @@ def skip_or_fail(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+# --- processes --------------------------------------------------------------------------------
+def with_sigint_ignored(argv: list[str]) -> list[str]:
+    """``argv`` started with SIGINT ignored, as a shell without job control starts a background
+    job (``sh -c 'cmd &'``, a CI script): Python keeps the inherited ``SIG_IGN``, so the command
+    stops on Ctrl-C only if it sets its own handler. ``sh`` execs it: same process id."""
+    return ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
+
+
 # --- the dashboard under AppTest ---------------------------------------------------------------
 def ok(at: AppTest) -> AppTest:
     """``at`` after checking its last script run raised nothing (the exceptions are shown)."""

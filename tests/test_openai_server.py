@@ -30,6 +30,8 @@ from relevancy.testing.openai_server import (
     embed_text,
 )
 
+from helpers import with_sigint_ignored
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ANSWER = "The Eiffel Tower is in Paris and was finished in 1889 for the World Fair."
 MESSAGES = [
@@ -504,10 +506,14 @@ def test_restart_and_idempotent_stop() -> None:
     assert len(srv.requests) == 2
 
 
-def test_command_line_runs_until_interrupted() -> None:
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["plain", "sigint-ignored"])
+def test_command_line_runs_until_interrupted(sigint_ignored: bool) -> None:
+    """Ctrl-C stops it, also when it was started with SIGINT ignored (a background job of a
+    script inherits SIG_IGN, and Python keeps it: the server then never stopped)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    argv = [sys.executable, "-m", "relevancy.testing.openai_server", "--port", "0", "--no-n"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "relevancy.testing.openai_server", "--port", "0", "--no-n"],
+        with_sigint_ignored(argv) if sigint_ignored else argv,
         stdout=subprocess.PIPE,
         text=True,
         env=env,
@@ -523,6 +529,7 @@ def test_command_line_runs_until_interrupted() -> None:
         process.send_signal(signal.SIGINT)
         # a bound on a hang, not a speed check: a busy 2-core machine took over 5 s to exit
         assert process.wait(timeout=60) == 0
+        assert process.stdout.read().strip() == "Stopping."
     finally:
         if process.poll() is None:
             process.kill()

@@ -37,6 +37,7 @@ from relevancy.cli.writeback import (
     wants_write_back,
     write_back,
 )
+from relevancy.core.interrupt import ctrl_c_interrupts
 from relevancy.errors import InputError
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.io.exporters import origin
@@ -185,12 +186,15 @@ def register(sub: Any) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    if wants_follow(args):
-        return cmd_follow(args)
-    if args.engine == "ray":
-        return _score_on_ray(args)
-    with contextlib.ExitStack() as stack:
-        return _score_here(args, stack)
+    # Ctrl-C stops a run (rows kept, exit 130) even when started with SIGINT ignored (in the
+    # background by a script): Ray's engine and the local one alike
+    with ctrl_c_interrupts():
+        if wants_follow(args):
+            return cmd_follow(args)
+        if args.engine == "ray":
+            return _score_on_ray(args)
+        with contextlib.ExitStack() as stack:
+            return _score_here(args, stack)
 
 
 def _score_here(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:

@@ -103,6 +103,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from relevancy.core.interrupt import ctrl_c_interrupts
 from relevancy.testing._batches import BatchesMixin
 from relevancy.testing._cli import parse_args, server_options
 from relevancy.testing._endpoints import EndpointsMixin, stream_reply
@@ -585,9 +586,9 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server in the foreground until Ctrl-C."""
     server = OpenAICompatServer(**server_options(parse_args(argv)))
-    with server:
-        print(f"Serving an OpenAI-compatible API at {server.base_url}", flush=True)
+    with ctrl_c_interrupts(), server:  # Ctrl-C stops it, even if started with SIGINT ignored
         try:
+            print(f"Serving an OpenAI-compatible API at {server.base_url}", flush=True)
             threading.Event().wait()
         except KeyboardInterrupt:
             print("Stopping.", flush=True)
