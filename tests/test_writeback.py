@@ -407,7 +407,7 @@ def test_the_options_are_checked_before_anything_is_scored(tmp_path, capsys, toy
         ([], "error: give a file to score, or --from phoenix://HOST:PORT/PROJECT"),
         (
             ["--from", "phoenix://localhost:6006/p", "--since", "yesterday"],
-            "error: 'yesterday' is not a time: give an ISO 8601 time",
+            "relevancy score: error: argument --since: 'yesterday' is not a time: give an ISO",
         ),
         (
             ["--engine", "ray", data, "--to-phoenix"],

@@ -13,6 +13,7 @@ import argparse
 import errno
 import importlib
 import os
+import shutil
 import sqlite3
 import sys
 import traceback
@@ -110,6 +111,15 @@ def _database_of(exc: BaseException, args: argparse.Namespace) -> tuple[str, Pat
     return "run store", Path(store) if store else None, "--store or RELEVANCY_STORE"
 
 
+def _nearly_full(path: Path) -> bool:
+    """Whether the disk ``path`` is on has less than a MiB left (SQLite says "disk I/O error"
+    for a full disk where the failed write was its shared-memory or WAL file's)."""
+    try:
+        return shutil.disk_usage(path.parent).free < 1 << 20
+    except OSError:
+        return False
+
+
 def _database_trouble(exc: sqlite3.Error, args: argparse.Namespace) -> tuple[str, int]:
     """One line for an SQLite error of the run store or the cache, and the exit code: 2 when
     the fix is another option (a read-only or unreadable file), 1 for trouble at run time (a
@@ -129,12 +139,14 @@ def _database_trouble(exc: sqlite3.Error, args: argparse.Namespace) -> tuple[str
             "done, or stop it; RELEVANCY_STORE_WAIT sets how many seconds to wait",
             1,
         )
-    if "full" in text:
+    if "full" in text or ("i/o" in text and path is not None and _nearly_full(path)):
         return f"the disk holding {name} is full: free some space, or move it with {option}", 1
     if "readonly" in text or "read-only" in text:
         return f"{name} is read-only: give a file you can write with {option}", 2
     if "unable to open" in text:
-        return f"{name} cannot be opened: give a folder you can write with {option}", 2
+        locked_out = path is not None and not os.access(path.parent, os.W_OK)
+        why = " (its folder cannot be written: a read-only disk?)" if locked_out else ""
+        return f"{name} cannot be opened{why}: give a folder you can write with {option}", 2
     if "not a database" in text or "malformed" in text:
         return f"{name} is not a readable SQLite file ({exc}): give another with {option}", 2
     return f"{name} failed ({exc}): check the disk it is on, or move it with {option}", 1
@@ -152,6 +164,8 @@ def _os_trouble(exc: OSError) -> tuple[str, int]:
         return f"could not read or write{where} ({why}): check the disk", 1
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return f"cannot write{where} ({why}): give a path you can write", 2
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR) and path:  # a file where a folder should be
+        return f"{path} is in the way: a folder is needed there; give another path", 2
     if path:
         return f"cannot use{where} ({why}): give another path", 2
     return f"{why}: {exc}", 1
