@@ -29,12 +29,12 @@ from relevancy.io.importers.live import LiveRows, LiveSource, SourceDown
 from relevancy.io.webhook import post_alert
 from relevancy.runs import RunStore
 from relevancy.runs.follow import RunFollowed
+from relevancy.scoring._follow_parts import row_outcomes
 from relevancy.scoring.follow import (
     AlertRule,
     Follower,
     FollowOptions,
     Target,
-    _outcomes,
     failed_for_itself,
 )
 from relevancy.testing.openai_server import FaultPlan, OpenAICompatServer
@@ -164,16 +164,17 @@ def test_each_failure_reason_lands_on_its_own_row():
     frame = pd.DataFrame({"span_id": ["a", "b", "c", "d"]})
     done = WriteBack("phoenix", "test")
     done.failed = {"missing": ["b"], "refused": ["row 1", "row 4"], "odd": ["row 9", "row x"]}
-    assert _outcomes(rows, frame, "span_id", done) == {
+    assert row_outcomes(rows, frame, "span_id", done) == {
         10: "refused",
         11: "missing",
         12: "ok",
         13: "refused",
     }
     done.failed = {"refused": ["row 3"]}
-    assert _outcomes(rows, frame, "span_id", done) == {10: "ok", 11: "ok", 12: "refused", 13: "ok"}
+    got = row_outcomes(rows, frame, "span_id", done)
+    assert got == {10: "ok", 11: "ok", 12: "refused", 13: "ok"}
     done.failed = {"refused": ["row 0"]}  # not a row: nothing is blamed on a neighbour
-    assert set(_outcomes(rows, frame, "span_id", done).values()) == {"ok"}
+    assert set(row_outcomes(rows, frame, "span_id", done).values()) == {"ok"}
 
 
 def test_whose_failure_it_is():
