@@ -334,6 +334,7 @@ def test_cli_scores_a_folder_into_a_folder_of_parquet(
     assert_same_rows(pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True), want)
 
 
+@pytest.mark.timeout(900)  # its child (which starts a cluster) is bounded at 600 s
 def test_cli_starts_a_local_cluster_without_an_address(
     tmp_path: Path, toy_server: OpenAICompatServer
 ) -> None:

@@ -75,6 +75,7 @@ def test_a_machine_too_slow_for_the_cap_says_exactly_what_was_cut_off(fresh_work
 # --- two embedded scorers side by side ------------------------------------------------------------
 @pytest.mark.models
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # its two children are bounded at 900 s
 def test_two_embedded_scorers_side_by_side_both_use_every_question(tmp_path):
     """Two ``relevancy score-one`` at once on the real models (their own workers, the default
     threads and waiting policy): both finish, each score from all 3 questions."""

@@ -49,6 +49,8 @@ from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
 from helpers import skip_or_fail
 
+# the Ragas side (its module fixture, in the first test asking for it) is bounded at 600 s
+pytestmark = pytest.mark.timeout(900)
 ROOT = Path(__file__).resolve().parents[1]
 RAGAS_VERSION = "0.4.3"
 RAGAS_PYTHON = Path(

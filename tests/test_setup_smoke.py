@@ -18,7 +18,8 @@ import pytest
 from relevancy.backends._llama_client import llama_cpp_version
 from relevancy.scoring.doctor import PORTABLE_CMAKE_ARGS, cpu_info
 
-pytestmark = pytest.mark.models
+# smoke.sh is bounded at 600 s (two tries of up to 180 s, a rebuild between): the limit is above
+pytestmark = [pytest.mark.models, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "smoke.sh"

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+# smoke.sh is bounded at 600 s (two tries of up to 180 s, a rebuild between): the limit is above
+pytestmark = pytest.mark.timeout(900)
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "scripts" / "smoke.sh"
 _spec = importlib.util.spec_from_file_location("smoke_stamp", ROOT / "scripts" / "smoke_stamp.py")

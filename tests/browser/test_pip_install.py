@@ -22,7 +22,8 @@ from playwright.sync_api import expect
 
 from relevancy.testing.processes import ServerProcess, free_port
 
-pytestmark = pytest.mark.slow
+# the venv's build and each pip command are bounded at 900 s: the test's own limit is above
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_FILES = sorted(
