@@ -7,9 +7,10 @@ from __future__ import annotations
 import streamlit as st
 
 from relevancy.dashboard.widgets.page import setup_page
-from relevancy.dashboard.widgets.state import scored_run
+from relevancy.dashboard.widgets.state import get_store, scored_run
 from relevancy.dashboard.widgets.timeline_panel import (
     controls,
+    draw_live,
     draw_timeline,
     live_caption,
     live_interval,
@@ -28,9 +29,10 @@ column = time_column(info)
 if column is None:
     st.stop()
 picked = controls(info, column, settings.threshold)
-every = live_interval(info)
+every = live_interval(get_store(), info)
+if every is not None or isinstance(info.settings.get("follow"), dict):
+    st.caption(live_caption(info, every))
 if every is None:
     draw_timeline(info.id, picked)
 else:
-    st.caption(live_caption(info, every))
-    st.fragment(run_every=every)(draw_timeline)(info.id, picked)
+    st.fragment(run_every=every)(draw_live)(info.id, picked)

@@ -417,8 +417,93 @@ def test_only_a_followed_run_says_it_is_followed(tmp_path):
     followed, _, _ = timed_run(store, settings=follow, scored=8)
     saved, _, _ = timed_run(store, scored=8)  # a CLI run just saved
     info = store.get_run(followed)
-    assert live_interval(info) == 3
+    assert live_interval(store, info) is None  # no follower holds it: not refreshed
+    assert live_caption(info, None).startswith("⏸️ This run follows a source, but its follower")
+    lease = store.take_follow_lease(followed, ttl=300)
+    assert live_interval(store, info) == 3
     assert live_caption(info, 3).startswith("🔴 Following this run")
+    store.drop_follow_lease(lease)
+    assert live_interval(store, info) is None
     info = store.get_run(saved)
-    assert live_interval(info) == 10
+    assert live_interval(store, info) == 10
     assert live_caption(info, 10).startswith("🟠 This run changed in the last 5 minutes")
+
+
+def _lease(store, run_id: int, *, host: str, pid: int, started: str, beat: float) -> None:
+    import sqlite3
+
+    with sqlite3.connect(store.path) as db:
+        db.execute(
+            "INSERT OR REPLACE INTO follow_lease VALUES (?, ?, ?, ?, 'token', ?, ?, 300.0)",
+            (run_id, host, pid, started, "2026-01-01T00:00:00+00:00", beat),
+        )
+
+
+def test_follow_status_is_the_lease_alive_here_or_its_heartbeat_elsewhere(tmp_path):
+    """One notion of "followed now": on this host the follower's process decides (a killed
+    follower's fresh heartbeat does not keep the run followed); elsewhere its heartbeat."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from relevancy.runs import RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run_id, _, _ = timed_run(store, scored=8)
+    assert store.follow_status(run_id) is False
+    here, now = socket.gethostname(), time.time()
+    lease = store.take_follow_lease(run_id, ttl=300)
+    assert store.follow_status(run_id) is True
+    store.drop_follow_lease(lease)
+    assert store.follow_status(run_id) is False
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    _lease(store, run_id, host=here, pid=int(gone.stdout), started="1", beat=now)
+    assert store.follow_status(run_id) is False  # killed: its heartbeat is fresh, it is gone
+    _lease(store, run_id, host=here, pid=os.getpid(), started="1", beat=now)
+    assert store.follow_status(run_id) is False  # its pid now names another process
+    _lease(store, run_id, host="elsewhere.example", pid=1, started="", beat=now - 10)
+    assert store.follow_status(run_id) is True
+    _lease(store, run_id, host="elsewhere.example", pid=1, started="", beat=now - 301)
+    assert store.follow_status(run_id) is False
+
+
+def test_over_time_and_dataset_agree_whether_the_follower_runs():
+    """Over time said "Following this run... every 2 s" and kept refreshing after the follower
+    stopped, while the Dataset page said it was not running: both read the follower's lease."""
+    from datetime import timezone as tz
+
+    from relevancy.paths import default_store_path
+    from relevancy.runs import RunStore
+
+    store = RunStore(default_store_path())
+    _, inputs, results = timed_run(store)
+    source = "http://127.0.0.1:1/v1/traces"
+    follow = {"follow": {"source": source, "interval": 2}, "backend": "embedded"}
+    run_id = store.create_followed_run("followed timed run", follow, source)
+    now = datetime.now(tz.utc)
+    keys = [f"span-{i}" for i in range(len(inputs))]
+    rows = store.add_followed(run_id, inputs, keys, [now.timestamp()] * len(inputs), read_to=now)
+    store.append_results(run_id, list(zip(rows, results)))
+    lease = store.take_follow_lease(run_id, ttl=300)
+
+    at = app(query={"run": str(run_id)})
+    visit(at, "7_Over_time.py")
+    assert any("Following this run" in c.value and "every 2 s" in c.value for c in at.caption)
+    visit(at, "1_Dataset.py")
+    assert any("new rows appear here" in i.value for i in at.info)
+
+    store.drop_follow_lease(lease)  # the follower stops
+    visit(at, "7_Over_time.py")
+    assert not any("Following" in c.value for c in at.caption)
+    assert any("its follower is not running" in c.value for c in at.caption)
+    assert at.get("plotly_chart")  # the chart of the rows saved so far
+    visit(at, "1_Dataset.py")
+    assert any("Its follower is not running" in i.value for i in at.info)

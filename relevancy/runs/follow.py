@@ -535,3 +535,18 @@ class FollowMixin:
                 db.executemany(sql, rows)
         finally:
             db.close()
+
+    def follow_status(self, run_id: int, *, now: float | None = None) -> bool:
+        """Whether a follower holds run ``run_id`` now: one on this host while its process
+        lives (its heartbeat when this host cannot tell), one elsewhere while its heartbeat is
+        within its ttl. The one notion of "followed now" for every page."""
+        found = self._run(  # type: ignore[attr-defined]
+            "SELECT host, pid, started, beat, ttl FROM follow_lease WHERE run_id = ?",
+            (int(run_id),),
+        )
+        if not found:
+            return False
+        host, pid, started, beat, ttl = found[0]
+        fresh = (time.time() if now is None else now) - float(beat) <= float(ttl)
+        alive = _alive(int(pid), str(started)) if host == socket.gethostname() else None
+        return fresh if alive is None else alive

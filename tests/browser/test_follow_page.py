@@ -4,7 +4,6 @@ once the follower stops, the page says how to go on."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -46,6 +45,7 @@ def test_a_followed_run_grows_on_the_dataset_page(page: Page, app_url: str, app_
     store = RunStore(store_path)
     follow = {"follow": {"source": SOURCE, "interval": 2}, "backend": "embedded"}
     run_id = store.create_followed_run("live support", follow, SOURCE)
+    lease = store.take_follow_lease(run_id, ttl=300)  # this process follows it, as the CLI does
     arrive(store, run_id, ["Where is Paris?", "How tall is K2?", "Who wrote Faust?"])
     open_page(page, app_url, f"Dataset?run={run_id}")
     expect(page.get_by_text("new rows appear here as they are scored")).to_be_visible(
@@ -65,12 +65,7 @@ def test_a_followed_run_grows_on_the_dataset_page(page: Page, app_url: str, app_
         page.get_by_text(f'--from "{SOURCE}" --follow --save-run "live support"')
     ).to_be_visible()
     open_page(page, app_url, f"Dataset?run={run_id}")
-    # the follower stops: after a while without reads the page says how to go on
-    with sqlite3.connect(store_path) as db:
-        db.execute(
-            "UPDATE follow_cursors SET updated = '2026-01-01T00:00:00+00:00' WHERE run_id = ?",
-            (run_id,),
-        )
-    page.reload()
+    # the follower stops (it lets go of the run): the page says how to go on, without a reload
+    store.drop_follow_lease(lease)
     expect(page.get_by_text("Its follower is not running")).to_be_visible(timeout=60_000)
     expect(page.get_by_text(f"relevancy score --from {SOURCE} --follow")).to_be_visible()

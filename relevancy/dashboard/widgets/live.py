@@ -3,21 +3,17 @@ while its follower is writing, the page drawn again as rows are added (no reload
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import streamlit as st
 
 from relevancy.dashboard.views.format import esc
 from relevancy.errors import RelevancyError
 from relevancy.runs import RunInfo, RunStore
 
-__all__ = ["follow_notice", "follower_running"]
-
-#: a follower writes its cursor at every read: one quiet for longer than this has stopped
-QUIET_S = 120.0
+__all__ = ["follow_interval", "follow_notice", "follower_running"]
 
 
-def _interval(info: RunInfo) -> float:
+def follow_interval(info: RunInfo) -> float:
+    """Seconds between a followed run's checks for new rows (its follower's own, 2 to 60)."""
     follow = info.settings.get("follow") or {}
     try:
         return min(max(float(follow.get("interval") or 5.0), 2.0), 60.0)
@@ -31,18 +27,13 @@ def _code(text: str) -> str:
     return text.replace("`", "'").replace('"', "'").replace("\n", " ")
 
 
-def follower_running(store: RunStore, info: RunInfo, *, now: datetime | None = None) -> bool:
-    """Whether a follower read the source for this run lately (its cursor's time: the run's
-    own ``updated`` moves only when rows are added)."""
+def follower_running(store: RunStore, info: RunInfo) -> bool:
+    """Whether a follower holds this run now (:meth:`RunStore.follow_status`: its process
+    lives, or its heartbeat is recent): the one notion every page uses."""
     try:
-        then = store.follow_cursor(info.id).updated
+        return store.follow_status(info.id)
     except RelevancyError:
         return False
-    if then is None:
-        return False
-    now = now or datetime.now(timezone.utc)
-    quiet = max(QUIET_S, 6 * _interval(info))
-    return (now - then).total_seconds() <= quiet
 
 
 def follow_notice(store: RunStore, info: RunInfo) -> bool:
@@ -67,7 +58,7 @@ def follow_notice(store: RunStore, info: RunInfo) -> bool:
             icon="⏸️",
         )
         return True
-    every = _interval(info)
+    every = follow_interval(info)
     st.info(
         f"🔴 Run **{esc(info.name)}** follows `{source}` ({rows}): new rows appear here as "
         f"they are scored (checked every {every:g} s).",
@@ -76,7 +67,8 @@ def follow_notice(store: RunStore, info: RunInfo) -> bool:
     seen = store.version(info.id)
 
     def watch() -> None:
-        if store.version(info.id) != seen:
+        # new rows, or the follower stopped: the page is drawn again (without this watch)
+        if store.version(info.id) != seen or not follower_running(store, info):
             st.rerun(scope="app")
 
     st.fragment(run_every=every)(watch)()

@@ -30,6 +30,7 @@ from relevancy.dashboard.views.format import esc, fmt
 from relevancy.dashboard.views.links import row_url
 from relevancy.dashboard.views.reference import add_band
 from relevancy.dashboard.widgets.labels import run_chance
+from relevancy.dashboard.widgets.live import follow_interval, follower_running
 from relevancy.dashboard.widgets.permalink import dashboard_url
 from relevancy.dashboard.widgets.state import get_store, input_columns
 from relevancy.errors import InputError
@@ -43,6 +44,7 @@ __all__ = [
     "controls",
     "live_interval",
     "live_caption",
+    "draw_live",
     "draw_timeline",
 ]
 
@@ -54,7 +56,7 @@ NO_TIME = (
 )
 #: a run updated this recently counts as followed (its chart refreshes)
 LIVE_WITHIN = timedelta(minutes=5)
-#: seconds between refreshes when the run's settings do not say
+#: seconds between refreshes of a run that is not followed but changed lately
 DEFAULT_INTERVAL = 10.0
 _BUCKET_LABELS = {
     "auto": "auto",
@@ -137,33 +139,44 @@ def _updated(info: RunInfo) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
-def live_interval(info: RunInfo, *, now: datetime | None = None) -> float | None:
-    """Seconds between refreshes when the run is followed (its settings have ``follow``, or it
-    changed in the last few minutes), else ``None``."""
-    follow = info.settings.get("follow")
-    if isinstance(follow, dict):
-        try:
-            interval = float(follow.get("interval") or DEFAULT_INTERVAL)
-        except (TypeError, ValueError):
-            interval = DEFAULT_INTERVAL
-        return min(max(interval, 2.0), 60.0)
+def live_interval(store: RunStore, info: RunInfo, *, now: datetime | None = None) -> float | None:
+    """Seconds between refreshes while the run grows, else ``None``: a followed run while its
+    follower runs (:func:`follower_running`, as the Dataset page says), another run while it
+    changed in the last few minutes. A followed run whose follower stopped is not refreshed."""
+    if isinstance(info.settings.get("follow"), dict):
+        return follow_interval(info) if follower_running(store, info) else None
     updated = _updated(info)
     now = now or datetime.now(timezone.utc)
-    if follow or (updated is not None and now - updated <= LIVE_WITHIN):
+    if updated is not None and now - updated <= LIVE_WITHIN:
         return DEFAULT_INTERVAL
     return None
 
 
-def live_caption(info: RunInfo, every: float) -> str:
-    """What the page says while it refreshes: a followed run is followed; another run (a CLI
+def live_caption(info: RunInfo, every: float | None) -> str:
+    """What the page says about refreshing: a followed run is followed while its follower runs
+    (``every``: seconds) and said to be stopped when not (``every`` None); another run (a CLI
     run just saved, a run being scored) is only said to have changed lately."""
-    if info.settings.get("follow"):
+    if isinstance(info.settings.get("follow"), dict):
+        if every is None:
+            return (
+                "⏸️ This run follows a source, but its follower is not running: the chart shows "
+                "the rows saved so far and is not refreshed."
+            )
         return f"🔴 Following this run: the chart takes in new rows every {every:g} s."
     minutes = int(LIVE_WITHIN.total_seconds() // 60)
     return (
         f"🟠 This run changed in the last {minutes} minutes: the chart takes in new rows every "
         f"{every:g} s while it changes."
     )
+
+
+def draw_live(run_id: int, c: Controls) -> None:
+    """The chart, refreshed while the run grows; when it stops growing (its follower stopped,
+    or it has not changed for a while), the whole page is drawn again, without refreshes."""
+    store = get_store()
+    if live_interval(store, store.get_run(run_id)) is None:
+        st.rerun(scope="app")
+    draw_timeline(run_id, c)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -218,7 +231,7 @@ def draw_timeline(run_id: int, c: Controls) -> None:
     groups = rows[c.split].astype(str) if c.split else None
     table = bucket_table(rows["time"], rows["score"], bucket=bucket, groups=groups)
     marks = change_marks(rows["time"], rows.drop(columns=["time", "score", "reason", "row"]))
-    growing = live_interval(info) is not None and isinstance(info.settings.get("follow"), dict)
+    growing = isinstance(info.settings.get("follow"), dict) and follower_running(store, info)
     until = datetime.now(timezone.utc) if growing else None
     checks = _checks(rows["time"], rows["score"].to_numpy(float), c, until)
     alerting = [ch for ch in checks if ch.status == "alert"]
