@@ -13,6 +13,8 @@ import os
 import sqlite3
 import time
 
+from relevancy.errors import InputError
+
 __all__ = ["use_wal", "store_wait", "STORE_WAIT"]
 
 #: seconds a run store waits for another process's write before it gives up ("database is
@@ -30,8 +32,6 @@ def store_wait() -> float:
     except ValueError:
         wait = math.nan
     if not 0 <= wait <= 86_400:  # also NaN
-        from relevancy.errors import InputError
-
         raise InputError(
             f"RELEVANCY_STORE_WAIT is {text[:40]!r}: give the seconds to wait for a locked run "
             "store, from 0 to 86400 (default 60)"

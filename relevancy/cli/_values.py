@@ -12,6 +12,8 @@ import argparse
 import math
 from collections.abc import Callable
 
+from relevancy.errors import InputError
+
 __all__ = ["number", "whole", "span", "when", "DAY_SECONDS", "SEED_MAX", "MAX_CONCURRENCY"]
 
 #: a day in seconds: the longest wait any option asks for
@@ -113,7 +115,6 @@ def span(text: str) -> str:
     span of time (:func:`relevancy.analysis.alerts.parse_window`); the command parses it again
     where it uses it."""
     from relevancy.analysis.alerts import parse_window  # lazy: pandas
-    from relevancy.errors import InputError
 
     try:
         parse_window(text)
@@ -125,7 +126,6 @@ def span(text: str) -> str:
 def when(text: str) -> str:
     """An argparse ``type`` for ``--since``/``--until``: ``text`` itself, once it reads as a
     time or a span back from now."""
-    from relevancy.errors import InputError
     from relevancy.io.importers.phoenix_server import parse_when  # lazy
 
     try:
