@@ -43,6 +43,7 @@ __all__ = [
     "bucket_of",
     "bucket_table",
     "change_marks",
+    "time_span",
 ]
 
 #: column names read as a row's time, in order of preference (any case): the trace's start first
@@ -316,3 +317,24 @@ def change_marks(times: pd.Series | Sequence[Any], frame: pd.DataFrame) -> pd.Da
             out.append((stamps.iat[keep[at]], str(column), names[seen[at]], names[seen[at - 1]]))
     marks = pd.DataFrame(out, columns=["time", "column", "value", "previous"])
     return marks.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def time_span(start: Any, end: Any, *, dash: str = "-") -> str:
+    """From ``start`` to ``end`` (UTC) in words that tell them apart: the date once when both
+    fall on one day, each date when the span crosses days, seconds when either is not on a
+    whole minute. ``dash`` joins two times of one day.
+
+    >>> t = pd.Timestamp("2026-12-06 09:00", tz="UTC")
+    >>> time_span(t, t + pd.Timedelta("1h"))
+    '2026-12-06 09:00-10:00 UTC'
+    >>> time_span(t.normalize(), t.normalize() + pd.Timedelta("1D"))
+    '2026-12-06 00:00 to 2026-12-07 00:00 UTC'
+    >>> time_span(t, t + pd.Timedelta("30s"))
+    '2026-12-06 09:00:00-09:00:30 UTC'
+    """
+    a, b = (pd.Timestamp(t) for t in (start, end))
+    a, b = (t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC") for t in (a, b))
+    clock = "%H:%M:%S" if any(t.second or t.microsecond for t in (a, b)) else "%H:%M"
+    if a.date() == b.date():
+        return f"{a.strftime(f'%Y-%m-%d {clock}')}{dash}{b.strftime(clock)} UTC"
+    return f"{a.strftime(f'%Y-%m-%d {clock}')} to {b.strftime(f'%Y-%m-%d {clock}')} UTC"

@@ -25,6 +25,7 @@ from relevancy.analysis.timeline import (
     choose_bucket,
     find_time_column,
     parse_times,
+    time_span,
 )
 from relevancy.dashboard.views.format import esc, fmt
 from relevancy.dashboard.views.links import row_url
@@ -247,10 +248,11 @@ def draw_timeline(run_id: int, c: Controls) -> None:
         level = max(run_chance(run_id).values(), key=lambda lv: lv.rows, default=None)
     # the band's note at its foot, above the bars: high means run along its top
     st.plotly_chart(add_band(fig, level, axis="y", note="bottom left"), key="ot_chart")
-    span = f"{times.min():%Y-%m-%d %H:%M} to {times.max():%Y-%m-%d %H:%M} UTC"
+    span = time_span(times.min(), times.max(), dash=" to ")
     st.caption(
         f"{int(has_time.sum()):,} rows from {span}, per {_BUCKET_LABELS[bucket]}. Each point is "
-        "a bucket's mean score (failed rows counted, not averaged) with its 95% CI as the band; "
+        "a bucket's mean score (failed rows counted, not averaged) with its 95% CI as the band "
+        "(a bar on a bucket with no neighbour); the line breaks where buckets have no rows; "
         "the grey bars (right axis) count its rows."
         + (" The shaded band is where unrelated pairs score (chance)." if level else "")
         + (" Dotted lines: the first row of a new model or prompt." if len(marks) else "")
@@ -264,9 +266,10 @@ def draw_timeline(run_id: int, c: Controls) -> None:
 
 def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: str) -> None:
     totals = table.groupby("start", sort=True).agg(n=("n", "sum"), failed=("failed", "sum"))
+    width = pd.Timedelta(BUCKETS[bucket])
     labels = {
-        start: f"{start:%Y-%m-%d %H:%M} UTC · {int(t.n)} rows"
-        + (f", {int(t.failed)} failed" if t.failed else "")
+        start: f"{time_span(start, start + width)} · {int(t.n):,} rows"
+        + (f", {int(t.failed):,} failed" if t.failed else "")
         for start, t in totals.iterrows()
     }
     starts = list(labels)
@@ -280,14 +283,16 @@ def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: s
     )
     if picked is None:
         return
-    end = picked + pd.Timedelta(BUCKETS[bucket])
+    end = picked + width
     inside = rows[(rows["time"] >= picked) & (rows["time"] < end)].sort_values("time")
     texts = get_store().inputs(run_id, inside["row"].tolist())
+    one_day = picked.date() == (end - pd.Timedelta(1, "us")).date()
+    clock = "%H:%M:%S" if one_day else "%Y-%m-%d %H:%M:%S"
     base = dashboard_url()
     shown = pd.DataFrame(
         {
             "row": inside["row"].to_numpy() + 1,
-            "time": inside["time"].dt.strftime("%H:%M:%S").to_numpy(),
+            "time": inside["time"].dt.strftime(clock).to_numpy(),
             "score": inside["score"].to_numpy(),
             "reason": inside["reason"].to_numpy(),
             "question": texts.loc[inside["row"], "user_input"].to_numpy(),
@@ -308,7 +313,7 @@ def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: s
         },
     )
     st.caption(
-        f"{len(shown)} rows of {labels[picked].split(' · ')[0]} to {end:%H:%M} UTC; **open** "
+        f"{len(shown):,} rows of {time_span(picked, end)}; **open** "
         "shows a row's drill-down on the Dataset page."
     )
 
@@ -321,7 +326,7 @@ def _alert_list(checks: list[WindowCheck], c: Controls, growing: bool = False) -
         st.dataframe(
             pd.DataFrame(
                 {
-                    "window": [f"{a.start:%Y-%m-%d %H:%M}" for a in alerting],
+                    "window": [time_span(a.start, a.end) for a in alerting],
                     "kind": [a.kind for a in alerting],
                     "rows": [a.n for a in alerting],
                     "mean": [a.mean for a in alerting],
