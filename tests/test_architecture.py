@@ -29,12 +29,13 @@ ALLOWED: dict[str, set[str]] = {
     "runs": {"base", "core", "io", "analysis"},
     "scoring": {"base", "core", "backends", "io", "analysis", "runs"},
     "report": {"base", "core", "io", "analysis", "runs"},
-    "cli": {*BELOW_SCORING, "report", "api"},
-    "dashboard": {*BELOW_SCORING, "report", "api"},
+    "experiments": BELOW_SCORING,
+    "cli": {*BELOW_SCORING, "report", "experiments", "api"},
+    "dashboard": {*BELOW_SCORING, "report", "experiments", "api"},
     "testing": {"base", "core", "backends", "io"},
     "api": BELOW_SCORING,
     "compat": BELOW_SCORING,
-    "pages": {*BELOW_SCORING, "report", "dashboard", "api"},
+    "pages": {*BELOW_SCORING, "report", "experiments", "dashboard", "api"},
 }
 BASE = {"errors", "paths", "_sqlite"}
 #: old import paths kept for one release (they warn)

@@ -6,7 +6,10 @@ line on stdin and writes one JSON answer per line to stdout:
 * ``{"id": 1, "op": "generate", "settings": {...}, "response": "...", "n": 3, "language": null}``
   → ``{"id": 1, "ok": true, "set": {GenerationSet...}}``, or ``{"id": 1, "ok": false,
   "type": "ConfigError", "error": "..."}``;
-* ``{"id": 2, "op": "info"}`` → its process id, the models it holds, whether each uses
+* ``{"id": 2, "op": "answer", "settings": {...}, "messages": [...], "seed": 0}`` → ``{"id": 2,
+  "ok": true, "answer": {Answer...}}``: an experiment's answer
+  (:func:`relevancy.backends.answerers.answer_here`);
+* ``{"id": 3, "op": "info"}`` → its process id, the models it holds, whether each uses
   llama.cpp's extra buffer types, and its OpenMP waiting policy (the tests read it).
 
 It exits when its stdin closes. Its own stdout is moved to stderr first, so nothing a native
@@ -28,6 +31,7 @@ from typing import Any
 from relevancy.backends import _local_generator
 from relevancy.backends._llama_client import FAULT_ENV
 from relevancy.backends._local_generator import SmolLMGenerator
+from relevancy.backends.answerers import answer_here
 from relevancy.errors import RelevancyError
 
 __all__ = ["main"]
@@ -53,6 +57,16 @@ def _generate(request: dict[str, Any], generators: dict[str, SmolLMGenerator]) -
     except Exception as exc:  # a bug: said, and the worker goes on
         return {"ok": False, "type": "GenerationError", "error": f"{type(exc).__name__}: {exc}"}
     return {"ok": True, "set": {**out.to_dict(), "cacheable": out.cacheable}}
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        out = answer_here(request["settings"], request["messages"], int(request.get("seed", 0)))
+    except RelevancyError as exc:
+        return {"ok": False, "type": type(exc).__name__, "error": str(exc)}
+    except Exception as exc:  # a bug: said, and the worker goes on
+        return {"ok": False, "type": "GenerationError", "error": f"{type(exc).__name__}: {exc}"}
+    return {"ok": True, "answer": out.to_dict()}
 
 
 def _info() -> dict[str, Any]:
@@ -86,6 +100,8 @@ def main() -> int:
                 while True:  # hang
                     time.sleep(3600)
             answer = _generate(request, generators)
+        elif request.get("op") == "answer":
+            answer = _answer(request)
         elif request.get("op") == "info":
             answer = _info()
         else:

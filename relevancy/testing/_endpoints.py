@@ -10,6 +10,7 @@ import struct
 import time
 from typing import Any
 
+from relevancy.testing._answers import toy_answer
 from relevancy.testing._faults import Reply
 from relevancy.testing._http import BadRequestError
 from relevancy.testing._toy_model import (
@@ -87,6 +88,10 @@ def stream_reply(completion: dict[str, Any], body: dict[str, Any]) -> Reply:
 class EndpointsMixin:
     """Chat completions, embeddings and the model list (the server's state is its own)."""
 
+    #: models answered as an assistant (``relevancy/testing/_answers.py``); with any set, a
+    #: chat request for a model the server does not know gets a 404
+    answer_models: tuple[str, ...] = ()
+
     def _models(self) -> dict[str, Any]:
         created = 1_700_000_000
         return {
@@ -121,8 +126,16 @@ class EndpointsMixin:
         if fault == "fewer_choices":
             served -= 1
 
+        if self.answer_models and model not in (*self.answer_models, CHAT_MODEL):
+            raise BadRequestError(
+                f"The model `{model}` does not exist or you do not have access to it.",
+                code="model_not_found",
+                status=404,
+            )
         user_texts = [message_text(m.get("content")) for m in messages if m["role"] == "user"]
         text = answer_text(user_texts[-1]) if user_texts else ""
+        if model in self.answer_models:  # an assistant's answer, as plain text
+            text, shape, flag = toy_answer(messages, model, self.answer_models), "answer", 0
         tool = self._tool_to_call(body)
         if tool is not None:
             return self._tool_call(model, tool, text, messages, entry)
@@ -130,7 +143,10 @@ class EndpointsMixin:
         seed = body.get("seed")
         first = max(0, seed) if self.seeded and isinstance(seed, int) else 0
         contents = [
-            render_content(make_question(text, first + i), flag, shape) for i in range(served)
+            text
+            if shape == "answer"
+            else render_content(make_question(text, first + i), flag, shape)
+            for i in range(served)
         ]
         if fault == "empty_content":
             contents = ["" for _ in contents]

@@ -1,0 +1,77 @@
+"""The question set an experiment answers: a file, the questions of a saved run, or the demo's.
+
+Every source gives a table with ``user_input`` and the source's other columns (a reference,
+a topic, an id...), which templates may name as ``{column}``. Columns an experiment writes
+itself (the answer, the variant, scores) are dropped; a run's or the demo's questions are taken
+once each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from relevancy.errors import InputError
+from relevancy.io import read_table
+from relevancy.io.columns import COLUMN_ALIASES
+from relevancy.runs import RunStore, demo_inputs
+
+__all__ = ["load_questions", "DEMO", "DROPPED"]
+
+#: the source naming the bundled demo's 24 questions
+DEMO = "demo"
+#: columns of a source an experiment makes itself
+DROPPED = ("response", "variant", "label", "answer_type", "prompt", "model", "template")
+
+
+def _question_column(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    lower = {str(c).lower(): c for c in frame.columns}
+    found = next((lower[a] for a in COLUMN_ALIASES["user_input"] if a in lower), None)
+    if found is None:
+        raise InputError(
+            f"{name!r} has no question column (user_input, question, query or input); its "
+            f"columns: {', '.join(map(str, frame.columns))}"
+        )
+    return frame.rename(columns={found: "user_input"})
+
+
+def load_questions(source: str, *, store: RunStore | None = None) -> tuple[pd.DataFrame, str]:
+    """The questions ``source`` names, and that source in words.
+
+    ``source`` is ``"demo"``, ``"run:NAME"`` (or ``run:ID``, a run in ``store``) or a
+    CSV/JSON/JSONL/Parquet file. :class:`InputError` in one line when it cannot be read or
+    holds no question.
+    """
+    source = str(source).strip()
+    if source == DEMO:
+        frame, what = demo_inputs(), "the bundled demo's questions"
+        frame = frame.drop_duplicates("user_input")
+    elif source.startswith("run:"):
+        if store is None:
+            raise InputError(f"{source!r} names a saved run: give the run store (--store)")
+        run = _find_run(store, source)
+        frame, what = store.inputs(run.id), f"the questions of run #{run.id} {run.name!r}"
+        frame = frame.drop_duplicates("user_input")
+    else:
+        path = Path(source).expanduser()
+        frame = _question_column(read_table(path, normalize=False), path.name)
+        what = path.name
+    frame = frame.drop(columns=[c for c in DROPPED if c in frame.columns])
+    frame = frame[frame["user_input"].map(lambda v: isinstance(v, str) and bool(v.strip()))]
+    if frame.empty:
+        raise InputError(f"{what} holds no question: give a question set with user_input rows")
+    frame = frame.reset_index(drop=True)
+    frame.columns = [str(c) for c in frame.columns]
+    return frame, what
+
+
+def _find_run(store: RunStore, spec: str) -> Any:
+    text = spec.removeprefix("run:").strip().lstrip("#")
+    runs = store.list_runs()
+    found = [r for r in runs if (str(r.id) == text if text.isdigit() else r.name == text)]
+    if not found:
+        names = ", ".join(f"#{r.id} {r.name!r}" for r in runs[:5]) or "none"
+        raise InputError(f"no run {spec!r} in {store.path}; its runs: {names}")
+    return found[0]
