@@ -1,5 +1,5 @@
-"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare``, ``export``,
-``cache``, ``doctor`` and ``dashboard``.
+"""Command line: ``relevancy score``, ``score-one``, ``check-judge``, ``compare``,
+``experiment``, ``export``, ``cache``, ``doctor`` and ``dashboard``.
 
 One module per command, each with ``register(sub)`` (its parser) and the function that runs it;
 the options they share are in :mod:`relevancy.cli.options`. Only the module of the command given
@@ -40,6 +40,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "labelled set shipped with the package",
     ),
     "compare": ("compare", "pair two scored result files (or run:ID) and judge NEW against BASE"),
+    "experiment": (
+        "experiment",
+        "answer a question set with prompt templates x models and score every answer into one "
+        "run whose variants are TEMPLATE · MODEL (from --prompt/--model or a TOML file)",
+    ),
     "export": (
         "export",
         "write a saved run's scored rows to a CSV, JSONL, JSON or Parquet file, a chunk at a "

@@ -1,0 +1,317 @@
+"""``relevancy experiment``: prompt templates x models over a question set, answered and scored
+into one run (see docs/experiments.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from relevancy.analysis.cost import PRICES_AS_OF, PRICES_SOURCE, money
+from relevancy.cli import add_command
+from relevancy.cli._values import MAX_CONCURRENCY, SEED_MAX, number, whole
+from relevancy.cli.options import add_backend_options, fmt, metric_from_args, prices_from_args
+from relevancy.core.interrupt import ctrl_c_interrupts
+from relevancy.errors import InputError
+from relevancy.experiments import (
+    DEMO,
+    AnswerSettings,
+    Plan,
+    answers_path,
+    check_plan,
+    estimate,
+    load_config,
+    load_questions,
+    make_answerer,
+    parse_prompt,
+    run_experiment,
+)
+from relevancy.experiments.config import JUDGE_KEYS
+from relevancy.experiments.summary import failed, variant_summary
+from relevancy.io import OUTPUT_FORMATS
+from relevancy.paths import as_store_file, default_store_path
+from relevancy.runs import RunStore
+from relevancy.scoring.config import preflight
+
+__all__ = ["register", "cmd_experiment"]
+
+#: the experiment's own settings: the option's name in a config file, and its default
+DEFAULTS: dict[str, Any] = {
+    "questions": DEMO,
+    "base_url": None,
+    "temperature": 0.0,
+    "max_tokens": 300,
+    "seed": 0,
+    "repeats": 1,
+    "save_run": None,
+    "output": None,
+}
+
+
+def register(sub: Any) -> None:
+    """Add this command's parser to ``sub`` (the subcommands of ``relevancy``)."""
+    p = add_command(sub, "experiment")
+    p.add_argument(
+        "config",
+        nargs="?",
+        help="a TOML file naming the prompts, models, settings, questions and judge (options "
+        "given here win over it)",
+    )
+    g = p.add_argument_group("experiment")
+    g.add_argument(
+        "--prompt",
+        action="append",
+        default=[],
+        metavar="NAME=TEXT",
+        help="a prompt template (repeatable): NAME=TEXT or NAME=@FILE; {user_input} and any "
+        "{column} of the questions are filled in; a line '---' splits system from user",
+    )
+    g.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a chat model at --base-url (repeatable); 'local' for the embedded SmolLM2 "
+        "(offline, weak answers)",
+    )
+    g.add_argument(
+        "--questions",
+        default=None,
+        metavar="SOURCE",
+        help="a CSV/JSONL/Parquet file with user_input (or question) and any other columns, "
+        "run:NAME (a saved run's questions) or demo (the bundled 24; the default)",
+    )
+    g.add_argument(
+        "--temperature", type=number(0, 2), default=None, help="the answers' temperature (0)"
+    )
+    g.add_argument(
+        "--max-tokens", type=whole(1, 100_000), default=None, help="tokens per answer at most (300)"
+    )
+    g.add_argument(
+        "--answer-seed",
+        type=whole(0, SEED_MAX),
+        default=None,
+        help="the answers' seed; repeat k uses seed + k (0)",
+    )
+    g.add_argument(
+        "--repeats",
+        type=whole(1, 100),
+        default=None,
+        metavar="N",
+        help="answers per question, template and model, each under its own seed (1)",
+    )
+    g.add_argument(
+        "--concurrency",
+        type=whole(1, MAX_CONCURRENCY),
+        default=None,
+        help="the most requests at once per model (default: adapts to the rate limit)",
+    )
+    p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
+    p.add_argument("--save-run", default=None, metavar="NAME", help="save the run under NAME")
+    p.add_argument("--store", default=None, help="run store (default: $RELEVANCY_STORE)")
+    p.add_argument("--threshold", type=number(-1, 1), default=0.5, help="a 'low score' threshold")
+    p.add_argument("--estimate", action="store_true", help="check the input, print the estimate")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="MODEL=IN/OUT",
+        help=f"dollars per 1M tokens (repeatable); defaults: {PRICES_SOURCE} of {PRICES_AS_OF}",
+    )
+    add_backend_options(p)
+    p.set_defaults(func=cmd_experiment, judge_defaults={k: p.get_default(k) for k in JUDGE_KEYS})
+
+
+def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
+    """The experiment's settings: the command line's, else the config file's, else defaults."""
+    given = {
+        "questions": args.questions,
+        "base_url": args.base_url,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "seed": args.answer_seed,
+        "repeats": args.repeats,
+        "save_run": args.save_run,
+        "output": args.output,
+    }
+    values = dict(config.values) if config is not None else {}
+    out = {}
+    for key, default in DEFAULTS.items():
+        out[key] = given[key] if given[key] is not None else values.get(key, default)
+    return out
+
+
+def _judge_from_config(args: argparse.Namespace, config: Any) -> None:
+    """The config's ``[judge]`` options, where the command line left the default."""
+    for key, value in (config.judge if config is not None else {}).items():
+        if getattr(args, key) == args.judge_defaults[key]:
+            setattr(args, key, value)
+
+
+def _store(args: argparse.Namespace, save_run: str | None, questions: str) -> RunStore | None:
+    if args.store:
+        return RunStore(as_store_file(Path(args.store).expanduser()))
+    if save_run or questions.startswith("run:"):
+        return RunStore(default_store_path())
+    return None
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    with ctrl_c_interrupts():
+        return _experiment(args)
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    config = load_config(args.config) if args.config else None
+    values = _settings(args, config)
+    args.base_url = values["base_url"]
+    _judge_from_config(args, config)
+    base = Path(args.config).parent if args.config else Path.cwd()
+    templates = [
+        *(config.templates if config else []),
+        *(parse_prompt(s, base=base) for s in args.prompt),
+    ]
+    models = args.model or (config.models if config else [])
+    out = Path(values["output"] or (Path(args.config).stem if args.config else "experiment"))
+    if not values["output"]:
+        out = out.with_name(out.name + ".relevancy.csv")
+    if out.suffix.lower() not in OUTPUT_FORMATS:
+        raise InputError(
+            f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
+        )
+    store = _store(args, values["save_run"], values["questions"])
+    questions, source = load_questions(values["questions"], store=store)
+    settings = AnswerSettings(
+        temperature=float(values["temperature"]),
+        max_tokens=int(values["max_tokens"]),
+        seed=int(values["seed"]),
+        repeats=int(values["repeats"]),
+    )
+    plan = Plan(templates, models, questions, settings)
+    for warning in check_plan(plan):
+        print(f"warning: {warning}", file=sys.stderr)
+    metric = metric_from_args(args, check=False)
+    answerers = {
+        m: make_answerer(
+            m,
+            settings,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            timeout=args.timeout,
+            concurrency=args.concurrency,
+        )
+        for m in models
+    }
+    prices = prices_from_args(args)
+    plan_cost = estimate(plan, answerers, metric.cache, prices)
+    cost = (
+        "unknown (add --price MODEL=IN/OUT)"
+        if plan_cost.dollars is None
+        else money(plan_cost.dollars)
+    )
+    print(
+        f"experiment      {len(templates)} templates x {len(models)} models x "
+        f"{len(questions):,} questions ({source})"
+        + (f" x {settings.repeats} repeats" if settings.repeats > 1 else "")
+        + f" = {plan_cost.answers:,} answers",
+        file=sys.stderr,
+    )
+    print(
+        f"estimate        {plan_cost.requests:,} answers to request ({plan_cost.cached:,} in the "
+        f"cache), about {plan_cost.prompt_tokens:,} prompt tokens and at most "
+        f"{plan_cost.completion_tokens:,} answer tokens, {cost}; then "
+        f"{plan_cost.answers:,} rows to score",
+        file=sys.stderr,
+    )
+    if args.estimate:
+        return 0
+    preflight(metric)
+    asyncio.run(_preflight(answerers.values()))
+    return _run(args, plan, metric, answerers, out, store, values["save_run"], source, prices)
+
+
+async def _preflight(answerers: Any) -> None:
+    for answerer in answerers:
+        await answerer.apreflight()
+        await answerer.aclose()
+
+
+def _run(
+    args: argparse.Namespace,
+    plan: Plan,
+    metric: Any,
+    answerers: dict[str, Any],
+    out: Path,
+    store: RunStore | None,
+    save_run: str | None,
+    source: str,
+    prices: Any,
+) -> int:
+    from tqdm import tqdm
+
+    bars = {
+        what: tqdm(
+            total=plan.size,
+            unit=unit,
+            desc=what,
+            file=sys.stderr,
+            disable=args.quiet,
+            dynamic_ncols=True,
+        )
+        for what, unit in (("answering", "answer"), ("scoring", "row"))
+    }
+    with bars["answering"], bars["scoring"]:
+        done = run_experiment(
+            plan,
+            metric,
+            answerers,
+            out,
+            store=store if save_run else None,
+            run_name=save_run or "",
+            source=source,
+            prices=prices,
+            on_answer=bars["answering"].update,
+            on_score=bars["scoring"].update,
+        )
+    scored = _scored(out)
+    table = variant_summary(scored, threshold=args.threshold)
+    width = max(len(v) for v in table["variant"])
+    print(f"{'variant':<{width}}  answers  mean   95% CI          below  failed  reasons")
+    for row in table.itertuples():
+        if not row.scored:
+            print(f"{row.variant:<{width}}  {row.answers:>7,}  no score{'':25}{row.failed:>6,}")
+            continue
+        print(
+            f"{row.variant:<{width}}  {row.answers:>7,}  {fmt(row.mean)}  "
+            f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]  {fmt(100 * row.below, 0):>4}%  "
+            f"{row.failed:>6,}  {row.reasons}"
+        )
+    print(f"answers         {answers_path(out)}")
+    print(f"scores          {out}")
+    if done.run_id is not None:
+        first, second = list(table["variant"])[:2] + [""] * (2 - min(2, len(table)))
+        print(
+            f"saved run       #{done.run_id} {save_run!r}: open it in the dashboard (Compare "
+            f"pairs two variants by question, e.g. {first!r} and {second!r})"
+        )
+    lost = scored[failed(scored)]
+    if not lost.empty:
+        first = lost.iloc[0]
+        print(
+            f"FAIL: {len(lost):,} answers failed, kept as rows with their error "
+            f"({first['variant']}: {first['answer_error']}); run again to retry them",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _scored(out: Path) -> Any:
+    import pandas as pd
+
+    readers = {".csv": pd.read_csv, ".parquet": pd.read_parquet, ".json": pd.read_json}
+    if out.suffix.lower() == ".jsonl":
+        return pd.read_json(out, lines=True)
+    return readers[out.suffix.lower()](out)
