@@ -158,6 +158,22 @@ def wait_for(test, what: str, timeout: float = 90.0, output: Lines | None = None
     )
 
 
+def spans_in(phoenix, project: str, since: float | None = None) -> int:
+    """The spans Phoenix has stored in ``project`` (started from ``since``, epoch seconds, if
+    given). It stores what its collector receives asynchronously: a test waits on this, not on a
+    pause, before a command reads them."""
+    from datetime import datetime, timezone
+
+    start = None if since is None else datetime.fromtimestamp(since, tz=timezone.utc)
+    try:
+        frame = phoenix.client.spans.get_spans_dataframe(
+            project_identifier=project, start_time=start, limit=1000
+        )
+    except Exception:  # noqa: BLE001 - no such project yet: nothing stored
+        return 0
+    return len(frame)
+
+
 def progress(store_path: Path):
     """(rows, scored, sent to phoenix) of the one followed run, read as the dashboard would."""
     store = RunStore(store_path)
@@ -225,7 +241,9 @@ def test_followed_spans_are_scored_and_annotated_once_through_kills_and_an_outag
             wait_for(lambda: "goes on" in out.text, "the follower to go on", output=out)
             emit_spans(phoenix.server.collector, phoenix.app, [], late_s=120)
             wait_for(lambda: progress(store_path)[2] == 10, "10 annotations", output=out)
-            assert "(1 late)" in out.text  # found by the look back, and told apart
+            # found by the look back, and told apart: said when the step ends, after the
+            # annotations are stored, so wait for the line itself
+            wait_for(lambda: "(1 late)" in out.text, "the late span to be said", output=out)
             # the source goes away; the follower waits, says so once, and goes on when it is back
             phoenix.server.process.stop()
             wait_for(lambda: "did not answer" in out.text, "the outage to be said", output=out)
@@ -298,6 +316,7 @@ def test_once_alerts_on_a_low_window_posts_it_and_exits_1_then_stays_quiet(
     start = time.time()
     emit_spans(phoenix.server.collector, phoenix.app, QUESTIONS[:8])
     assert time.time() - start < 14, "the spans took too long to send to share a window"
+    wait_for(lambda: spans_in(phoenix, PROJECT, since=start - 1) >= 8, "Phoenix to store 8 spans")
     time.sleep(20 - time.time() % 20 + 0.5)  # the window is over
     args = [
         "score",
@@ -556,7 +575,7 @@ def test_the_monitoring_page_s_unit_and_cron_line_run_as_written(
     assert len(fields) == 6 and fields[:5] == ["7", "*", "*", "*", "*"]
     (tmp_path / "env").write_text(f"OPENAI_API_KEY=sk-toy\nRELEVANCY_ALERT_WEBHOOK={webhook.url}\n")
     emit_spans(phoenix.server.collector, phoenix.app, QUESTIONS[2:3], project="support-bot")
-    time.sleep(1)
+    wait_for(lambda: spans_in(phoenix, "support-bot") >= 3, "Phoenix to store the third span")
     command = _as_here(fields[5].split(" >> ")[0], phoenix, toy_server, tmp_path)
     log = tmp_path / "follow.log"
     done = subprocess.run(["sh", "-c", f"{command} >> {log} 2>&1"], env=os.environ, timeout=300)

@@ -321,7 +321,8 @@ def test_fault_429_has_retry_after_and_the_sdk_honours_it() -> None:
         start = time.perf_counter()
         assert chat(make_client(srv, retries=1)).choices  # the SDK retries 429 by itself
         elapsed = time.perf_counter() - start
-        assert 1.15 <= elapsed < 1.2 + 1.5, elapsed
+        # at least what was asked; the upper bound leaves room for a loaded machine
+        assert 1.15 <= elapsed < 1.2 + 3.0, elapsed
         assert [r["fault"] for r in srv.requests] == ["429", "429", None]
 
 
@@ -337,10 +338,11 @@ def test_fault_server_errors(server: OpenAICompatServer, kind: str) -> None:
 
 def test_fault_slow_times_the_client_out(server: OpenAICompatServer) -> None:
     server.script(["slow"])
+    client = make_client(server, timeout=0.3)
     start = time.perf_counter()
     with pytest.raises(openai.APITimeoutError):
-        chat(make_client(server, timeout=0.3))
-    assert time.perf_counter() - start < 1.5
+        chat(client)
+    assert time.perf_counter() - start < 3.0  # the client's 0.3 s, not the server's 5 s
     assert server.requests[0]["fault"] == "slow"
 
 
@@ -481,17 +483,20 @@ def test_stop_is_prompt_with_a_slow_request_in_flight() -> None:
 
     caller = threading.Thread(target=call)
     caller.start()
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 60.0  # a bound on a hang: under load the thread starts late
     while not srv.requests and time.monotonic() < deadline:
         time.sleep(0.01)
     assert srv.requests, "the slow request never arrived"
 
     start = time.perf_counter()
     srv.stop()
-    assert time.perf_counter() - start < 1.0
-    caller.join(timeout=5.0)
+    # prompt: far from the 30 s the request sleeps (on a loaded machine, well over 1 s)
+    assert time.perf_counter() - start < 10.0
+    caller.join(timeout=60.0)
     assert not caller.is_alive()
+    # the connection was closed under it, not timed out after the client's 10 s
     assert isinstance(outcome[0], openai.APIConnectionError)
+    assert not isinstance(outcome[0], openai.APITimeoutError)
 
 
 def test_restart_and_idempotent_stop() -> None:

@@ -4,6 +4,8 @@ Each test opens the real dashboard under AppTest (reached from ``app.py``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from relevancy.paths import default_store_path
@@ -157,4 +159,6 @@ def test_a_first_umap_says_it_has_no_estimate_yet_and_learns(monkeypatch):
     assert "compiles its code" in first
     at.segmented_control(key="emb_dims").set_value(3).run()  # another projection: measured now
     (second,) = [c.value for c in at.caption if "UMAP projection of" in c.value]
-    assert "the last one here took 3 s" in second or "the last one here took 2 s" in second
+    # the first one's measured time: its 2.5 s, and whatever a loaded machine adds
+    took = re.search(r"the last one here took (\d+) s", second)
+    assert took and 2 <= int(took[1]) < 90, second

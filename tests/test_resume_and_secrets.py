@@ -41,10 +41,10 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(tmp_path):
         out = tmp_path / "out.csv"
         partial = tmp_path / "out.csv.partial.jsonl"
         proc = cli(["score", str(src), "-o", str(out), *base], env)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if partial.exists() and len(partial.read_text().splitlines()) >= 6:
-                break
+        deadline = time.time() + 120  # a bound on a hang: rows come slowly on a loaded machine
+        while not (partial.exists() and len(partial.read_text().splitlines()) >= 6):
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.time() < deadline, "6 rows were not written in 120 s"
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=10)

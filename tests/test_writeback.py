@@ -58,10 +58,14 @@ def phoenix(tmp_path_factory, app_server):
     with PhoenixServer(tmp_path_factory.mktemp("phoenix")) as server:
         truth = sample_app.trace_into_phoenix(server.collector, PROJECT, app_server)
         client = Client(base_url=server.base_url)
-        for _ in range(120):  # spans are written by the server as they come
+        # spans are written by the server as they come: wait for all of them (a bound on a hang,
+        # long enough for a loaded machine), and say so if they do not come
+        want, deadline = TRACES + 2 * len(sample_app.PIPELINES), time.monotonic() + 120
+        while True:
             spans = client.spans.get_spans_dataframe(project_identifier=PROJECT, limit=1000)
-            if len(spans) >= TRACES + 2 * len(sample_app.PIPELINES):
+            if len(spans) >= want:
                 break
+            assert time.monotonic() < deadline, f"Phoenix stored {len(spans)} spans of {want}"
             time.sleep(0.25)
         yield SimpleNamespace(server=server, client=client, truth=truth, spans=spans)
 
