@@ -102,7 +102,12 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
         names = np.asarray(names, dtype=object)
         values = sorted(names)
         label_a = c1.selectbox("A (baseline)", values, index=0, key="cmp_a")
-        label_b = c2.selectbox("B (candidate)", values, index=1, key="cmp_b")
+        # a value set by another page (Experiments' "Open in Compare") is kept, without the
+        # warning a default index beside a set value would draw
+        chosen = st.session_state.get("cmp_b") in values
+        label_b = c2.selectbox(
+            "B (candidate)", values, **({} if chosen else {"index": 1}), key="cmp_b"
+        )
 
         def side(label: str) -> pd.DataFrame:  # rows by position: a third faster than a mask
             return frame.take(np.flatnonzero(codes == np.flatnonzero(names == label)[0]))

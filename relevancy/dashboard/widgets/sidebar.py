@@ -42,6 +42,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("pages/5_Runs.py", "Runs", "💾", "Saved runs: reopen, rename, delete, export."),
     ("pages/6_Agreement.py", "Agreement", "🤝", "Scores beside human labels: AUROC, threshold."),
     ("pages/7_Over_time.py", "Over time", "⏱️", "Relevancy per hour or day, changes, alerts."),
+    ("pages/8_Experiments.py", "Experiments", "🧪", "Prompts x models: answer, score, compare."),
 ]
 MODE_HELP = (
     "What the score is.  \n"
