@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
+from relevancy.core.interrupt import ctrl_c_interrupts
 from relevancy.core.redact import redact
 from relevancy.errors import RelevancyError
 
@@ -189,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         args.streamlit_options = unknown
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        return int(args.func(args))
+        with ctrl_c_interrupts():  # every command stops on Ctrl-C, even started with it ignored
+            return int(args.func(args))
     except RelevancyError as exc:
         print(f"error: {redact(exc)}", file=sys.stderr)
         return 2
