@@ -118,7 +118,7 @@ if info is None:
 if not follow_notice(store, info) and not info.complete:  # a followed run scores its own
     c1, c2 = st.columns([4, 1], vertical_alignment="center")
     c1.info(
-        f"Run **{esc(info.name)}** is partial: {info.n_scored} of {info.n_rows} rows scored.",
+        f"Run **{esc(info.name)}** is partial: {info.n_scored:,} of {info.n_rows:,} rows scored.",
         icon="⏳",
     )
     resume_mode = info.resume_mode  # so that the run's scores stay comparable

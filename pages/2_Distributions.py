@@ -113,7 +113,7 @@ m[2].metric(f"Below {threshold:.2f}", pct(overall["below"]), border=True)
 m[3].metric("NaN rows", str(int(overall["NaN"])), border=True)
 st.markdown(
     f"Mean **{fmt(overall['mean'])}**, 95% CI **[{fmt(overall['ci_low'])}, "
-    f"{fmt(overall['ci_high'])}]** over {int(overall['rows'] - overall['NaN'])} scored rows."
+    f"{fmt(overall['ci_high'])}]** over {int(overall['rows'] - overall['NaN']):,} scored rows."
 )
 if value == "ragas_value" or mode == "ragas":
     st.caption(

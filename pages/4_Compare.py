@@ -13,7 +13,7 @@ from relevancy.analysis.compare import (
 )
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.dashboard.views.compare_table import pairs_table, verdict
-from relevancy.dashboard.views.format import esc, fmt
+from relevancy.dashboard.views.format import esc, fmt, grid_style
 from relevancy.dashboard.views.links import row_url
 from relevancy.dashboard.widgets.compare_picker import choose_sides
 from relevancy.dashboard.widgets.drilldown import render_result
@@ -110,10 +110,10 @@ if paired.empty:
 
 s = summarize_pairs(paired, tie_margin=tie_margin)
 m = st.columns(5)
-m[0].metric("Pairs", str(s["pairs"]), border=True, help=f"{s['nan_pairs']} with a NaN side.")
-m[1].metric(f"{esc(label_b)} better", str(s["wins"]), border=True)
-m[2].metric("Ties", str(s["ties"]), border=True, help=f"|B − A| ≤ {tie_margin:.2f}")
-m[3].metric(f"{esc(label_a)} better", str(s["losses"]), border=True)
+m[0].metric("Pairs", f"{s['pairs']:,}", border=True, help=f"{s['nan_pairs']:,} with a NaN side.")
+m[1].metric(f"{esc(label_b)} better", f"{s['wins']:,}", border=True)
+m[2].metric("Ties", f"{s['ties']:,}", border=True, help=f"|B − A| ≤ {tie_margin:.2f}")
+m[3].metric(f"{esc(label_a)} better", f"{s['losses']:,}", border=True)
 m[4].metric("Mean B − A", fmt(s["mean_diff"]), border=True, help="With a 95% bootstrap CI.")
 st.markdown(verdict(s, label_a, label_b))
 
@@ -147,15 +147,10 @@ if len(table) > TABLE_PAIRS:  # the page holds the first pairs; the figures abov
 else:
     st.markdown("**All pairs** (sorted by difference, regressions first)")
 st.dataframe(
-    table,
+    grid_style(table, {"B − A": "{:+.3f}"}),  # a side that failed: "—", not "None"
     hide_index=True,
     key="cmp_table",
     height=min(38 + 35 * len(table), 360),
-    column_config={
-        c: st.column_config.NumberColumn(format="%+.3f" if c == "B − A" else "%.3f")
-        for c in table.columns
-        if c not in ("id", "question", "outcome") and not c.endswith(" mode")
-    },
 )
 
 st.subheader("Biggest regressions", anchor=False)

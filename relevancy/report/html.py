@@ -17,6 +17,7 @@ from typing import Any
 from relevancy.analysis.compare import pair_variants, summarize_pairs
 from relevancy.analysis.summary import frame_modes, mode_label, summary_table
 from relevancy.core.modes import MODE_DESCRIPTIONS
+from relevancy.core.numbers import NO_NUMBER, percent
 from relevancy.core.result import RelevancyResult
 from relevancy.core.triage import (
     SENTENCE_LOW,
@@ -66,15 +67,17 @@ tr:target td { background: #eef2ff; }
 
 
 def _f(x: Any, digits: int = 3) -> str:
+    if x is None:  # a failed score or similarity: the same dash as NaN, never "None"
+        return NO_NUMBER
     try:
         v = float(x)
     except (TypeError, ValueError):
         return html.escape(str(x))
-    return "–" if math.isnan(v) else f"{v:.{digits}f}"
+    return NO_NUMBER if math.isnan(v) else f"{v:.{digits}f}"
 
 
 def _pct(x: float) -> str:
-    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+    return percent(x, 1)
 
 
 def _sentences_html(result: RelevancyResult) -> str:

@@ -117,7 +117,7 @@ class RunInfo:
     @property
     def label(self) -> str:
         """``"#3 · name (40/48 rows)"``-style text for pickers."""
-        rows = f"{self.n_rows}" if self.complete else f"{self.n_scored}/{self.n_rows}"
+        rows = f"{self.n_rows:,}" if self.complete else f"{self.n_scored:,}/{self.n_rows:,}"
         return f"#{self.id} · {self.name} ({rows} rows)"
 
 

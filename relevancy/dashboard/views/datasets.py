@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from relevancy.analysis.agreement import label_kind, parse_labels
+from relevancy.core.numbers import cell_text, percent
 from relevancy.errors import InputError
 from relevancy.io import FORMATS, ROLES, apply_mapping, inspect_rows, read_table_bytes
 from relevancy.io.importers import ImportReport
@@ -169,7 +170,7 @@ def results_table(page: pd.DataFrame, *, inputs: list[str], with_ragas: bool) ->
     columns: dict[str, object] = {"row": page["row"].astype(int) + 1}  # 1-based, as in the CLI
     for name in inputs:
         if name in page.columns:
-            columns[name] = page[name].map(lambda v: "" if v is None else str(v))
+            columns[name] = page[name].map(cell_text)  # a missing cell: "—", never nan/None
     columns["score"] = pd.to_numeric(page["score"], errors="coerce")
     columns["reason"] = page["reason"].astype(str) if "reason" in page else ""
     if with_ragas:
@@ -197,5 +198,5 @@ def reason_table(frame: pd.DataFrame, by: str | None) -> pd.DataFrame:
     else:
         groups = pd.Series("all rows", index=frame.index)
     counts = pd.crosstab(reasons, groups)
-    shares = (100 * counts / counts.sum()).round().astype(int)
-    return counts.astype(str) + " (" + shares.astype(str) + "%)"
+    shares = (counts / counts.sum()).apply(lambda col: col.map(percent))
+    return counts.map(lambda n: f"{n:,}") + " (" + shares + ")"

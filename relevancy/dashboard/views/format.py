@@ -10,6 +10,7 @@ import re
 import shlex
 from typing import Any
 
+from relevancy.core.numbers import MISSING, cell_text, percent
 from relevancy.core.redact import redact
 from relevancy.core.triage import verdict_text
 from relevancy.report.charts import score_color
@@ -21,6 +22,8 @@ __all__ = [
     "esc",
     "fmt",
     "pct",
+    "cell_text",
+    "MISSING",
     "score_badge",
     "MODE_SHORT",
     "mode_text",
@@ -29,6 +32,8 @@ __all__ = [
     "row_label",
     "error_text",
     "reason_counts",
+    "rows_scored",
+    "grid_style",
     "export_note",
     "FILE_IN_MEMORY_UP_TO",
 ]
@@ -47,15 +52,16 @@ def fmt(x: Any, digits: int = 3) -> str:
         v = float(x)
     except (TypeError, ValueError):
         return "–"
-    return "–" if math.isnan(v) else f"{v:.{digits}f}"
-
-
-def pct(x: Any) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
+    if math.isnan(v):
         return "–"
-    return "–" if math.isnan(v) else f"{100 * v:.0f}%"
+    text = f"{v:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # never "-0.000"
+
+
+def pct(x: Any, digits: int = 0) -> str:
+    """A share as a percentage, never 0 % or 100 % when it is not exactly so
+    (:func:`relevancy.core.numbers.percent`)."""
+    return percent(x, digits)
 
 
 def score_badge(
@@ -129,6 +135,20 @@ def row_label(row: int, score: Any, question: Any, width: int = 70) -> str:
 def error_text(exc: BaseException) -> str:
     """An error for ``st.error``: any key redacted, markdown made inert."""
     return esc(redact(exc))
+
+
+def grid_style(frame: Any, formats: dict[str, str] | None = None, precision: int = 3) -> Any:
+    """``frame`` for ``st.dataframe`` with every missing cell (a failed score, a label not
+    given) drawn as :data:`MISSING` (Streamlit draws "None"), ``formats`` (column to a format
+    such as ``"{:+.3f}"``) and other decimals to ``precision`` places. (A Styler's text wins
+    over a column's own format: give the formats here.)"""
+    return frame.style.format(formats or {}, na_rep=MISSING, precision=precision, thousands=",")
+
+
+def rows_scored(scored: int, rows: int, failed: int) -> str:
+    """``"31 of 32 rows scored, 1 failed"``: the rows with a score (as the "Rows scored" cards
+    count them), of the run's rows, and those whose scoring failed."""
+    return f"{scored:,} of {rows:,} rows scored" + (f", {failed:,} failed" if failed else "")
 
 
 def reason_counts(counts: dict[str, int]) -> str:

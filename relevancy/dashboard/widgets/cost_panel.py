@@ -24,6 +24,7 @@ from relevancy.analysis.cost import (
     prices_from_rows,
     usage_totals,
 )
+from relevancy.core.numbers import short_duration
 from relevancy.dashboard.views.format import esc
 from relevancy.dashboard.widgets.models import Settings, estimate_for, measure_for
 from relevancy.dashboard.widgets.state import get_store
@@ -166,10 +167,10 @@ def usage_metrics(info: RunInfo) -> None:
     )
     c[3].metric(
         "Row time",
-        duration(t.seconds),
+        short_duration(t.seconds),  # "277 h 47 min" was cut off in the card: the detail in help
         border=True,
-        help="The rows' scoring times added up (rows run several at a time, so the run took "
-        f"less). {t.seconds / max(t.rows, 1):.2f} s per row.",
+        help=f"The rows' scoring times added up: {duration(t.seconds)} (rows run several at a "
+        f"time, so the run took less). {t.seconds / max(t.rows, 1):.2f} s per row.",
     )
     usage_caption(info, t, prices)
 

@@ -22,7 +22,7 @@ from relevancy.core.result import QuestionScore, RelevancyResult
 from relevancy.core.triage import REASONS, incomplete_text
 from relevancy.dashboard.views import reference
 from relevancy.dashboard.views import sentence_table as sentence_html
-from relevancy.dashboard.views.format import MODE_SHORT, esc, fmt, score_badge
+from relevancy.dashboard.views.format import MODE_SHORT, cell_text, esc, fmt, score_badge
 from relevancy.dashboard.widgets import labels
 from relevancy.dashboard.widgets.stability_panel import draw_band
 from relevancy.dashboard.widgets.state import get_store
@@ -149,7 +149,8 @@ def render_row(
     if min_questions is None and run_id is not None:
         min_questions = get_store().get_run(run_id).settings.get("min_questions")
     with st.container(border=True):
-        shown = [f"{name}: {esc(value)}" for name, value in meta.items() if str(value)]
+        # a missing cell is "—" on every page (it was "nan" on one and "None" on another)
+        shown = [f"{name}: {esc(cell_text(value))}" for name, value in meta.items()]
         st.caption(" · ".join([f"row {int(row) + 1}", *shown]))  # 1-based, as in the CLI
         if run_id is not None:
             labels.label_control(run_id, row, key=key)
@@ -175,7 +176,7 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
     with top[0]:
         st.metric(
             "Score",
-            fmt(result.value) if e.scored else "NaN",
+            fmt(result.value) if e.scored else "failed",
             help=f"{result.mode} mode: {MODE_SHORT.get(result.mode, result.mode)}; 0 when "
             "noncommittal.",
             border=True,

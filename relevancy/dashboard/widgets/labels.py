@@ -20,7 +20,7 @@ from relevancy.analysis.chance import ChanceLevel
 from relevancy.dashboard.views import agreement as agreement_view
 from relevancy.dashboard.views import reference
 from relevancy.dashboard.views.agreement import AgreementView
-from relevancy.dashboard.views.format import esc, fmt
+from relevancy.dashboard.views.format import esc, fmt, grid_style
 from relevancy.dashboard.widgets.state import get_store
 from relevancy.runs import RunStore
 
@@ -204,7 +204,7 @@ def disagreement_tables(view: AgreementView, *, key: str) -> int | None:
         with col:
             st.markdown(f"**{title}** · {len(part)}")
             if part.empty:
-                st.caption("None: every such row agrees with its label.")
+                st.caption("No such row: every one agrees with its label.")
                 continue
             table = pd.DataFrame(
                 {
@@ -217,7 +217,7 @@ def disagreement_tables(view: AgreementView, *, key: str) -> int | None:
             )
             name = f"{key}_{kind.split(',')[0].replace(' ', '_')}"
             event: Any = st.dataframe(
-                table.style.format({"score": "{:.3f}"}),
+                grid_style(table, {"score": "{:.3f}"}),
                 hide_index=True,
                 height=min(38 + 35 * len(table), 320),
                 key=name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.dashboard.views.format import esc
+from relevancy.dashboard.views.format import esc, rows_scored
 from relevancy.errors import RelevancyError
 from relevancy.runs import RunInfo, RunStore
 
@@ -48,7 +48,8 @@ def follow_notice(store: RunStore, info: RunInfo) -> bool:
     except RelevancyError:  # settings copied from a followed run, not one itself
         return False
     read = f", read up to {cursor.read_to:%Y-%m-%d %H:%M:%S} UTC" if cursor.read_to else ""
-    rows = f"{info.n_scored:,} of {info.n_rows:,} rows scored{read}"
+    figures = store.figures(info.id, threshold=0.5)  # the counts only: any threshold will do
+    rows = rows_scored(figures.scored, info.n_rows, figures.nan) + read
     source = _code(str(follow.get("source") or info.source))
     if not follower_running(store, info):
         command = f'relevancy score --from {source} --follow --save-run "{_code(info.name)}"'

@@ -16,9 +16,11 @@ from relevancy.dashboard.views.format import (
     embedded_caveat,
     esc,
     fmt,
+    grid_style,
     mode_text,
     pct,
     reason_counts,
+    rows_scored,
 )
 from relevancy.dashboard.widgets.cost_panel import compact, run_totals, usage_caption
 from relevancy.dashboard.widgets.state import (
@@ -48,16 +50,17 @@ def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> Non
     st.subheader(f"Results · {esc(info.name)}", anchor=False)
     llm = info.settings.get("llm_name") or info.settings.get("llm", "")
     emb = info.settings.get("embeddings_name") or info.settings.get("embeddings", "")
+    figures = run_figures(info.id, threshold)  # computed in the store, not on every row
     st.caption(
-        f"Run #{info.id} · {info.n_scored:,} of {info.n_rows:,} rows scored · created "
+        f"Run #{info.id} · {rows_scored(figures.scored, info.n_rows, figures.nan)} · created "
         f"{info.created} · {esc(llm)} + {esc(emb)}  \nScores: {mode_text(info.mode)}."
         + (" The **Ragas value** column has each row's Ragas value." if with_ragas else "")
     )
     if info.settings.get("backend") == "embedded":
         st.caption(embedded_caveat())
-    figures = run_figures(info.id, threshold)  # computed in the store, not on every row
-    m = st.columns(7 if with_ragas else 6)
-    m[0].metric("Rows scored", f"{figures.scored:,}", border=True)
+    # two rows of at most four cards: "1,000,000" is cut off in a card a seventh wide
+    m = [*st.columns(4), *st.columns(4)]
+    m[0].metric("Rows scored", f"{figures.scored:,}", border=True, help=f"Of {info.n_rows:,} rows.")
     m[1].metric("Mean score", fmt(figures.mean), border=True, help=f"In {info.mode} mode.")
     m[2].metric("Median", fmt(figures.median), border=True)
     below = figures.below if figures.scored else 0.0
@@ -175,7 +178,7 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
     if with_ragas:
         formats["Ragas value"] = "{:.3f}"
     st.dataframe(
-        shown.style.map(low_style, subset=["score"]).format(formats, na_rep="NaN"),
+        grid_style(shown, formats).map(low_style, subset=["score"]),  # failed: "—"
         hide_index=True,
         height=min(38 + 35 * len(shown), 420),
         key=table_key,
@@ -237,7 +240,7 @@ def runs_table(runs: list[RunInfo], prices: dict[str, Price]) -> pd.DataFrame:
             "name": r.name,
             "created": r.created.replace("T", " ")[:16],
             "status": r.status,
-            "rows": f"{r.n_scored}/{r.n_rows}",
+            "rows": f"{r.n_scored:,}/{r.n_rows:,}",
             "mode": r.mode or r.resume_mode,
             "mean": None if math.isnan(r.mean) else r.mean,
         }

@@ -27,7 +27,7 @@ from relevancy.analysis.timeline import (
     parse_times,
     time_span,
 )
-from relevancy.dashboard.views.format import esc, fmt
+from relevancy.dashboard.views.format import esc, fmt, grid_style
 from relevancy.dashboard.views.links import row_url
 from relevancy.dashboard.views.reference import add_band
 from relevancy.dashboard.widgets.labels import run_chance
@@ -301,12 +301,11 @@ def _bucket_rows(run_id: int, rows: pd.DataFrame, table: pd.DataFrame, bucket: s
         }
     )
     st.dataframe(
-        shown,
+        grid_style(shown, {"row": "{:,d}", "score": "{:.3f}"}),  # a failed score: "—"
         hide_index=True,
         key="ot_rows",
         column_config={
             "row": st.column_config.NumberColumn("#", width="small"),
-            "score": st.column_config.NumberColumn(format="%.3f"),
             "drill-down": st.column_config.LinkColumn(
                 "drill-down", display_text="open", help="The row on the Dataset page"
             ),
