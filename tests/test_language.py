@@ -298,3 +298,30 @@ def test_row_languages_ranks_each_text_once_with_the_same_answer_as_text_by_text
     assert expected["generated_differs"][:2] == [True, False]
     # the question, the answer and the two distinct generated questions: four texts, once each
     assert sorted(ranked) == sorted({question, response, generated[0], generated[1]})
+
+
+def test_short_english_with_names_is_english_and_real_short_questions_keep_theirs():
+    """ "Leonardo da Vinci painted the Mona Lisa." came out Italian (0.09): a text no language
+    is likely for is taken as English, the default; short questions in another language keep
+    theirs."""
+    from relevancy.core.language import CONFIDENT_FROM, detect
+
+    english = [
+        "Leonardo da Vinci painted the Mona Lisa.",
+        "The Eiffel Tower is in Paris.",
+        "Marco Polo visited China.",
+        "Gabriel García Márquez wrote One Hundred Years of Solitude.",
+        "Napoleon Bonaparte was born in Corsica.",
+        "Ok.",
+    ]
+    for text in english:
+        assert detect(text)[0] == "en", text
+    others = {
+        "Où est-il ?": "fr",
+        "¿Cuál es la capital de España?": "es",
+        "Wo ist das?": "de",
+        "Dove si trova il Colosseo?": "it",
+    }
+    for text, lang in others.items():
+        found, p = detect(text)
+        assert (found, p >= CONFIDENT_FROM) == (lang, True), text

@@ -13,6 +13,11 @@ texts count as being in different languages only when each is unlikely to be in 
 ``P(lang(b) | a) < 0.01`` and ``P(lang(a) | b) < 0.01``. On the demo's generated questions this
 separated every English question written for a French, Spanish or German question (at most
 0.002) from English odd questions for English questions (0.03 to 0.24).
+
+A text whose likeliest language is below :data:`CONFIDENT_FROM` is taken as English, the
+default: a short English sentence full of names ("Leonardo da Vinci painted the Mona Lisa.":
+Italian 0.09, Portuguese 0.09, English 0.04) is no evidence of another language, while short
+questions really in another language come out at 0.56 or more ("Où est-il ?").
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from relevancy.core.prompt import LANGUAGE_NAMES
 
 __all__ = [
     "DIFFERENT_BELOW",
+    "CONFIDENT_FROM",
     "detect",
     "load",
     "ready",
@@ -39,6 +45,10 @@ __all__ = [
 #: two texts are in different languages when each has less than this probability of being in
 #: the other's language
 DIFFERENT_BELOW = 0.01
+#: below this probability of its likeliest language a text is taken as English (the default)
+CONFIDENT_FROM = 0.5
+#: the language an uncertain text is taken to be in
+DEFAULT_LANGUAGE = "en"
 
 _IDENTIFIER: Any = None
 _LOCK = threading.Lock()
@@ -71,10 +81,11 @@ def _ranked(text: str) -> dict[str, float]:
 
 
 def detect(text: str) -> tuple[str, float]:
-    """``(ISO 639-1 code, probability)`` of the most likely language of ``text``."""
+    """``(ISO 639-1 code, probability)`` of the most likely language of ``text`` (English,
+    with its own probability, when no language reaches :data:`CONFIDENT_FROM`)."""
     ranked = _ranked(text)
-    lang = max(ranked, key=ranked.__getitem__)
-    return lang, ranked[lang]
+    lang = _top(ranked)
+    return lang, ranked.get(lang, 0.0)
 
 
 def probability(text: str, lang: str) -> float:
@@ -88,7 +99,9 @@ def different(a: str, b: str) -> bool:
 
 
 def _top(ranked: dict[str, float]) -> str:
-    return max(ranked, key=ranked.__getitem__)
+    """The likeliest language, or the default when even that one is unlikely."""
+    lang = max(ranked, key=ranked.__getitem__)
+    return lang if ranked[lang] >= CONFIDENT_FROM else DEFAULT_LANGUAGE
 
 
 def _different(ra: dict[str, float], rb: dict[str, float]) -> bool:
