@@ -8,26 +8,13 @@ from collections.abc import Callable
 import streamlit as st
 
 from relevancy import RelevancyError
-from relevancy.dashboard.views.format import (
-    esc,
-    export_note,
-    fmt,
-    grid_style,
-    mode_text,
-    rows_scored,
-)
+from relevancy.dashboard.views.format import esc, export_note, fmt, grid_style, mode_text
 from relevancy.dashboard.widgets.cost_panel import current_prices, usage_metrics
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.permalink import dashboard_url
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
-from relevancy.dashboard.widgets.state import (
-    active_run,
-    get_store,
-    list_runs,
-    run_figures,
-    set_active_run,
-)
-from relevancy.dashboard.widgets.tables import run_models, runs_table
+from relevancy.dashboard.widgets.state import active_run, get_store, list_runs, set_active_run
+from relevancy.dashboard.widgets.tables import rows_card, run_models, runs_table
 from relevancy.dashboard.widgets.writeback_panel import writeback_panel
 from relevancy.report.html import build_report
 from relevancy.runs import RunStore, import_demo
@@ -99,15 +86,7 @@ with st.container(border=True):
     st.markdown(f"#### #{info.id} · {esc(info.name)} · {status}")
     run_mode = info.mode or info.resume_mode
     c = st.columns(4 if run_mode not in ("", "ragas") else 3)
-    # counted as the Dataset page counts them; the run's rows in the help ("1,000,000 /
-    # 1,000,000" does not fit a card)
-    figures = run_figures(info.id, settings.threshold)
-    c[0].metric(
-        "Rows scored",
-        f"{figures.scored:,}",
-        border=True,
-        help=rows_scored(figures.scored, info.n_rows, figures.nan) + ".",
-    )
+    rows_card(c[0], info, settings.threshold)
     c[1].metric("Mean score", fmt(info.mean), border=True)
     c[2].metric("Strictness", str(info.settings.get("strictness", "?")), border=True)
     if run_mode not in ("", "ragas"):

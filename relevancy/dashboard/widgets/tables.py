@@ -38,6 +38,7 @@ __all__ = [
     "filter_widgets",
     "results_grid",
     "run_models",
+    "rows_card",
     "runs_table",
 ]
 
@@ -220,6 +221,18 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
         },
     )
     return page
+
+
+def rows_card(column: Any, info: RunInfo, threshold: float) -> None:
+    """The Runs page's "Rows scored" card, counted as the Dataset page counts them; the run's
+    rows in its help ("1,000,000 / 1,000,000" does not fit a card)."""
+    figures = run_figures(info.id, threshold)
+    column.metric(
+        "Rows scored",
+        f"{figures.scored:,}",
+        border=True,
+        help=rows_scored(figures.scored, info.n_rows, figures.nan) + ".",
+    )
 
 
 def run_models(settings: dict[str, Any]) -> str:
