@@ -2,8 +2,8 @@
 imports, private modules stay in their package, modules stay small, pages stay thin.
 
 The layer of a module is the folder it sits in under ``relevancy/`` (``relevancy/io/readers.py``
-is in ``io``); the modules loose at the top are ``base`` (``errors``, ``paths``, ``_sqlite``), the
-public API (``__init__``) or deprecated aliases of old paths. :data:`ALLOWED` says what each
+is in ``io``); the modules loose at the top are ``base`` (``errors``, ``paths``, ``_sqlite``) or
+the public API (``__init__``). :data:`ALLOWED` says what each
 layer may import; a folder with no rule fails the test, so a new folder has to be given one.
 
 Read from the source with ``ast``: nothing is imported.
@@ -34,12 +34,9 @@ ALLOWED: dict[str, set[str]] = {
     "dashboard": {*BELOW_SCORING, "report", "experiments", "api"},
     "testing": {"base", "core", "backends", "io"},
     "api": BELOW_SCORING,
-    "compat": BELOW_SCORING,
     "pages": {*BELOW_SCORING, "report", "experiments", "dashboard", "api"},
 }
 BASE = {"errors", "paths", "_sqlite"}
-#: old import paths kept for one release (they warn)
-COMPAT = {"store", "explain", "batch", "distributed"}
 MAX_LINES = 600
 MAX_LOOSE = 8
 PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
@@ -63,8 +60,6 @@ def _layer(module: str) -> str:
         return parts[1]
     if parts[1] in BASE:
         return "base"
-    if parts[1] in COMPAT:
-        return "compat"
     return "unknown"
 
 
@@ -281,7 +276,7 @@ def test_modules_stay_small(path):
 def test_few_modules_are_loose_at_the_top():
     loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
     assert len(loose) <= MAX_LOOSE, loose
-    assert set(loose) <= {"__init__", "__main__", *BASE, *COMPAT}, loose
+    assert set(loose) <= {"__init__", "__main__", *BASE}, loose
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

@@ -1,5 +1,5 @@
 """One schema: a result's columns are defined once (``relevancy.core.schema.COLUMNS``) and the
-store, the exports, the Ray engine's types and ``to_dict`` all follow it; old import paths warn."""
+store, the exports, the Ray engine's types and ``to_dict`` all follow it."""
 
 from __future__ import annotations
 
@@ -171,19 +171,14 @@ def test_a_column_needs_exactly_one_source():
 
 
 @pytest.mark.parametrize(
-    "old, new, name",
-    [
-        ("relevancy.store", "relevancy.runs", "RunStore"),
-        ("relevancy.explain", "relevancy.analysis.explain", "explain_result"),
-        ("relevancy.batch", "relevancy.scoring.files", "score_file"),
-        ("relevancy.distributed", "relevancy.scoring.distributed", "score_dataset"),
-    ],
+    "old", ["relevancy.store", "relevancy.explain", "relevancy.batch", "relevancy.distributed"]
 )
-def test_old_import_paths_work_for_one_release_with_a_warning(old, new, name):
+def test_the_old_aliases_are_gone(old):
+    """No release ever had them: the modules live where relevancy.runs, relevancy.analysis,
+    relevancy.scoring and the top-level names say (issue 46)."""
     sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
-        module = importlib.import_module(old)
-    assert getattr(module, name) is getattr(importlib.import_module(new), name)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
 
 
 #: the ``results`` table of a schema-3 store (Dec 2026, before tokens and languages were stored)
