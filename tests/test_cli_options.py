@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -152,6 +152,25 @@ def test_windows_are_refused_beyond_a_year_or_under_a_second():
         with pytest.raises(InputError, match="is not a window: give one from 1s to 366d") as exc:
             parse_window(bad)
         assert "\n" not in str(exc.value)
+
+
+def test_since_and_until_are_parsed_by_the_cli_not_an_importer():
+    """``parse_when`` is the CLI's (``cli/_values.py``, standard library only); the Phoenix
+    importer, which only fetches spans, no longer holds it (issue 46)."""
+    from relevancy.cli import _values
+    from relevancy.io.importers import phoenix_server
+
+    assert not hasattr(phoenix_server, "parse_when")
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+    assert _values.parse_when("90m", now=now) == now - timedelta(minutes=90)
+    assert _values.parse_when(" 2w ", now=now) == now - timedelta(weeks=2)
+    assert _values.parse_when("2026-05-01", now=now) == datetime(2026, 5, 1, tzinfo=timezone.utc)
+    assert _values.parse_when("2026-05-01T08:00Z") == datetime(2026, 5, 1, 8, tzinfo=timezone.utc)
+    plus2 = _values.parse_when("2026-05-01T08:00+02:00")
+    assert plus2 is not None and plus2.utcoffset() == timedelta(hours=2)
+    assert _values.parse_when(None) is None and _values.parse_when("  ") is None
+    with pytest.raises(InputError, match="'yesterday' is not a time"):
+        _values.parse_when("yesterday")
 
 
 def test_a_window_under_a_minute_is_labelled_with_seconds():

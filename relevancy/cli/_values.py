@@ -10,11 +10,22 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 
 from relevancy.errors import InputError
 
-__all__ = ["number", "whole", "span", "when", "DAY_SECONDS", "SEED_MAX", "MAX_CONCURRENCY"]
+__all__ = [
+    "number",
+    "whole",
+    "span",
+    "when",
+    "parse_when",
+    "DAY_SECONDS",
+    "SEED_MAX",
+    "MAX_CONCURRENCY",
+]
 
 #: a day in seconds: the longest wait any option asks for
 DAY_SECONDS = 86_400
@@ -123,11 +134,32 @@ def span(text: str) -> str:
     return text
 
 
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_when(text: str | None, *, now: datetime | None = None) -> datetime | None:
+    """``--since``/``--until`` as a time: an ISO 8601 time (UTC unless it says otherwise) or a
+    span back from ``now`` (``30m``, ``24h``, ``7d``, ``2w``); None for None or blank."""
+    if text is None or not text.strip():
+        return None
+    now = now or datetime.now(timezone.utc)
+    match = _SPAN.match(text)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"{text!r} is not a time: give an ISO 8601 time (2025-06-01, 2025-06-01T08:00) or a "
+            "span back from now (30m, 24h, 7d)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 def when(text: str) -> str:
     """An argparse ``type`` for ``--since``/``--until``: ``text`` itself, once it reads as a
-    time or a span back from now."""
-    from relevancy.io.importers.phoenix_server import parse_when  # lazy
-
+    time or a span back from now (:func:`parse_when`)."""
     try:
         parse_when(text)
     except InputError as exc:

@@ -13,14 +13,14 @@ from datetime import timedelta
 from typing import Any
 
 from relevancy.analysis.alerts import parse_window
-from relevancy.cli._values import DAY_SECONDS, number, span, whole
+from relevancy.cli._values import DAY_SECONDS, number, parse_when, span, whole
 from relevancy.cli.options import metric_from_args, run_settings
 from relevancy.errors import InputError
 from relevancy.io.exporters import origin
 from relevancy.io.exporters.mlflow import check_tracking_uri, log_feedback
 from relevancy.io.exporters.phoenix import annotate_spans
 from relevancy.io.importers.live import LiveSource, is_live_url, open_live_source
-from relevancy.io.importers.phoenix_server import DEFAULT_URL, parse_when, phoenix_client
+from relevancy.io.importers.phoenix_server import DEFAULT_URL, phoenix_client
 from relevancy.io.webhook import check_webhook_url, post_alert, webhook_host
 from relevancy.runs import RunStore
 from relevancy.scoring.config import preflight

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from relevancy.cli._values import when
+from relevancy.cli._values import parse_when, when
 from relevancy.errors import InputError, RelevancyError
 from relevancy.io import iter_table
 from relevancy.io.exporters import ANNOTATION_NAME, WriteBack
@@ -31,7 +31,6 @@ from relevancy.io.importers.phoenix_server import (
     DEFAULT_URL,
     fetch_spans,
     parse_phoenix_url,
-    parse_when,
     phoenix_client,
 )
 from relevancy.runs import RunStore

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +20,6 @@ from relevancy.errors import InputError
 __all__ = [
     "PhoenixSource",
     "parse_phoenix_url",
-    "parse_when",
     "fetch_spans",
     "phoenix_client",
     "write_span_frame",
@@ -57,29 +55,6 @@ def parse_phoenix_url(url: str) -> PhoenixSource:
         )
     scheme = "https" if parts.scheme == "phoenixs" else "http"
     return PhoenixSource(f"{scheme}://{parts.netloc}", project)
-
-
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_when(text: str | None, *, now: datetime | None = None) -> datetime | None:
-    """``--since``/``--until``: an ISO 8601 time (UTC unless it says otherwise) or a span back
-    from now (``30m``, ``24h``, ``7d``, ``2w``); None for None."""
-    if text is None or not text.strip():
-        return None
-    now = now or datetime.now(timezone.utc)
-    match = _SPAN.match(text)
-    if match:
-        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"{text!r} is not a time: give an ISO 8601 time (2025-06-01, 2025-06-01T08:00) or a "
-            "span back from now (30m, 24h, 7d)"
-        ) from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def phoenix_client(base_url: str) -> Any:
