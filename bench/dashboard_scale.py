@@ -14,7 +14,12 @@ Each dashboard size runs in a process of its own (so its peak memory is its own)
    (the run caches cleared before each, as on a first visit), then one drill-down, one filter
    change and one sort change on the Dataset page, and at 10,000 rows the Embeddings page with
    all points;
-5. the process's peak RSS (VmHWM).
+5. the process's peak RSS (VmHWM);
+6. with ``--browser``, the same store served by ``streamlit run`` and driven by headless
+   Chromium: every page's first and warm visits, the actions a person takes, each with the
+   server's and the browser's CPU and the bytes sent, and the server's peak RSS
+   (``bench/_browser.py``). ``--no-apptest`` leaves out 3-5, ``--store-dir DIR`` keeps each
+   size's store to use again.
 
 The CLI: ``relevancy score`` as a subprocess on 10,000 and 100,000 generated rows against the
 toy server (instant answers, its hashed embeddings), each run saved to a fresh run store
@@ -32,18 +37,17 @@ toy server, MiniLM in the process (``--llm openai:toy-chat --embeddings local``)
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from bench._browser import tables as browser_tables
+from bench._scale_cli import cli_run, local_run
 from bench.harness import (
     RESULTS_DIR,
     ROOT,
@@ -54,7 +58,6 @@ from bench.harness import (
     r,
     table,
     vm_hwm_mb,
-    vm_rss_mb,
 )
 from bench.setups import ToyServer
 
@@ -78,16 +81,18 @@ TARGETS = {  # rows -> (first render of every page, filter change, peak RSS MiB)
 STORE_KIB_PER_ROW = 1.5
 
 
-def one_size(n: int, timeout: float) -> dict[str, Any]:
-    """Everything for one size, in this process (run by the parent as a subprocess)."""
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba"))
-    home = Path(tempfile.mkdtemp(prefix=f"relevancy-scale-{n}-"))
-    os.environ["RELEVANCY_STORE"] = str(home / "runs.sqlite3")
-    os.environ["RELEVANCY_CACHE_DIR"] = str(home / "cache")
+def build_store(n: int, home: Path) -> tuple[int, dict[str, Any]]:
+    """A synthetic run of ``n`` rows in the run store ``home/runs.sqlite3``, written as a
+    scoring run writes it: the run's id and the store's figures. A store this function built
+    before in ``home`` (``--store-dir``) is used again as it is (its figures: ``reused``)."""
     from relevancy.runs import RunStore
     from relevancy.testing.synthetic import DIM, synthetic_inputs, synthetic_results
 
-    out: dict[str, Any] = {"rows": n}
+    made = home / "bench_run_id"
+    if made.exists():
+        return int(made.read_text()), {"store_reused": True}
+    home.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {}
     store = RunStore(home / "runs.sqlite3")
     store.set_meta("demo_imported", "bench")  # the pages would import the demo otherwise
     started = time.perf_counter()
@@ -107,13 +112,42 @@ def one_size(n: int, timeout: float) -> dict[str, Any]:
     out["store_mb"] = r(size / 2**20, 1)
     out["store_kib_per_row"] = r(size / n / 1024, 2)
     out["store_kib_per_row_without_vectors"] = r((size - vectors) / n / 1024, 2)
+    made.write_text(str(run_id))
+    return run_id, out
+
+
+def one_size(
+    n: int,
+    timeout: float,
+    *,
+    apptest: bool = True,
+    browser: bool = False,
+    store_dir: Path | None = None,
+    visits: int = 3,
+) -> dict[str, Any]:
+    """Everything for one size, in this process (run by the parent as a subprocess)."""
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba"))
+    home = (
+        store_dir / str(n) if store_dir else Path(tempfile.mkdtemp(prefix=f"relevancy-scale-{n}-"))
+    )
+    os.environ["RELEVANCY_STORE"] = str(home / "runs.sqlite3")
+    os.environ["RELEVANCY_CACHE_DIR"] = str(home / "cache")
+    from relevancy.runs import RunStore
+
+    run_id, built = build_store(n, home)
+    out: dict[str, Any] = {"rows": n, **built}
     started = time.perf_counter()
     infos = RunStore(home / "runs.sqlite3").list_runs()
     out["store_open_list_s"] = r(time.perf_counter() - started)
     assert infos[0].n_scored == n
-    out.update(export_run(home / "runs.sqlite3", run_id, home))
-    out.update(page_renders(run_id, n, timeout))
-    out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
+    if apptest:
+        out.update(export_run(home / "runs.sqlite3", run_id, home))
+        out.update(page_renders(run_id, n, timeout))
+        out["peak_rss_mb"] = r(vm_hwm_mb(), 1)
+    if browser:  # the same store served to Chromium (bench/_browser.py)
+        from bench._browser import browser_figures
+
+        out["browser"] = browser_figures(home, visits=visits)
     return out
 
 
@@ -208,183 +242,16 @@ def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
     return out
 
 
-def _scored_rows(store: Path) -> int:
-    """Scored rows a run store holds (0 when there is none yet), read with sqlite3 alone."""
-    import sqlite3
-
-    if not store.exists():
-        return 0
-    with contextlib.closing(sqlite3.connect(store)) as db:
-        return int(db.execute("SELECT COALESCE(SUM(rows), 0) FROM run_stats").fetchone()[0])
-
-
-def _sample_rss(pid: int, started: float, into: list[tuple[float, float]]) -> None:
-    """The process's RSS (VmRSS) every 2 s until it exits, appended to ``into``."""
-    while (mb := vm_rss_mb(pid)) == mb:  # NaN once it has exited (a zombie has no VmRSS)
-        into.append((time.perf_counter() - started, mb))
-        time.sleep(2.0)
-
-
-def _quarters(
-    samples: list[tuple[float, float]], wall: float, pick: Any = max
-) -> list[float | None]:
-    """The RSS sampled in each quarter of the run (MiB), reduced by ``pick``: the highest (a
-    segment's seal, a transient, lands in one quarter) or the median (the level between seals).
-    Flat memory keeps the four close; a leak makes them climb with the rows written."""
-    out: list[float | None] = []
-    for q in range(4):
-        seen = [mb for t, mb in samples if q * wall / 4 <= t < (q + 1) * wall / 4 + 1e-9]
-        out.append(r(pick(seen), 0) if seen else None)
-    return out
-
-
-def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> dict[str, Any]:
-    """``relevancy score`` on ``n`` generated rows as a subprocess, the run saved to a run store
-    (``--save-run``; a fresh one in ``folder``, or ``store``, which may hold a million rows
-    already): wall time, rows/s and peak RSS."""
-    import pandas as pd
-
-    src = folder / f"rows_{n}.csv"
-    pd.DataFrame(
-        {
-            "question": [f"What is the tallest mountain in range {i}?" for i in range(n)],
-            "answer": [
-                f"The tallest peak of range {i} rises above valley {i * 7 % 1000}."
-                for i in range(n)
-            ],
-        }
-    ).to_csv(src, index=False)
-    store = store or folder / f"runs_{n}.sqlite3"
-    before = _scored_rows(store)
-    env = {
-        **os.environ,
-        "RELEVANCY_CACHE_DIR": str(folder / f"cache_{n}_{before}"),
-        "RELEVANCY_STORE": str(store),
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "relevancy.cli",
-        "score",
-        str(src),
-        "-o",
-        str(folder / f"out_{n}.jsonl"),
-        "-q",
-        "--concurrency",
-        "16",
-        "--llm",
-        "openai:toy-chat",
-        "--embeddings",
-        "openai:toy-embed",
-        "--base-url",
-        base_url,
-        "--save-run",
-        f"bench {n:,} rows",
-    ]
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    samples: list[tuple[float, float]] = []  # (seconds, RSS MiB) through the run
-    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, started, samples), daemon=True)
-    sampler.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    sampler.join(5)
-    stdout = proc.stdout.read().decode() if proc.stdout else ""
-    after = _scored_rows(store)
-    log(
-        f"  CLI {n:,} rows into a store of {before:,}: {wall:.0f} s, peak RSS "
-        f"{usage.ru_maxrss / 1024:.0f} MiB"
-    )
-    return {
-        "rows": n,
-        "store_rows_before": before,
-        "store_rows_saved": after - before,
-        "exit": os.waitstatus_to_exitcode(status),
-        "wall_s": r(wall),
-        "rows_per_s": r(n / wall, 1),
-        "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
-        "rss_quarters_mb": _quarters(samples, wall),
-        "rss_quarters_median_mb": _quarters(samples, wall, statistics.median),
-        "summary": stdout.strip().splitlines()[:2],
-    }
-
-
-def sentence_rows(n: int, seed: int = 0) -> Any:
-    """``n`` rows whose answers hold 1 to 8 sentences (drawn from the benches' rows), each
-    answer distinct."""
-    import random
-
-    import pandas as pd
-
-    from bench.rows import make_rows
-
-    base = make_rows(max(n, 50), seed=seed)
-    sentences = sorted(
-        {s.strip().rstrip(".") for row in base for s in row["response"].split(". ") if s.strip()}
-    )
-    rng = random.Random(seed)
-    return pd.DataFrame(
-        {
-            "user_input": [base[i % len(base)]["user_input"] for i in range(n)],
-            "response": [
-                ". ".join(rng.sample(sentences, rng.randint(1, 8))) + f". Note {i}."
-                for i in range(n)
-            ],
-        }
-    )
-
-
-def local_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
-    """``relevancy score`` with the toy server's questions and the embedded MiniLM embedder
-    (``--llm openai:toy-chat --embeddings local``) on ``n`` rows of 1-8 sentences: peak RSS."""
-    src = folder / f"sentences_{n}.csv"
-    sentence_rows(n).to_csv(src, index=False)
-    env = {
-        **os.environ,
-        "RELEVANCY_CACHE_DIR": str(folder / f"local_cache_{n}"),
-        "OMP_WAIT_POLICY": "PASSIVE",
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "relevancy.cli",
-        "score",
-        str(src),
-        "-o",
-        str(folder / f"local_out_{n}.jsonl"),
-        "-q",
-        "--llm",
-        "openai:toy-chat",
-        "--embeddings",
-        "local",
-        "--base-url",
-        base_url,
-        "--save-run",
-        f"bench {n:,} rows",
-    ]
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    samples: list[tuple[float, float]] = []  # (seconds, RSS MiB) through the run
-    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, started, samples), daemon=True)
-    sampler.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    sampler.join(5)
-    log(
-        f"  CLI, embedded embedder, {n:,} rows: {wall:.0f} s, peak {usage.ru_maxrss / 1024:.0f} MiB"
-    )
-    return {
-        "rows": n,
-        "exit": os.waitstatus_to_exitcode(status),
-        "wall_s": r(wall),
-        "rows_per_s": r(n / wall, 2),
-        "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
-    }
-
-
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.one is not None:  # one size, in this process (the parent runs it as a subprocess)
-        return one_size(args.one, args.timeout)
+        return one_size(
+            args.one,
+            args.timeout,
+            apptest=not args.no_apptest,
+            browser=args.browser,
+            store_dir=args.store_dir,
+            visits=args.visits,
+        )
     out: dict[str, Any] = {"dashboard": [], "cli": []}
     for n in args.sizes:
         with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
@@ -398,6 +265,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 tmp.name,
                 "--timeout",
                 str(args.timeout),
+                *(["--browser"] if args.browser else []),
+                *(["--no-apptest"] if args.no_apptest else []),
+                *(["--store-dir", str(args.store_dir)] if args.store_dir else []),
+                *(["--visits", str(args.visits)]),
             ]
             done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
             if done.returncode:
@@ -556,6 +427,8 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
         cli += "\n\n" + against(cli_goals)
     local = fig.get("local") or []
     blocks = {"": table(head, rows) + "\n\n" + against(targets), "cli": cli}
+    if browsed := browser_tables(fig.get("dashboard", [])):
+        blocks["browser"] = browsed
     if local:
         # the target's sizes (500 and 3,000); a larger run beside them shows where it levels off
         small = next((c for c in local if c["rows"] == 500), local[0])
@@ -675,6 +548,30 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "a million rows: the rate and memory of writing there)",
     )
     p.add_argument("--timeout", type=float, default=600.0, help="AppTest timeout per page")
+    p.add_argument(
+        "--browser",
+        action="store_true",
+        help="also serve each size's store and time every page and action in headless "
+        "Chromium (bench/_browser.py): the per-size 'browser' figures",
+    )
+    p.add_argument(
+        "--visits",
+        type=int,
+        default=3,
+        help="with --browser: warm visits of each page, and times each action is taken (default 3)",
+    )
+    p.add_argument(
+        "--no-apptest",
+        action="store_true",
+        help="skip the AppTest renders and the export (with --browser: the browser alone)",
+    )
+    p.add_argument(
+        "--store-dir",
+        type=Path,
+        default=None,
+        help="keep each size's store in DIR/N and use it again when it is there (a million "
+        "rows take minutes to write)",
+    )
     p.add_argument("--one", type=int, default=None, help="internal: one size, in this process")
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import doctest
 import json
+from pathlib import Path
+
+import pytest
 
 import bench.harness as harness
 
@@ -71,3 +74,46 @@ def test_merge_keeps_the_parts_not_measured_again(tmp_path, monkeypatch):
     )
     # nothing saved before: the new record as it is
     assert harness.merge_record(None, new) == new
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_the_browser_bench_writes_every_figure(tmp_path):
+    """``python -m bench.dashboard_scale --browser`` at 2,000 rows: it completes and writes every
+    page's and every action's figures (what they are is not asserted: timings go to RESULTS.md)."""
+    import subprocess
+    import sys
+
+    from bench import _browser
+
+    if not Path(_browser.CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    out = tmp_path / "figures.json"
+    cmd = [sys.executable, "-m", "bench.dashboard_scale", "--sizes", "2000", "--cli-rows"]
+    cmd += ["--local-rows", "--browser", "--no-apptest", "--visits", "1", "--json", str(out)]
+    done = subprocess.run(cmd, cwd=harness.ROOT, capture_output=True, text=True, timeout=1100)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (size,) = json.loads(out.read_text())["dashboard"]
+    assert "error" not in size, size.get("error")
+    browser = size["browser"]
+    assert set(browser["pages"]) == set(_browser.PAGES)
+    for name, page in browser["pages"].items():
+        for key in ("median_s", "first_s", "server_cpu_s", "browser_cpu_s"):
+            assert isinstance(page[key], float | int) and page[key] >= 0, (name, key, page)
+        assert page["errors"] == 0, name
+    assert set(browser["actions"]) == {
+        "filter",
+        "sort",
+        "drill-down",
+        "over time: day",
+        "over time: hour",
+        "compare: tie margin",
+        "compare: regression opened",
+        "embeddings: point clicked",
+    }
+    for name, action in browser["actions"].items():
+        assert isinstance(action["median_s"], float | int) and action["median_s"] >= 0, name
+        assert action["errors"] == 0, name
+    assert browser["server_peak_mib"] > 0
+    assert "| Compare |" in _browser.tables([size])  # RESULTS.md's table of it
