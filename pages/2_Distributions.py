@@ -10,7 +10,7 @@ from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.core.stats import NORMAL_ABOVE
 from relevancy.dashboard.views.claims import demo_scale
 from relevancy.dashboard.views.datasets import reason_table
-from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
+from relevancy.dashboard.views.format import embedded_caveat, esc, fmt, mode_text, pct
 from relevancy.dashboard.views.reference import add_band, chance_summary
 from relevancy.dashboard.widgets.labels import chance_caption, run_chance
 from relevancy.dashboard.widgets.page import setup_page
@@ -30,7 +30,7 @@ if info is None:
 
 SPLITS = {"variant": "variant", "reason": "main reason", "model": "model", "run": "run"}
 own = [c for c in split_columns(info) if c != "variant"]  # its own columns of few values
-SPLITS |= {c: c for c in own} | {"none": "nothing"}
+SPLITS |= {c: esc(c) for c in own} | {"none": "nothing"}  # a column's name is Markdown there
 c1, c2 = st.columns([3, 2])
 split = c1.segmented_control(
     "Split by",

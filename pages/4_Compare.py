@@ -168,7 +168,7 @@ n_show = (
 runs_of = {"a": sides.run_a, "b": sides.run_b}
 settings_of = {r.id: r.settings for r in list_runs()}
 for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
-    title = f"{rank}. {fmt(pair['diff'])} · {str(pair['user_input'])[:90]}"
+    title = f"{rank}. {fmt(pair['diff'])} · {esc(str(pair['user_input'])[:90])}"
     # drawn when opened (each drill-down reads and draws two results)
     with st.expander(title, rank == 1, key=f"cmp_open_{rank}", on_change="rerun") as shown:
         if not shown.open:

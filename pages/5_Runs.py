@@ -83,7 +83,7 @@ st.caption("Select a run in the table (or in the sidebar's **Active run**) to ac
 with st.container(border=True):
     followed = isinstance(info.settings.get("follow"), dict)  # grows: its follower scores it
     status = "followed (grows as its source does)" if followed else info.status
-    st.markdown(f"#### #{info.id} · {esc(info.name)} · {status}")
+    st.subheader(f"#{info.id} · {esc(info.name)} · {status}", anchor=False)  # no link
     run_mode = info.mode or info.resume_mode
     c = st.columns(4 if run_mode not in ("", "ragas") else 3)
     rows_card(c[0], info, settings.threshold)

@@ -702,8 +702,10 @@ def test_runs_page_acts_on_the_active_run():
     copy = store.create_run("a copy", {"backend": "embedded"}, store.inputs(DEMO).head(2))
     at.session_state["active_run"] = DEMO
     visit(at, "5_Runs.py")
-    headings = [m.value for m in at.markdown if m.value.startswith("####")]
-    assert len(headings) == 1 and f"#{DEMO} ·" in headings[0] and "complete" in headings[0]
+    # the run's heading: a subheader with no anchor (a Markdown heading's is a link named by it)
+    headings = [h for h in at.subheader if h.value.startswith("#")]
+    assert len(headings) == 1 and f"#{DEMO} ·" in headings[0].value
+    assert "complete" in headings[0].value and headings[0].proto.hide_anchor
     at.sidebar.selectbox(key="_w_active_run").set_value(copy).run()
     ok(at)
-    assert any(f"#{copy}" in m.value and "empty" in m.value for m in at.markdown)
+    assert any(f"#{copy}" in h.value and "empty" in h.value for h in at.subheader)

@@ -1118,7 +1118,8 @@ def test_charts_escape_names_and_leave_no_live_link():
     for fig in figures:
         assert _live_links(fig) == [], fig.layout.title
     names = {t.name for t in figures[0].data}
-    assert "&lt;a href=&quot;https://evil.example/&quot;&gt;x&lt;/a&gt;" in names  # shown as typed
+    # shown as typed (plotly reads numeric quotes, not "&quot;"; a word joiner stops the address)
+    assert "&lt;a href=&#34;https:\u2060//evil.example/&#34;&gt;x&lt;/a&gt;" in names
 
 
 def test_report_has_no_link_from_data(store):

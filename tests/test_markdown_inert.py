@@ -37,6 +37,13 @@ PAGES = [
 LIVE = re.compile(
     r"\]\(https?:|(?<!\\)https?:|(?<![\\*])\*\*(resets|B)\*\*|(?<!\\)<(i|b)>|(?<!\\)_this_"
 )
+#: a bare address as Streamlit's Markdown finds it once the escapes are read (escaping is not
+#: enough: remark-gfm links ``https\://x\.io``)
+BARE = re.compile(r"https?://|www\.|[\w.+-]@[\w-]+\.", re.IGNORECASE | re.ASCII)
+
+
+def _live(text: str) -> bool:
+    return bool(LIVE.search(text) or BARE.search(re.sub(r"\\(.)", r"\1", text)))
 
 
 def shown_markdown(at) -> list[str]:
@@ -124,8 +131,8 @@ def test_text_from_data_is_never_live_markdown_on_any_page(hostile_run):
     html = [t for texts in pages.values() for t in texts if t.lstrip().startswith("<")]
     assert html and not [t for t in html if "<i>inject" in t or "<b>team" in t]
     pages = {p: [t for t in texts if not t.lstrip().startswith("<")] for p, texts in pages.items()}
-    live = {page: [t for t in texts if LIVE.search(t)] for page, texts in pages.items()}
+    live = {page: [t for t in texts if _live(t)] for page, texts in pages.items()}
     assert {p: t for p, t in live.items() if t} == {}
     # and the data is there, escaped, where the pages name it
     everything = " ".join(t for texts in pages.values() for t in texts)
-    assert r"u3 \<i\>inject\</i\> \[run\]\(https\://example\.com/run\)" in everything
+    assert "u3 \\<i\\>inject\\</i\\> \\[run\\]\\(https\\:\u2060//example\\.com/run\\)" in everything

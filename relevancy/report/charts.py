@@ -8,7 +8,6 @@ of HTML there, links included), and :func:`layout` makes any ``<a>`` tag left in
 
 from __future__ import annotations
 
-import html
 import math
 import re
 import textwrap
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from relevancy.core.inert import inert
 from relevancy.core.result import RelevancyResult
 
 __all__ = [
@@ -85,13 +85,14 @@ def hover_text(text: Any, width: int = 70, limit: int = 400) -> str:
     s = "" if text is None else str(text)
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    return "<br>".join(html.escape(line) for line in textwrap.wrap(s, width) or [""])
+    return "<br>".join(inert(line, html=True) for line in textwrap.wrap(s, width) or [""])
 
 
 def label(text: Any) -> str:
     """User text (a variant, a run or column name) escaped for a plotly legend, tick, axis
-    title or ``<extra>`` part of a hover: shown as typed, never read as markup."""
-    return html.escape("" if text is None else str(text))
+    title or ``<extra>`` part of a hover: shown as typed, never read as markup
+    (:func:`relevancy.core.inert.inert`)."""
+    return inert("" if text is None else text, html=True)
 
 
 # an opening or closing <a> tag as plotly's text renderer would read it
@@ -412,7 +413,7 @@ def question_bars(
             y=y - 0.26,
             xref="x",
             yref="y",
-            text=html.escape(short),
+            text=inert(short, html=True),
             showarrow=False,
             xanchor="left",
             yanchor="bottom",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from relevancy.report.charts import PALETTE, rgb
+from relevancy.report.charts import PALETTE, label, rgb
 
 __all__ = ["timeline_figure", "ROWS_TRACE", "ALERT_COLOR", "MAX_MARKS"]
 
@@ -90,7 +90,7 @@ def _mark_labels(marks: pd.DataFrame, near: pd.Timedelta) -> list[tuple[pd.Times
     of the cluster: marks at the same time share a label rather than one hiding another."""
     out: list[tuple[pd.Timestamp, list[str]]] = []
     for _, mark in marks.sort_values("time", kind="stable").iterrows():
-        text = f"{mark['column']}: {str(mark['value'])[:24]}"
+        text = f"{label(mark['column'])}: {label(str(mark['value'])[:24])}"  # shown as typed
         if out and mark["time"] - out[-1][0] <= near:
             if text not in out[-1][1]:
                 out[-1][1].append(text)
@@ -120,7 +120,7 @@ def timeline_figure(
     for i, group in enumerate(groups):
         part = table[table["group"] == group].sort_values("start").reset_index(drop=True)
         color = PALETTE[i % len(PALETTE)]
-        name = str(group) or "mean score"
+        name = label(group) or "mean score"  # a value of the split column, shown as typed
         xs, ys, alone = _band(part, bucket_width)
         if xs:
             fig.add_trace(

@@ -6,10 +6,10 @@ Nothing here imports Streamlit; every function returns a string.
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from typing import Any
 
+from relevancy.core.inert import inert
 from relevancy.core.numbers import MISSING, cell_text, percent
 from relevancy.core.redact import redact
 from relevancy.core.triage import verdict_text
@@ -39,12 +39,11 @@ __all__ = [
 ]
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$:])")
-
-
 def esc(text: Any) -> str:
-    """User text made inert for ``st.markdown``: markdown, HTML and LaTeX characters escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    """Text from the data made inert for anything Streamlit draws as Markdown (markdown,
+    captions, headers, labels, help): :func:`relevancy.core.inert.inert`, which also keeps bare
+    addresses from becoming links."""
+    return inert(text)
 
 
 def fmt(x: Any, digits: int = 3) -> str:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,7 +107,7 @@ def projection_scatter(
                 ""
                 if kind == "question"
                 else f"<br>similarity {sim:.3f} · row score {score:.3f}"
-                f"<br>variant {html.escape(str(variant))} · noncommittal {flag}"
+                f"<br>variant {label(variant)} · noncommittal {flag}"
             )
             out.append(f"<b>{head}</b> (row {int(row) + 1})<br>{hover_text(text)}{extra}")
         return out

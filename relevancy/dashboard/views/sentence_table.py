@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from relevancy.core.inert import inert
 from relevancy.report.charts import rgb, score_color
 
 __all__ = [
@@ -32,7 +33,7 @@ def sentence_shading_html(sentences: Sequence[Any]) -> str:
             f'<span title="similarity {sim:.2f}" style="background: rgba({r},{g},{b},{alpha:.2f});'
             " border-radius: 4px; padding: 2px 3px; line-height: 1.9;"
             ' box-decoration-break: clone; -webkit-box-decoration-break: clone;">'
-            f"{html.escape(s.text)}"
+            f"{inert(s.text, html=True)}"
             f' <sup style="color:#374151; font-size: 0.72em;">{sim:.2f}</sup></span>'
         )
     return '<div class="rel-shaded">' + " ".join(spans) + "</div>"
@@ -71,19 +72,19 @@ def sentence_table_html(
     for _, row in table.iterrows():
         note = str(row["note"] or "")
         kind = "off" if "off topic" in note else "lowers" if note else ""
-        flag = f' <span class="rel-flag {kind}">{html.escape(note)}</span>' if note else ""
+        flag = f' <span class="rel-flag {kind}">{inert(note, html=True)}</span>' if note else ""
         sim = float(row["similarity"])
         cells = [
             f'<td class="num">{int(row["#"])}</td>',
             f'<td><span class="rel-sent-text" style="background: '
             f'{"#f3f4f6" if neutral else _shade(sim)}">'
-            f"{html.escape(str(row['sentence']))}</span>{flag}</td>",
+            f"{inert(row['sentence'], html=True)}</span>{flag}</td>",
             f'<td class="num"><b>{"–" if math.isnan(sim) else f"{sim:.2f}"}</b></td>',
         ]
         for c in others:
             v = row[c]
             if not numeric[c]:
-                cells.append(f"<td>{html.escape(str(v))}</td>")
+                cells.append(f"<td>{inert(v, html=True)}</td>")
             elif pd.isna(v):
                 cells.append('<td class="num">–</td>')
             else:

@@ -150,7 +150,7 @@ def render_row(
         min_questions = get_store().get_run(run_id).settings.get("min_questions")
     with st.container(border=True):
         # a missing cell is "—" on every page (it was "nan" on one and "None" on another)
-        shown = [f"{name}: {esc(cell_text(value))}" for name, value in meta.items()]
+        shown = [f"{esc(name)}: {esc(cell_text(value))}" for name, value in meta.items()]
         st.caption(" · ".join([f"row {int(row) + 1}", *shown]))  # 1-based, as in the CLI
         if run_id is not None:
             labels.label_control(run_id, row, key=key)

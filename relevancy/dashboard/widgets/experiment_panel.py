@@ -198,7 +198,9 @@ def results(run_id: int, threshold: float) -> None:
         "Answers to", list(dict.fromkeys(frame["user_input"])), key="exp_question"
     )
     rows = frame[frame["user_input"] == question]
-    variant = st.radio("Variant", list(dict.fromkeys(rows["variant"])), key="exp_variant")
+    variant = st.radio(
+        "Variant", list(dict.fromkeys(rows["variant"])), format_func=esc, key="exp_variant"
+    )
     row = rows[rows["variant"] == variant].iloc[0]
     st.caption("Prompt sent")
     st.text(str(row.get("prompt", "")))
