@@ -31,15 +31,12 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from relevancy.core.redact import redact
-
-if TYPE_CHECKING:  # pragma: no cover
-    from relevancy.core.result import RelevancyResult
 
 __all__ = [
     "Column",
@@ -53,6 +50,10 @@ __all__ = [
     "frame_dtypes",
     "plain_json",
 ]
+
+#: a :class:`~relevancy.core.result.RelevancyResult`, named here only in words: ``result.py``
+#: imports this module (``to_dict`` adds the derived values), so this one does not import it back
+Result = Any
 
 KINDS = ("float", "int", "bool", "text", "texts", "json", "vector")
 _SQL = {
@@ -113,7 +114,7 @@ class Column:
     #: the result's field this column mirrors (written from it, read back into it)
     attr: str | None = None
     #: for a derived column: its value from a result, ready to export
-    get: Callable[[RelevancyResult], Any] | None = None
+    get: Callable[[Result], Any] | None = None
     stored: bool = True  #: a column of the store's ``results`` table
     exported: bool = True  #: a column of exports (CLI, store, Ray)
     #: a page may ask the store for it (``RunStore.columns``); JSON and vectors are not
@@ -154,13 +155,13 @@ class Column:
         text = "" if value is None else str(value)
         return redact(text) if self.redacted and text else text
 
-    def raw(self, result: RelevancyResult) -> Any:
+    def raw(self, result: Result) -> Any:
         """The value as the result holds it (derived columns: as exported)."""
         if self.get is not None:
             return self.get(result)
         return getattr(result, self.attr)  # type: ignore[arg-type]
 
-    def export(self, result: RelevancyResult) -> Any:
+    def export(self, result: Result) -> Any:
         """The value as exports write it."""
         value = self.raw(result)
         if self.get is not None:
@@ -177,7 +178,7 @@ class Column:
             return _to_json(value)
         return value
 
-    def store(self, result: RelevancyResult) -> Any:
+    def store(self, result: Result) -> Any:
         """The value as the store's SQL column holds it."""
         value = self.raw(result)
         if self.kind in ("float", "int"):
@@ -325,12 +326,12 @@ def stored_columns() -> tuple[Column, ...]:
     return tuple(c for c in columns() if c.stored)
 
 
-def export_record(result: RelevancyResult) -> dict[str, Any]:
+def export_record(result: Result) -> dict[str, Any]:
     """One result as the export's columns, in order."""
     return {c.name: c.export(result) for c in exported_columns()}
 
 
-def derived_values(result: RelevancyResult) -> dict[str, Any]:
+def derived_values(result: Result) -> dict[str, Any]:
     """The derived columns' values (what :meth:`RelevancyResult.to_dict` adds to the fields)."""
     out: dict[str, Any] = {}
     for c in columns():
