@@ -14,7 +14,7 @@ import pandas as pd
 
 from relevancy.analysis.cost import TOKEN_COLUMNS
 from relevancy.errors import InputError
-from relevancy.runs.query import extra_value
+from relevancy.runs.query import RowQuery, extra_value
 from relevancy.runs.rows import TYPED_INPUTS, scalar_columns
 from relevancy.runs.stats import STATS_KEYS
 
@@ -113,8 +113,13 @@ class AggregateMixin:
         values = self._run(sql, [*params, int(run_id), *params])  # type: ignore[attr-defined]
         return sorted(str(v[0]) for v in values)
 
-    def counts(self, run_id: int, column: str = "reason") -> dict[str, int]:
-        """How many scored rows have each value of a result column (``reason``, ``mode``...)."""
+    def counts(
+        self, run_id: int, column: str = "reason", *, threshold: float | None = None
+    ) -> dict[str, int]:
+        """How many scored rows have each value of a result column (``reason``, ``mode``...);
+        main reasons at ``threshold`` (None: as stored, at the run's own threshold)."""
+        if column == "reason" and threshold is not None:
+            return self._reasons_at(run_id, float(threshold))
         if column not in scalar_columns():
             raise InputError(
                 f"cannot count by {column!r}: use one of {', '.join(scalar_columns())}"
@@ -131,6 +136,28 @@ class AggregateMixin:
             )
         rows = self._run(sql, (int(run_id),))
         return {str(value if value is not None else ""): int(n) for value, n in rows}
+
+    def _reasons_at(self, run_id: int, threshold: float) -> dict[str, int]:
+        """The stored counts, with the rows scored between the run's threshold and
+        ``threshold`` (the only ones whose reason may differ) read again, from the index."""
+        counts = self.counts(run_id, "reason")
+        decided_at = self.get_run(run_id).decided_at  # type: ignore[attr-defined]
+        query = RowQuery(threshold=threshold, decided_at=decided_at)
+        lo, hi = sorted((threshold, query.decided_at))
+        if lo == hi:
+            return counts
+        moved = self._run(  # type: ignore[attr-defined]
+            f"SELECT r.reason, {query.reason} FROM results r JOIN inputs i ON i.run_id = r.run_id"
+            " AND i.idx = r.idx WHERE r.run_id = ? AND r.score >= ? AND r.score < ?",
+            (int(run_id), lo, hi),
+        )
+        for stored, now in moved:
+            stored, now = str(stored or ""), str(now or "")
+            if stored != now:
+                counts[stored] -= 1
+                counts[now] = counts.get(now, 0) + 1
+        kept = {k: n for k, n in counts.items() if n > 0}
+        return dict(sorted(kept.items(), key=lambda kv: -kv[1]))
 
     def usage(self, run_id: int) -> pd.DataFrame:
         """The run's tokens and time summed per (``llm``, ``embeddings``, ``cached``): columns

@@ -6,11 +6,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from relevancy.core.triage import DEFAULT_THRESHOLD, REASONS
+
 __all__ = [
     "SORTS",
     "STATUSES",
     "RowQuery",
     "extra_value",
+    "reason_sql",
 ]
 
 SORTS = ("score ↑ (lowest first)", "score ↓", "row")
@@ -30,6 +33,47 @@ def extra_value(name: str, table: str = "i") -> tuple[str, list[Any]]:
     if '"' not in name and json.dumps(name, ensure_ascii=False)[1:-1] == name:
         return f"json_extract({table}.extra, ?)", [f'$."{name}"']
     return f"(SELECT j.value FROM json_each({table}.extra) j WHERE j.key = ?)", [name]
+
+
+def _flagged(flag: str) -> str:
+    return f"instr(', ' || r.flags || ', ', ', {flag}, ') > 0"
+
+
+def reason_sql(threshold: float | None, decided_at: float = DEFAULT_THRESHOLD) -> str:
+    """SQL for a row's main reason at ``threshold``, from the one stored (decided at
+    ``decided_at``, the run's threshold): ``r.reason`` itself when the two are the same.
+
+    Only a score between the two thresholds changes its reason, and only where the triage reads
+    the threshold (:func:`relevancy.core.triage.triage`): ``ok`` and ``drifting`` swap, an answer
+    that dodges in so many words (``evasive_wording``, a function of the store's connections) is
+    ``evasive`` once below, and an ``evasive`` row no longer below takes its next flag, else
+    ``ok``. Reads ``i.response`` when the threshold is above ``decided_at``."""
+    if threshold is None or float(threshold) == float(decided_at):
+        return "r.reason"
+    t, t0 = float(threshold), float(decided_at)
+    lo, hi = min(t, t0), max(t, t0)
+    after = [c for c in REASONS if c not in ("error", "noncommittal", "evasive", "drifting", "ok")]
+    nxt = " ".join(
+        f"WHEN {_flagged(c)}"
+        + (" AND r.questions_used < r.strictness" if c == "incomplete_generation" else "")
+        + f" THEN '{c}'"
+        for c in after
+    )
+    dodges = (
+        f"WHEN r.score < {t!r} AND r.reason NOT IN ('', 'evasive') "
+        "AND evasive_wording(i.response) != '' THEN 'evasive' "
+        if t > t0
+        else ""
+    )
+    return (
+        f"(CASE WHEN r.score IS NULL OR NOT (r.score >= {lo!r} AND r.score < {hi!r}) "
+        "OR r.reason IN ('error', 'noncommittal') THEN r.reason "
+        + dodges
+        + f"WHEN r.reason = 'evasive' AND r.score >= {t!r} THEN (CASE {nxt} ELSE 'ok' END) "
+        f"WHEN r.reason IN ('ok', 'drifting') THEN "
+        f"(CASE WHEN r.score < {t!r} THEN 'drifting' ELSE 'ok' END) "
+        "ELSE r.reason END)"
+    )
 
 
 @dataclass(frozen=True)
@@ -55,11 +99,24 @@ class RowQuery:
     columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (input column, kept values)
     #: only rows with a human label (set or cleared): read from the labels, not every row
     labelled: bool = False
+    #: the threshold ``reasons`` (and the ``reason`` column read) are at (None: as stored)
+    threshold: float | None = None
+    #: the threshold the stored reasons were decided at (:attr:`RunInfo.decided_at`)
+    decided_at: float = DEFAULT_THRESHOLD
+
+    @property
+    def reason(self) -> str:
+        """SQL for each row's main reason at :attr:`threshold` (:func:`reason_sql`)."""
+        return reason_sql(self.threshold, self.decided_at)
 
     @property
     def reads_inputs(self) -> bool:
-        """Whether :meth:`where` reads the inputs (``i``): variants, input columns, search."""
-        return bool(self.variants or any(v for _, v in self.columns) or self.search.strip())
+        """Whether :meth:`where` reads the inputs (``i``): variants, input columns, search, or
+        a reason that may have become ``evasive`` at a higher threshold."""
+        rethought = bool(self.reasons) and "i.response" in self.reason
+        return bool(
+            self.variants or any(v for _, v in self.columns) or self.search.strip() or rethought
+        )
 
     def where(self) -> tuple[str, list[Any]]:
         """The SQL condition on ``r`` (results) and ``i`` (inputs), with its parameters."""
@@ -78,7 +135,7 @@ class RowQuery:
             sql.append(f"i.variant IN ({','.join('?' * len(self.variants))})")
             params += list(self.variants)
         if self.reasons:
-            sql.append(f"r.reason IN ({','.join('?' * len(self.reasons))})")
+            sql.append(f"{self.reason} IN ({','.join('?' * len(self.reasons))})")
             params += list(self.reasons)
         if self.flags:  # the flags column holds "a, b, c"
             sql.append(

@@ -35,9 +35,11 @@ import pandas as pd
 from relevancy._sqlite import store_wait, use_wal
 from relevancy.analysis.agreement import parse_labels
 from relevancy.analysis.summary import mode_label
+from relevancy.core.noncommittal import evasive_wording
 from relevancy.core.redact import redact
 from relevancy.core.result import QuestionScore, RelevancyResult
 from relevancy.core.schema import stored_columns
+from relevancy.core.triage import DEFAULT_THRESHOLD
 from relevancy.errors import InputError
 from relevancy.paths import as_store_file, default_store_path
 from relevancy.runs.aggregate import AggregateMixin
@@ -105,6 +107,12 @@ class RunInfo:
         return str(self.settings.get("mode_used") or "")
 
     @property
+    def decided_at(self) -> float:
+        """The threshold the stored main reasons were decided at (the run's own)."""
+        value = self.settings.get("threshold")
+        return DEFAULT_THRESHOLD if value is None else float(value)
+
+    @property
     def complete(self) -> bool:
         return self.n_scored >= self.n_rows
 
@@ -170,6 +178,8 @@ class RunStore(
         db.create_function(
             "casefold", 1, lambda s: None if s is None else str(s).casefold(), deterministic=True
         )
+        # a row's reason at another threshold (RowQuery.reason) reads whether its answer dodges
+        db.create_function("evasive_wording", 1, lambda s: evasive_wording(s or ""))
         return db
 
     def _run(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
@@ -427,7 +437,9 @@ class RunStore(
         selects, extra = ["r.idx"], []
         scalars = scalar_columns()
         for name in names:
-            if name in scalars:
+            if name == "reason":  # at the query's threshold
+                selects.append(query.reason)
+            elif name in scalars:
                 selects.append(f"r.{name}")
             elif name == "label":  # the row's human label (the dashboard's, else the input's)
                 selects.append(LABEL_SQL)

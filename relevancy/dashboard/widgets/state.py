@@ -157,14 +157,20 @@ def run_figures(run_id: int, threshold: float) -> RunFigures:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _counts(path: str, run_id: int, version: str, column: str) -> dict[str, int]:
-    return RunStore(path).counts(run_id, column)
+def _counts(
+    path: str, run_id: int, version: str, column: str, threshold: float | None
+) -> dict[str, int]:
+    return RunStore(path).counts(run_id, column, threshold=threshold)
 
 
-def run_counts(run_id: int, column: str = "reason") -> dict[str, int]:
-    """How many scored rows have each main reason (or value of another result column)."""
+def run_counts(
+    run_id: int, column: str = "reason", *, threshold: float | None = None
+) -> dict[str, int]:
+    """How many scored rows have each main reason (at the sidebar's ``threshold``: a reason
+    depends on it) or value of another result column."""
     store = get_store()
-    return _counts(str(store.path), int(run_id), store.version(run_id), column)
+    at = None if threshold is None else float(threshold)
+    return _counts(str(store.path), int(run_id), store.version(run_id), column, at)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -76,7 +76,8 @@ def results_summary(info: RunInfo, *, threshold: float, with_ragas: bool) -> Non
     )
     if with_ragas:
         m[6].metric("Ragas mean", fmt(figures.ragas_mean), border=True)
-    st.caption(reason_counts(run_counts(info.id)) + " (filter by reason below).")
+    counts = run_counts(info.id, threshold=threshold)  # a row's reason depends on it
+    st.caption(reason_counts(counts) + f" (at the threshold {threshold:.2f}; filter below).")
     usage_caption(info)
 
 
@@ -135,6 +136,8 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
         flags=tuple(flagged),
         below=threshold if only_low else None,
         sort=sort,
+        threshold=threshold,  # the Reason filter and column: each row's reason at it
+        decided_at=info.decided_at,
     )
 
 
