@@ -82,6 +82,8 @@ _UNITS = {
     "w": "weeks",
 }
 _WINDOW = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", re.IGNORECASE)
+#: the shortest window (seconds) and the longest (a leap year) that :func:`parse_window` takes
+_SHORTEST, _LONGEST = 1.0, timedelta(days=366)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,13 @@ def parse_window(text: str) -> timedelta:
             f"{str(text)[:40]!r} is not a window: give a number and a unit, such as 30m, 1h, "
             "1d or 2w"
         )
-    return timedelta(**{unit: float(match.group(1))})
+    # checked in seconds before a timedelta is made: 99999999999999d would overflow it
+    seconds = float(match.group(1)) * timedelta(**{unit: 1}).total_seconds()
+    if not _SHORTEST <= seconds <= _LONGEST.total_seconds():
+        raise InputError(
+            f"{str(text)[:40]!r} is not a window: give one from 1s to {_LONGEST.days}d"
+        )
+    return timedelta(seconds=seconds)
 
 
 def _utc(t: Any) -> datetime:
@@ -150,13 +158,15 @@ def window_of(t: datetime, window: timedelta) -> tuple[datetime, datetime]:
 
 def _span(start: datetime, end: datetime) -> str:
     """``2026-12-06 09:00-10:00 UTC`` (``...-24:00`` for a window ending at midnight; the end's
-    date too when the window spans more than one day)."""
-    head = start.strftime("%Y-%m-%d %H:%M")
+    date too when the window spans more than one day; seconds too when a window does not start
+    and end on whole minutes: ``05:51:00-05:51:30``)."""
+    clock = "%H:%M:%S" if any(t.second or t.microsecond for t in (start, end)) else "%H:%M"
+    head = start.strftime(f"%Y-%m-%d {clock}")
     if end.date() == start.date():
-        return f"{head}-{end.strftime('%H:%M')} UTC"
+        return f"{head}-{end.strftime(clock)} UTC"
     if end - start <= timedelta(days=1) and end.time() == datetime.min.time():
-        return f"{head}-24:00 UTC"
-    return f"{head} - {end.strftime('%Y-%m-%d %H:%M')} UTC"
+        return f"{head}-24:00{':00' if clock.endswith('S') else ''} UTC"
+    return f"{head} - {end.strftime(f'%Y-%m-%d {clock}')} UTC"
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
