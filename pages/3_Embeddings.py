@@ -146,14 +146,18 @@ event = st.plotly_chart(
 )
 
 
-selected_rows = projection_chart.selected_rows(getattr(event, "selection", None))
+selection = getattr(event, "selection", None)
+selected_rows = projection_chart.selected_rows(selection)
 
-ROW_KEY = f"emb_row_{info.id}"
+ROW_KEY, CLICK_KEY = f"emb_row_{info.id}", f"emb_click_{info.id}"
 options = selected_rows if len(selected_rows) > 1 else sorted(set(points["row"].astype(int)))
 if selected_rows and len(selected_rows) > 1:
     st.caption(f"{len(selected_rows)} rows selected; showing the first. Pick another below.")
-if selected_rows:
+# the chart sends its selection again on every rerun: only a new one moves the picker, so a
+# row picked below after a click stays picked
+if selected_rows and st.session_state.get(CLICK_KEY) != repr(selection):
     st.session_state[ROW_KEY] = selected_rows[0]
+st.session_state[CLICK_KEY] = repr(selection)
 if st.session_state.get(ROW_KEY) not in options:
     st.session_state[ROW_KEY] = options[0]
 texts = projection_chart.row_questions(points)
