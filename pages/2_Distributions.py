@@ -10,12 +10,12 @@ from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.core.stats import NORMAL_ABOVE
 from relevancy.dashboard.views.claims import demo_scale
 from relevancy.dashboard.views.datasets import reason_table
-from relevancy.dashboard.views.format import embedded_caveat, esc, fmt, mode_text, pct
+from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
 from relevancy.dashboard.views.reference import add_band, chance_summary
 from relevancy.dashboard.widgets.labels import chance_caption, run_chance
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
-from relevancy.dashboard.widgets.state import list_runs, run_columns, scored_run, split_columns
+from relevancy.dashboard.widgets.state import list_runs, run_columns, scored_run, split_labels
 from relevancy.report import charts
 
 settings = setup_page(
@@ -28,9 +28,8 @@ info = scored_run()
 if info is None:
     st.stop()
 
-SPLITS = {"variant": "variant", "reason": "main reason", "model": "model", "run": "run"}
-own = [c for c in split_columns(info) if c != "variant"]  # its own columns of few values
-SPLITS |= {c: esc(c) for c in own} | {"none": "nothing"}  # a column's name is Markdown there
+SPLITS = split_labels(info)  # the variant under the input's own name (model, system...)
+own = [c for c in SPLITS if c in info.columns and c != "variant"]  # its own columns
 c1, c2 = st.columns([3, 2])
 split = c1.segmented_control(
     "Split by",

@@ -61,6 +61,7 @@ with c3:
     color_by = st.segmented_control(
         "Colour by",
         ["score", "variant", "noncommittal"],
+        format_func=lambda c: esc(info.shown(c)),  # the input's own name for the variant
         default="score",
         key="emb_color",
         required=True,

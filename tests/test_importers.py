@@ -486,7 +486,8 @@ def test_cli_scores_a_langfuse_export_and_a_hugging_face_folder(tmp_path, capsys
     assert "input           Hugging Face dataset (splits train, test" in second.err
     hf = pd.read_parquet(hf_out)
     assert len(hf) == 8 and hf["split"].tolist() == ["train"] * 6 + ["test"] * 2
-    assert set(hf["variant"]) == {"chef-small", "chef-large"}
+    # the dataset's model column, the variant inside, is written under its own name
+    assert set(hf["model"]) == {"chef-small", "chef-large"} and "variant" not in hf.columns
 
 
 def test_cli_format_option(tmp_path, capsys, toy_server):

@@ -18,6 +18,8 @@ __all__ = [
     "guess_mapping",
     "apply_mapping",
     "normalize_columns",
+    "OWN_NAMED",
+    "own_names",
 ]
 
 #: the columns a table's own columns are mapped to (the first two are required); ``label`` is
@@ -57,6 +59,13 @@ def guess_mapping(columns: Sequence[Any]) -> dict[str, str | None]:
     return out
 
 
+#: the roles shown under the table's own column name wherever a person reads it (downloads,
+#: chart titles and legends, grid headers): ``variant`` is a role the tool uses inside, the
+#: user's ``model`` or ``system`` column stays ``model`` or ``system``. The question and the
+#: answer keep the names every exporter and importer reads (``user_input``, ``response``).
+OWN_NAMED = ("variant",)
+
+
 def apply_mapping(
     frame: pd.DataFrame, mapping: dict[str, str | None], *, name: str = "the table"
 ) -> pd.DataFrame:
@@ -65,7 +74,9 @@ def apply_mapping(
 
     Other columns are kept (they travel with the results); a column already named like a role
     but not chosen for it is renamed with a ``source_`` prefix so it cannot be mistaken. Missing
-    cells become ``""``; a cell holding a list or a dict is an :class:`InputError`.
+    cells become ``""``; a cell holding a list or a dict is an :class:`InputError`. The table's
+    own names of the roles in :data:`OWN_NAMED` are kept in ``attrs["column_names"]`` (role ->
+    name) for :func:`own_names`.
     """
     chosen = {col: role for role, col in mapping.items() if col}
     renames: dict[Any, str] = {}
@@ -74,7 +85,24 @@ def apply_mapping(
             renames[col] = chosen[col]
         elif col in ROLES:
             renames[col] = f"source_{col}"
-    return _coerce_text(frame.rename(columns=renames).reset_index(drop=True), name)
+    out = _coerce_text(frame.rename(columns=renames).reset_index(drop=True), name)
+    names = {r: str(c) for r, c in mapping.items() if c and r in OWN_NAMED and str(c) != r}
+    if names:
+        out.attrs["column_names"] = names
+    return out
+
+
+def own_names(frame: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """``frame`` with the roles of :data:`OWN_NAMED` under the table's own column names
+    (``names``, else ``frame.attrs["column_names"]``): what a person downloads or reads. A name
+    another column already has is left as the role."""
+    names = dict(frame.attrs.get("column_names") or {}) if names is None else names
+    renames = {
+        role: own
+        for role, own in names.items()
+        if role in OWN_NAMED and role in frame.columns and own not in frame.columns
+    }
+    return frame.rename(columns=renames) if renames else frame
 
 
 def _check_columns(frame: pd.DataFrame) -> None:

@@ -13,6 +13,7 @@ import pandas as pd
 from relevancy.core.result import RelevancyResult
 from relevancy.core.schema import export_record, exported_columns
 from relevancy.errors import InputError
+from relevancy.io.columns import own_names
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -75,7 +76,8 @@ def results_to_frame(
 
     ``score`` is the value of the row's ``mode``; ``ragas_value`` is its Ragas value (the same
     as ``score`` in ``"ragas"`` mode); ``parts`` is the result's ``parts`` as JSON (in ``"focus"``
-    mode one ``{"text", "similarity", ...}`` per sentence; empty in ``"ragas"`` mode).
+    mode one ``{"text", "similarity", ...}`` per sentence; empty in ``"ragas"`` mode). A column
+    :func:`relevancy.io.apply_mapping` took as the variant keeps its own name (``model``...).
     """
     names = [c.name for c in exported_columns()]
     scored = pd.DataFrame([export_record(r) for r in results], columns=names)
@@ -84,7 +86,9 @@ def results_to_frame(
         if len(base) != len(scored):
             raise ValueError(f"{len(base)} input rows but {len(scored)} results")
         base = base.drop(columns=[c for c in names if c in base.columns])
-        return pd.concat([base, scored], axis=1)
+        return own_names(
+            pd.concat([base, scored], axis=1), dict(source.attrs.get("column_names") or {})
+        )
     inputs = pd.DataFrame(
         {"user_input": [r.user_input for r in results], "response": [r.response for r in results]}
     )

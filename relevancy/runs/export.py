@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from relevancy.errors import InputError
-from relevancy.io import OUTPUT_FORMATS, TableWriter
+from relevancy.io import OUTPUT_FORMATS, TableWriter, own_names
 from relevancy.runs.rows import export_frame
 
 __all__ = ["ExportMixin", "EXPORT_FORMATS"]
@@ -29,6 +29,8 @@ class ExportMixin:
         """What exports contain, a chunk of rows at a time: the input's columns, then the
         result columns of :func:`relevancy.results_to_frame` (no embeddings)."""
         labelled = self.has_labels(run_id)
+        info = self.get_run(run_id)  # type: ignore[attr-defined]
+        names = dict(info.settings.get("column_names") or {})
         last = -1
         while True:  # the next chunk's row numbers, after the last one: no list of every row
             part = [
@@ -54,7 +56,7 @@ class ExportMixin:
                     frame["label"] = values.array
                 else:
                     frame.insert(len(inputs.columns), "label", values.array)
-            yield frame
+            yield own_names(frame, names)  # the variant under the input's own name (model...)
 
     def export_frame(self, run_id: int) -> pd.DataFrame:
         """Every scored row as one table (the export's columns)."""

@@ -106,6 +106,11 @@ class RunInfo:
             return self.mode
         return str(self.settings.get("mode_used") or "")
 
+    def shown(self, column: str) -> str:
+        """The name a person reads for ``column``: the table's own where a role was mapped
+        from it (``model`` for the variant: :data:`relevancy.io.OWN_NAMED`), else ``column``."""
+        return str((self.settings.get("column_names") or {}).get(column) or column)
+
     @property
     def decided_at(self) -> float:
         """The threshold the stored main reasons were decided at (the run's own)."""
@@ -215,6 +220,7 @@ class RunStore(
                 for chunk in chunks:
                     if columns is None:
                         columns = [str(c) for c in chunk.columns]
+                        own = json.dumps(chunk.attrs.get("column_names") or {})  # a role's name
                     db.executemany(
                         "INSERT INTO inputs (run_id, idx, user_input, response, variant, "
                         "item_id, extra) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -234,8 +240,9 @@ class RunStore(
                 if not n:
                     raise InputError("a run needs at least one input row")
                 db.execute(
-                    "UPDATE runs SET n_rows = ?, columns = ? WHERE id = ?",
-                    (n, json.dumps(columns), run_id),
+                    "UPDATE runs SET n_rows = ?, columns = ?, settings = CASE WHEN ? = '{}' THEN "
+                    "settings ELSE json_set(settings, '$.column_names', json(?)) END WHERE id = ?",
+                    (n, json.dumps(columns), own, own, run_id),
                 )
         finally:
             db.close()

@@ -96,7 +96,12 @@ def choose_sides(info: RunInfo, runs: list[RunInfo], what: str, columns: list) -
             return None
         column = options[0]
         if len(options) > 1:
-            column = st.selectbox("Compare the values of", options, key="cmp_column")
+            column = st.selectbox(
+                "Compare the values of",
+                options,
+                key="cmp_column",
+                format_func=lambda c: esc(info.shown(c)),  # the input's own names (model...)
+            )
         frame = pair_frame(info, [column])
         codes, names = pd.factorize(frame[column].astype(str))
         names = np.asarray(names, dtype=object)

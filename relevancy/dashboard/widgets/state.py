@@ -39,6 +39,7 @@ __all__ = [
     "split_columns",
     "SPLIT_UP_TO",
     "run_counts",
+    "split_labels",
     "run_page",
     "run_result",
     "run_points",
@@ -195,6 +196,17 @@ def split_columns(info: RunInfo) -> list[str]:
     ``DISTINCT ... LIMIT``, not read whole."""
     own = [c for c in info.columns if c not in ("user_input", "response", "id")]
     return [c for c in own if len(run_distinct(info.id, c, limit=SPLIT_UP_TO + 1)) <= SPLIT_UP_TO]
+
+
+def split_labels(info: RunInfo) -> dict[str, str]:
+    """What a page may split the run's rows by, each with its label (Markdown): the variant
+    under the input's own name for it (``model``, ``system``...), the main reason, the scoring
+    models, the run, the run's own columns of few values (:func:`split_columns`), nothing."""
+    variant = esc(info.shown("variant"))
+    models = "scoring models" if variant == "model" else "model"  # the LLM and the embeddings
+    labels = {"variant": variant, "reason": "main reason", "model": models, "run": "run"}
+    own = [c for c in split_columns(info) if c != "variant"]
+    return labels | {c: esc(c) for c in own} | {"none": "nothing"}  # a name is Markdown there
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -121,8 +121,13 @@ def filter_widgets(info: RunInfo, threshold: float) -> RowQuery:
             "padded behind a language_mismatch.",
         )
         variants = run_distinct(info.id, "variant") if "variant" in info.columns else []
+        own = info.shown("variant")  # the input's own name for it (model, system...)
         chosen = g1.multiselect(
-            "Variants", variants, key="ds_variants", disabled=not variants, placeholder="all"
+            "Variants" if own == "variant" else esc(own),
+            variants,
+            key="ds_variants",
+            disabled=not variants,
+            placeholder="all",
         )
         sort = g2.selectbox("Sort by", list(SORTS), key="ds_sort")
         only_low = g3.toggle(f"Only below {threshold:.2f}", key="ds_only_low")
@@ -159,6 +164,8 @@ def results_grid(info: RunInfo, *, threshold: float, with_ragas: bool) -> pd.Dat
     if pages > 1:
         st.number_input(f"Page (of {pages}, {PAGE_ROWS} rows each)", 1, pages, key=page_key)
     shown = results_table(page, inputs=input_columns(info), with_ragas=with_ragas)
+    if (own := info.shown("variant")) not in shown.columns:  # the input's name, not the role
+        shown = shown.rename(columns={"variant": own})
     rows = page["row"].tolist()  # the run's 0-based rows (the grid shows them 1-based)
 
     def on_select() -> None:
