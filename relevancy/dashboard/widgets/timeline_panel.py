@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from relevancy.analysis.alerts import WindowCheck, check_windows, parse_window
+from relevancy.analysis.alerts import (
+    BELOW_ALPHA,
+    DROP_ALPHA,
+    DROP_MARGIN,
+    WindowCheck,
+    check_windows,
+    parse_window,
+)
 from relevancy.analysis.timeline import (
     BUCKETS,
     CHANGE_NAMES,
@@ -344,8 +351,9 @@ def _alert_list(checks: list[WindowCheck], c: Controls, growing: bool = False) -
             "still reaches the threshold): no alert on those."
         )
     st.caption(
-        "A window alerts when its mean is below the threshold and so is its one-sided 99.75% "
-        "t bound (with the larger of its spread and the previous window's), or when it is "
-        "lower than the previous window by more than Welch's t at 0.25% allows, past 0.02."
+        "A window alerts when its mean is below the threshold and so is its one-sided "
+        f"{1 - BELOW_ALPHA:.2%} t bound (with the larger of its spread and the previous "
+        "window's), or when it is lower than the previous window by more than Welch's t at "
+        f"{DROP_ALPHA:.2%} allows, past {DROP_MARGIN:g}."
         + (" The window in progress is judged once it ends." if growing else "")
     )
