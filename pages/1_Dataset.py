@@ -12,7 +12,7 @@ from relevancy.dashboard.views import datasets
 from relevancy.dashboard.views.format import error_text, esc, row_label
 from relevancy.dashboard.widgets.cost_panel import estimate_panel
 from relevancy.dashboard.widgets.drilldown import render_row
-from relevancy.dashboard.widgets.labels import chance_for
+from relevancy.dashboard.widgets.labels import LABEL_SAVED, chance_for
 from relevancy.dashboard.widgets.live import follow_notice
 from relevancy.dashboard.widgets.models import embedder_for, generator_limit, get_metric
 from relevancy.dashboard.widgets.page import setup_page
@@ -142,7 +142,6 @@ if not follow_notice(store, info) and not info.complete:  # a followed run score
         outcome = score_run(store, info.id, metric)
         st.session_state["ds_flash"] = f"Resumed: scored {outcome.scored} more rows."
         st.rerun()
-
 if not info.n_scored:
     sync_link(info.id)
     st.stop()
@@ -173,22 +172,29 @@ def _label(r: int) -> str:
     return row_label(r, found.value, found.user_input) + " (from the link)"
 
 
-c1, c2 = st.columns([5, 4], vertical_alignment="bottom")
-row = c1.selectbox("Row to inspect", options, format_func=_label, key=INSPECT_KEY)
-with c2:
-    row_link(info.id, row)
-sync_link(info.id, row)
-result = run_result(info.id, row)
-record = page.iloc[by_row[row]] if row in by_row else store.inputs(info.id, [row]).iloc[0]
-rescore_panel(info, settings, page_rows=options, inspected=int(row), may_start=may_start)
-render_row(
-    result,
-    row,
-    {c: record[c] for c in input_columns(info) if c in record},
-    key="ds_drill",
-    threshold=threshold,
-    embedder=embedder_for(result.embeddings, settings),
-    band=row_band(info.id, row),
-    run_id=info.id,
-    chance=chance_for(info.id, result.embeddings),
-)
+@st.fragment  # another row redraws the drill-down alone; a label set, the page (its grid)
+def _drill() -> None:
+    c1, c2 = st.columns([5, 4], vertical_alignment="bottom")
+    row = c1.selectbox("Row to inspect", options, format_func=_label, key=INSPECT_KEY)
+    with c2:
+        row_link(info.id, row)
+    sync_link(info.id, row)
+    result = run_result(info.id, row)
+    record = page.iloc[by_row[row]] if row in by_row else store.inputs(info.id, [row]).iloc[0]
+    rescore_panel(info, settings, page_rows=options, inspected=int(row), may_start=may_start)
+    render_row(
+        result,
+        row,
+        {c: record[c] for c in input_columns(info) if c in record},
+        key="ds_drill",
+        threshold=threshold,
+        embedder=embedder_for(result.embeddings, settings),
+        band=row_band(info.id, row),
+        run_id=info.id,
+        chance=chance_for(info.id, result.embeddings),
+    )
+    if st.session_state.pop(LABEL_SAVED, False):
+        st.rerun()
+
+
+_drill()

@@ -14,12 +14,10 @@ from relevancy.analysis.compare import (
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.dashboard.views.compare_table import pairs_table, verdict
 from relevancy.dashboard.views.format import esc, fmt, grid_style
-from relevancy.dashboard.views.links import row_url
 from relevancy.dashboard.widgets.compare_picker import choose_sides
-from relevancy.dashboard.widgets.drilldown import render_result
-from relevancy.dashboard.widgets.models import embedder_for
 from relevancy.dashboard.widgets.page import setup_page
-from relevancy.dashboard.widgets.state import list_runs, run_distinct, run_result, scored_run
+from relevancy.dashboard.widgets.regressions import biggest_regressions
+from relevancy.dashboard.widgets.state import list_runs, run_distinct, scored_run
 from relevancy.report import compare_charts
 
 settings = setup_page(
@@ -146,11 +144,19 @@ if len(table) > TABLE_PAIRS:  # the page holds the first pairs; the figures abov
     table = table.head(TABLE_PAIRS)
 else:
     st.markdown("**All pairs** (sorted by difference, regressions first)")
+# a side that failed: "—", not "None" (a Styler); else sent a screenful at a time (lazy)
+missing = table.select_dtypes("number").isna().to_numpy().any()
+floats = table.select_dtypes("float").columns
 st.dataframe(
-    grid_style(table, {"B − A": "{:+.3f}"}),  # a side that failed: "—", not "None"
+    grid_style(table, {"B − A": "{:+.3f}"}) if missing else table,
     hide_index=True,
     key="cmp_table",
     height=min(38 + 35 * len(table), 360),
+    column_config={
+        c: st.column_config.NumberColumn(format="%+.3f" if c == "B − A" else "%.3f")
+        for c in ([] if missing else floats)
+    },
+    lazy=None if missing else True,
 )
 
 st.subheader("Biggest regressions", anchor=False)
@@ -160,31 +166,10 @@ if losses.empty:
         f"No regressions: {esc(label_b)} never scores worse than {esc(label_a)} beyond the margin."
     )
     st.stop()
-n_show = (
-    st.slider("How many", 1, min(20, len(losses)), min(5, len(losses)), key="cmp_n")
-    if len(losses) > 1
-    else 1
+biggest_regressions(
+    losses,
+    runs_of={"a": sides.run_a, "b": sides.run_b},
+    labels=(label_a, label_b),
+    threshold=threshold,
+    settings=settings,
 )
-runs_of = {"a": sides.run_a, "b": sides.run_b}
-settings_of = {r.id: r.settings for r in list_runs()}
-for rank, (_, pair) in enumerate(losses.head(n_show).iterrows(), 1):
-    title = f"{rank}. {fmt(pair['diff'])} · {esc(str(pair['user_input'])[:90])}"
-    # drawn when opened (each drill-down reads and draws two results)
-    with st.expander(title, rank == 1, key=f"cmp_open_{rank}", on_change="rerun") as shown:
-        if not shown.open:
-            continue
-        st.markdown("**Question**")
-        st.text(str(pair["user_input"]))
-        for col, side, label in zip(st.columns(2), "ab", (label_a, label_b)):
-            with col, st.container(border=True):
-                row = int(pair[f"row_{side}"])
-                result = run_result(runs_of[side], row)
-                st.markdown(f"**{esc(label)}** · [row {row + 1}]({row_url(runs_of[side], row)})")
-                render_result(
-                    result,
-                    key=f"cmp_{rank}_{side}",
-                    threshold=threshold,
-                    embedder=embedder_for(result.embeddings, settings),
-                    compact=True,
-                    min_questions=settings_of.get(runs_of[side], {}).get("min_questions"),
-                )

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from relevancy.analysis.alerts import t_quantile
 from relevancy.core.stats import bootstrap_ci
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "choose_bucket",
     "bucket_of",
     "bucket_table",
+    "mean_ci",
+    "T_ABOVE",
     "change_marks",
     "time_span",
 ]
@@ -247,10 +250,35 @@ def bucket_of(times: pd.Series, bucket: str) -> pd.Series:
     return origin + ((stamps - origin) // width) * width
 
 
+#: above this many scores a bucket's CI is Student's t interval, not a bootstrap
+T_ABOVE = 30
+
+
+def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The 95% CI of the mean of the finite ``values``: a percentile bootstrap up to
+    :data:`T_ABOVE` scores (where a skewed bucket's mean is not yet normal), the t interval
+    ``mean ± t(n-1) · sd / √n`` above (a bootstrap of every bucket took 18 s of a million-row
+    run's 720 hours). NaN under 2 scores.
+
+    >>> low, high = mean_ci(np.linspace(0.0, 1.0, 101))
+    >>> round(low, 4), round(high, 4)
+    (0.4422, 0.5578)
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return (math.nan, math.nan)
+    if x.size <= T_ABOVE:
+        return bootstrap_ci(x, confidence=confidence)
+    half = t_quantile(1 - (1 - confidence) / 2, x.size - 1) * float(x.std(ddof=1))
+    half /= math.sqrt(x.size)
+    return (float(x.mean() - half), float(x.mean() + half))
+
+
 def _stats(scores: np.ndarray) -> tuple[int, int, float, float, float]:
     finite = scores[np.isfinite(scores)]
     mean = float(finite.mean()) if finite.size else math.nan
-    low, high = bootstrap_ci(finite) if finite.size > 1 else (math.nan, math.nan)
+    low, high = mean_ci(finite)
     return int(finite.size), int(scores.size - finite.size), mean, low, high
 
 
@@ -263,9 +291,9 @@ def bucket_table(
 ) -> pd.DataFrame:
     """Per bucket (and per group, with ``groups``): ``start``, ``end``, ``group`` (``""`` without
     groups), ``n`` (rows), ``scored`` (finite scores), ``failed`` (NaN scores), ``mean`` (of the
-    finite scores), ``low``/``high`` (its 95% CI: :func:`relevancy.core.stats.bootstrap_ci`,
-    NaN under 2 scores). Rows without a time are left out (:class:`ParsedTimes` counts them).
-    Sorted by group, then time.
+    finite scores), ``low``/``high`` (its 95% CI: :func:`mean_ci`, a bootstrap up to 30 scores,
+    the t interval above; NaN under 2 scores). Rows without a time are left out
+    (:class:`ParsedTimes` counts them). Sorted by group, then time.
     """
     stamps = pd.to_datetime(_series(times), utc=True).reset_index(drop=True)
     values = np.asarray(scores, dtype=np.float64)
@@ -277,10 +305,33 @@ def bucket_table(
     frame = pd.DataFrame({"start": bucket_of(stamps, bucket), "group": names, "score": values})
     frame = frame[stamps.notna().to_numpy()]
     width = pd.Timedelta(BUCKETS[bucket])
-    rows = []
-    for (group, start), part in frame.groupby(["group", "start"], sort=True):
-        scored, failed, mean, low, high = _stats(part["score"].to_numpy())
-        rows.append((start, start + width, group, len(part), scored, failed, mean, low, high))
+    # counts, means and spreads of every bucket at once; a bootstrap only where there are few
+    finite = np.isfinite(frame["score"].to_numpy())
+    grouped = frame.assign(ok=finite).groupby(["group", "start"], sort=True)
+    table = grouped.agg(
+        n=("score", "size"), scored=("ok", "sum"), mean=("score", "mean"), sd=("score", "std")
+    ).reset_index()
+    scored = table["scored"].to_numpy(dtype=np.int64)
+    df = np.maximum(scored - 1, 1)
+    t = np.array([t_quantile(0.975, float(d)) if d >= T_ABOVE else math.nan for d in df])
+    half = t * table["sd"].to_numpy(dtype=float) / np.sqrt(np.maximum(scored, 1))
+    low, high = table["mean"] - half, table["mean"] + half
+    for i in np.flatnonzero(scored <= T_ABOVE):  # few scores: the bootstrap
+        part = grouped.get_group((table.at[i, "group"], table.at[i, "start"]))
+        low.iat[i], high.iat[i] = mean_ci(part["score"].to_numpy())
+    rows = list(
+        zip(
+            table["start"],
+            table["start"] + width,
+            table["group"],
+            table["n"].astype(int),
+            scored,
+            table["n"].astype(int) - scored,
+            table["mean"],
+            low,
+            high,
+        )
+    )
     columns = ["start", "end", "group", "n", "scored", "failed", "mean", "low", "high"]
     return pd.DataFrame(rows, columns=columns)
 

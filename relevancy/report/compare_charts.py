@@ -19,6 +19,8 @@ __all__ = [
 _DIFF_EDGES = np.linspace(-2.0, 2.0, 81)
 #: the A-B scatter draws at most this many pairs (a stated sample, every outcome in proportion)
 SCATTER_PAIRS = 5000
+#: the scatter is drawn with WebGL above this many pairs
+WEBGL_PAIRS_ABOVE = 500
 _OUTCOME_COLORS = {"win": "#1e8449", "tie": "#94a3b8", "loss": "#c0392b", "n/a": "#d1d5db"}
 
 
@@ -62,26 +64,27 @@ def ab_scatter(
         )
     label_a, label_b = plain(label_a), plain(label_b)  # drawn as markup by plotly
     names = {"win": f"{label_b} better", "tie": "tie", "loss": f"{label_a} better", "n/a": "NaN"}
+    # WebGL above a few hundred pairs (SVG draws each marker as a node: 5,000 pairs took a
+    # second of the browser's time); the hover's numbers from the point itself, not its text
+    scatter = go.Scattergl if len(paired) > WEBGL_PAIRS_ABOVE else go.Scatter
+    hover = (
+        f"%{{text}}<br>{label_a}: %{{x:.3f}} · {label_b}: %{{y:.3f}} · "
+        "diff %{customdata:+.3f}<extra></extra>"
+    )
     for key in ("win", "tie", "loss"):
         part = paired[paired["outcome"] == key]
         if part.empty:
             continue
-        text = [
-            f"{hover_text(u, 60, 200)}<br>{label_a}: {a:.3f} · {label_b}: {b:.3f} · diff {d:+.3f}"
-            for u, a, b, d in zip(
-                part["user_input"], part["score_a"], part["score_b"], part["diff"]
-            )
-        ]
         fig.add_trace(
-            go.Scatter(
+            scatter(
                 x=part["score_a"],
                 y=part["score_b"],
                 mode="markers",
                 name=names[key],
                 marker=dict(size=10, color=_OUTCOME_COLORS[key], line=dict(width=1, color="white")),
-                text=text,
-                hoverinfo="text",
-                customdata=part.index.to_numpy(),
+                text=[hover_text(u, 60, 120) for u in part["user_input"]],
+                customdata=part["diff"].to_numpy(dtype=float),
+                hovertemplate=hover,
             )
         )
     fig.update_xaxes(title_text=f"score · {label_a}", range=[lo, 1.03], constrain="domain")

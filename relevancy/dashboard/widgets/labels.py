@@ -87,9 +87,15 @@ def label_scale(run_id: int) -> tuple[str, tuple[float, ...]]:
     return _scale(str(store.path), int(run_id), store.version(run_id))
 
 
+#: session key: a label was just saved (a drill-down drawn in a fragment reruns the page, so
+#: that a grid beside it shows the new label)
+LABEL_SAVED = "label_saved"
+
+
 def _save(run_id: int, row: int, key: str) -> None:
     value = st.session_state.get(key)
     get_store().set_label(run_id, row, None if value is None else float(value))
+    st.session_state[LABEL_SAVED] = True
 
 
 def _when(stamp: str) -> str:

@@ -25,6 +25,7 @@ from relevancy.analysis.alerts import (
 from relevancy.analysis.timeline import (
     BUCKETS,
     CHANGE_NAMES,
+    T_ABOVE,
     TIME_NAMES,
     ParsedTimes,
     bucket_table,
@@ -259,6 +260,7 @@ def draw_timeline(run_id: int, c: Controls) -> None:
     st.caption(
         f"{int(has_time.sum()):,} rows from {span}, per {_BUCKET_LABELS[bucket]}. Each point is "
         "a bucket's mean score (failed rows counted, not averaged) with its 95% CI as the band "
+        f"(Student's t above {T_ABOVE} scores, a bootstrap below) "
         "(a bar on a bucket with no neighbour); the line breaks where buckets have no rows; "
         "the grey bars (right axis) count its rows."
         + (" The shaded band is where unrelated pairs score (chance)." if level else "")
