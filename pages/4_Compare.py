@@ -7,13 +7,13 @@ import streamlit as st
 from relevancy.analysis.compare import (
     ignored_ids,
     no_pairs_message,
-    pair_rows,
     pairing_keys,
     summarize_pairs,
 )
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.dashboard.views.compare_table import pairs_table, verdict
 from relevancy.dashboard.views.format import esc, fmt, grid_style
+from relevancy.dashboard.widgets.compare_pairs import paired_sides
 from relevancy.dashboard.widgets.compare_picker import choose_sides
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.regressions import biggest_regressions
@@ -93,13 +93,8 @@ within = sides.column is not None
 keys = pairing_keys(frame_a, frame_b, within=within, column=sides.column or "variant")
 if set_aside := ignored_ids(frame_a, frame_b, paired_on=keys):
     st.caption(esc(set_aside))
-paired = pair_rows(
-    frame_a,
-    frame_b,
-    tie_margin=tie_margin,
-    value=value,
-    keys=keys,
-    text=not within or keys == ("user_input",),
+paired = paired_sides(  # the pairs kept between reruns; the outcomes at this tie margin
+    sides, tie_margin=tie_margin, value=value, keys=keys, text=not within or keys == ("user_input",)
 )
 if paired.empty:
     why = no_pairs_message(frame_a, frame_b, keys, label_a=label_a, label_b=label_b)

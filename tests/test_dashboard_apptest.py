@@ -293,7 +293,7 @@ def test_embeddings_shades_every_row_beneath_a_sample():
     run_id = write_synthetic_run(store, 1600, name="bigger than the sample")
     at.session_state["active_run"] = run_id
     visit(at, "3_Embeddings.py")
-    assert "A sample of 1,500 of 1,600 rows" in at.caption[0].value
+    assert "A sample of 1,000 of 1,600 rows" in at.caption[0].value
     assert _charts(at)[0]["data"][0]["name"] == "links"  # nothing shaded until asked
     at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
     ok(at)
