@@ -6,6 +6,7 @@ __all__ = [
     "RelevancyError",
     "InputError",
     "ConfigError",
+    "BackendUnreachable",
     "BackendError",
     "GenerationError",
     "EmbeddingError",
@@ -22,6 +23,11 @@ class InputError(RelevancyError, ValueError):
 
 class ConfigError(RelevancyError, ValueError):
     """A backend or option is mis-configured (missing key, bad spec, bad URL)."""
+
+
+class BackendUnreachable(ConfigError):
+    """A remote backend did not answer at all when checked (refused, dropped, timed out): a
+    command that can wait for it (``--follow``, ``--once``) goes on; others stop."""
 
 
 class BackendError(RelevancyError):

@@ -177,6 +177,21 @@ def test_each_failure_reason_lands_on_its_own_row():
     assert set(row_outcomes(rows, frame, "span_id", done).values()) == {"ok"}
 
 
+def test_a_followed_trace_without_an_answer_is_kept_to_fail_for_itself():
+    """A file's row without an answer is skipped (and counted); a followed trace's is kept, so
+    it is in the run, failed with its reason, not gone without a word."""
+    from relevancy.io.importers._payloads import keep_pair
+    from relevancy.io.importers.report import ImportReport
+
+    report = ImportReport()
+    assert not keep_pair(report, "span", "When?", "  ")
+    assert report.skipped == {("span", "without an answer"): 1}
+    live = ImportReport(keep_unanswered=True)
+    assert keep_pair(live, "span", "When?", "") and live.found == 1
+    assert not keep_pair(live, "span", "  ", "An answer")  # no question: nothing to score
+    assert not keep_pair(live, "span", "When?", "__REDACTED__")  # hidden, not missing
+
+
 def test_whose_failure_it_is():
     assert failed_for_itself("response is empty (''): give the text to score")
     assert failed_for_itself("user_input must be a string, got float nan")
@@ -207,7 +222,7 @@ def test_rows_scored_during_a_judge_outage_wait_and_are_scored_when_it_answers(t
     source.add("empty", "q?", " ")  # fails for a reason of its own
     clock.advance(5)
     report = follower.step()
-    assert report.scored == 5 and report.waiting == 4
+    assert report.scored == 1 and report.waiting == 4  # the empty answer: failed for itself
     assert store.waiting_rows(run) == [0, 1, 2, 3]
     line = follower.waiting_line()
     assert line.startswith("4 rows waiting for the judge since 09:00:05 UTC")
@@ -400,6 +415,9 @@ class Webhook:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 hook.bodies.append(json.loads(body))
                 status = hook.answers.pop(0) if hook.answers else 200
+                if status == "hang":  # takes the alert, answers too late
+                    time.sleep(2.5)
+                    status = 200
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -486,7 +504,75 @@ def test_an_alert_being_posted_when_the_follower_died_is_never_posted_twice(tmp_
         clock.advance(5)
     assert len(posted) == 1  # not posted a second time
     assert any("not posted again" in line for line in said)
-    assert store.alert_counts(run).get("uncertain") == 1 and again.undone() == []
+    assert store.alert_counts(run).get("uncertain") == 1
+    (line,) = again.undone()  # the run that found it says so (--once exits 1), once
+    assert line.startswith("1 alerts may not have reached the webhook")
+    _, _, third, _ = make(tmp_path, clock, source, metric, alerts=rule)
+    third.step()
+    assert third.undone() == [] and len(posted) == 1
+
+
+def test_a_webhook_that_takes_the_alert_and_hangs_gets_it_once(tmp_path):
+    """Sent whole, no answer in time: whether it was taken cannot be known, so it is not posted
+    again (posting it after each time-out would post it again and again); said, and undone."""
+    clock = Clock()
+    source, metric = Spans(clock), ByText()
+    hook = Webhook(answers=["hang"])
+    try:
+        rule = AlertRule(
+            below=0.9,
+            window=timedelta(minutes=1),
+            min_rows=10,
+            notify=lambda check: post_alert(hook.url, check, run="#1 live", timeout=1),
+        )
+        store, run, follower, said = make(tmp_path, clock, source, metric, alerts=rule)
+        follower.step()
+        clock.advance(60)
+        low_window(source, clock)
+        clock.advance(65)
+        follower.step()
+        for _ in range(3):
+            clock.advance(5)
+            follower.step()
+        time.sleep(2)  # the receiver's late answer
+        assert len(hook.bodies) == 1
+        assert store.alert_counts(run).get("uncertain") == 1
+        assert any(x.startswith("WARN: the webhook at http://127.0.0.1") for x in said)
+        assert any("may not have reached the webhook" in u for u in follower.undone())
+        assert "secret" not in " ".join(said)
+    finally:
+        hook.close()
+
+
+def test_a_webhook_that_is_not_there_gets_the_alert_once_it_is(tmp_path):
+    """Refused before anything was sent: not taken, posted again later (not 'uncertain')."""
+    from relevancy.testing.processes import free_port
+
+    clock = Clock()
+    source, metric = Spans(clock), ByText()
+    url = {"now": f"http://127.0.0.1:{free_port()}/hook"}
+    hook = Webhook()
+    try:
+        rule = AlertRule(
+            below=0.9,
+            window=timedelta(minutes=1),
+            min_rows=10,
+            notify=lambda check: post_alert(url["now"], check, run="#1", timeout=2),
+        )
+        store, run, follower, said = make(tmp_path, clock, source, metric, alerts=rule)
+        follower.step()
+        clock.advance(60)
+        low_window(source, clock)
+        clock.advance(65)
+        follower.step()
+        assert store.alert_counts(run).get("pending") == 1
+        assert any("could not be reached" in u for u in follower.undone())
+        url["now"] = hook.url
+        clock.advance(5)
+        follower.step()
+        assert len(hook.bodies) == 1 and store.alert_counts(run).get("delivered") == 1
+    finally:
+        hook.close()
 
 
 def test_a_drop_is_judged_against_the_window_checked_by_the_last_follower(tmp_path):
@@ -692,7 +778,7 @@ def test_an_mlflow_server_is_followed_over_http_and_once_fails_while_anything_is
             toy_server.set_faults(FaultPlan(rate=1.0, kinds=("503",)))
             assert main(args) == 1
             printed = capsys.readouterr()
-            assert "3 new · 3 scored (none with a score)" in printed.out
+            assert "3 new · 3 failed for now · 3 rows waiting for the judge" in printed.out
             assert "FAIL: 3 rows waiting for the judge since" in printed.err
             toy_server.set_faults(None)
             assert main(args) == 0
@@ -750,3 +836,58 @@ def test_the_same_follow_command_twice_is_turned_away_in_one_line(tmp_path, caps
         child.kill()
         child.wait()
         child.stdout.close()
+
+
+@pytest.mark.mlflow_store
+def test_a_judge_not_there_at_the_start_leaves_the_traces_waiting(tmp_path, capsys, toy_server):
+    """--once with the judge unreachable from the start: the traces are read and wait (exit 1,
+    said), not a stop before reading; the next pass with the judge back scores them."""
+    try:
+        import mlflow
+    except ImportError as exc:
+        skip_or_fail(f"MLflow is not installed ({exc}): bash scripts/setup.sh dev")
+    from test_follow import QUESTIONS, trace_into
+
+    from relevancy.testing.openai_server import CHAT_MODEL, EMBEDDING_MODEL
+    from relevancy.testing.processes import free_port
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    experiment_id = client.create_experiment("support-bot", artifact_location=str(tmp_path / "a"))
+    with OpenAICompatServer(text_mode="lines") as app:
+        trace_into(uri, experiment_id, app, QUESTIONS[:2])
+    store_path = tmp_path / "runs.sqlite3"
+    args = ["score", "--from", f"mlflow+{uri}#support-bot", "--once", "--since", "1h"]
+    args += ["--store", str(store_path)]
+    nowhere = f"http://127.0.0.1:{free_port()}/v1"
+    judge = ["--llm", f"openai:{CHAT_MODEL}", "--embeddings", f"openai:{EMBEDDING_MODEL}"]
+    assert main([*args, *judge, "--base-url", nowhere, "-q"]) == 1
+    printed = capsys.readouterr()
+    assert "WARN: cannot reach" in printed.err and "Traceback" not in printed.err
+    assert "FAIL: 2 rows waiting for the judge since" in printed.err
+    assert main([*args, *cli_backends(toy_server, "-q")]) == 0
+    printed = capsys.readouterr()
+    assert "2 of them after waiting for the judge" in printed.out
+    (run,) = RunStore(store_path).list_runs()
+    assert run.n_rows == 2 and run.n_scored == 2
+
+
+def test_sigterm_stops_a_step_that_waits_not_only_the_loop():
+    """systemd's stop: between steps the loop ends; within a step (a judge that keeps rows
+    waiting can hold one for minutes) the step is interrupted as Ctrl-C does."""
+    from relevancy.cli.follow import _on_sigterm
+
+    stop = threading.Event()
+    follower = SimpleNamespace(stepping=False)
+    previous = _on_sigterm(stop, follower)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.is_set()
+        stop.clear()
+        follower.stepping = True
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # interrupted long before
+        assert stop.is_set()
+    finally:
+        signal.signal(signal.SIGTERM, previous)

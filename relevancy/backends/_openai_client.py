@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 from relevancy.backends._ratelimit import Outcome, RateController
 from relevancy.backends._ratelimit_registry import controller_for
 from relevancy.core.redact import redact, register_secret
-from relevancy.errors import ConfigError
+from relevancy.errors import BackendUnreachable, ConfigError
 
 _NO_KEY_NEEDED = "no-key-needed"
 #: the preflight's tries before a server is said to be unreachable, and the pause between
@@ -248,7 +248,7 @@ class _ClientPerLoop:
                 if attempt + 1 < PREFLIGHT_TRIES:
                     await asyncio.sleep(PREFLIGHT_PAUSE)
                     continue
-                raise ConfigError(
+                raise BackendUnreachable(
                     describe_api_error(exc, base_url)
                     + f" ({PREFLIGHT_TRIES} tries): check --base-url and that the server "
                     "is running"

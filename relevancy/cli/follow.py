@@ -15,7 +15,7 @@ from typing import Any
 from relevancy.analysis.alerts import parse_window
 from relevancy.cli._values import DAY_SECONDS, number, parse_when, span, whole
 from relevancy.cli.options import metric_from_args, run_settings
-from relevancy.errors import InputError
+from relevancy.errors import BackendUnreachable, InputError
 from relevancy.io.exporters import origin
 from relevancy.io.exporters.mlflow import check_tracking_uri, log_feedback
 from relevancy.io.exporters.phoenix import annotate_spans
@@ -193,7 +193,13 @@ def cmd_follow(args: argparse.Namespace) -> int:
     late, window = _span(args.late, "--late"), _span(args.window, "--window")
     source = open_live_source(args.from_url)
     metric = metric_from_args(args, concurrency=args.concurrency, check=False)
-    preflight(metric)
+    try:
+        preflight(metric)
+    except BackendUnreachable as exc:  # a follower waits for its judge: rows read wait too
+        print(
+            f"WARN: {exc}: the traces read meanwhile wait for the judge (said on each step)",
+            file=sys.stderr,
+        )
     settings = {
         **run_settings(args, metric),
         "origin": origin(source.kind, **source.where),
@@ -260,12 +266,12 @@ def cmd_follow(args: argparse.Namespace) -> int:
         lease=lease,
     )
     stop = threading.Event()
-    previous = _on_sigterm(stop)
+    previous = _on_sigterm(stop, follower)
     try:
         totals = follower.run(once=args.once, stop=stop)
     except KeyboardInterrupt:
         totals = follower.totals
-        print("stopped (Ctrl-C): what was scored is in the run", file=sys.stderr)
+        print("stopped: what was scored is in the run", file=sys.stderr)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -286,12 +292,16 @@ def cmd_follow(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_sigterm(stop: threading.Event) -> Any:
-    """SIGTERM (systemd's stop) ends the loop after the step it is in; the old handler."""
+def _on_sigterm(stop: threading.Event, follower: Follower) -> Any:
+    """SIGTERM (systemd's stop) ends the loop: at once between steps, and within a step (a
+    judge that keeps the rows waiting could hold it for minutes) by interrupting it as Ctrl-C
+    does; what was saved stays (every write is a transaction). The old handler."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def handler(signum: int, frame: Any) -> None:
         stop.set()
+        if follower.stepping:
+            raise KeyboardInterrupt
 
     return signal.signal(signal.SIGTERM, handler)

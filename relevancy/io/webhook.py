@@ -19,7 +19,13 @@ from urllib.parse import urlsplit
 from relevancy.core.redact import redact
 from relevancy.errors import InputError
 
-__all__ = ["post_alert", "alert_body", "webhook_host", "check_webhook_url"]
+__all__ = ["post_alert", "alert_body", "webhook_host", "check_webhook_url", "WebhookUncertain"]
+
+
+class WebhookUncertain(InputError):
+    """The alert was sent whole but no answer came (a time-out or a dropped connection while
+    waiting for it): whether the receiver took it cannot be known. Posting it again could post
+    it twice, so a follower does not (it says so instead)."""
 
 
 def webhook_host(url: str) -> str:
@@ -122,7 +128,9 @@ def post_alert(
 ) -> None:
     """POST ``check`` (see :func:`alert_body`) as JSON to the webhook ``url``, waiting at most
     ``timeout`` seconds. Raises :class:`InputError` (one line naming only ``scheme://host``)
-    when the URL is not http(s), the receiver answers other than 2xx, or does not answer."""
+    when the URL is not http(s), the receiver answers other than 2xx, or cannot be reached (the
+    alert was not taken: post it again later), and :class:`WebhookUncertain` when the alert was
+    sent whole and no answer came (it may have been taken: do not post it again)."""
     where = webhook_host(url)
     check_webhook_url(url)
     body = json.dumps(alert_body(check, run=run), ensure_ascii=False).encode("utf-8")
@@ -139,15 +147,25 @@ def post_alert(
     except urllib.error.HTTPError as exc:
         status = exc.code
         exc.close()
-    except TimeoutError:
-        raise InputError(f"the webhook at {where} did not answer within {timeout:g} s") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+    except urllib.error.URLError as exc:  # before or while sending: the alert was not taken
+        reason = exc.reason
         if isinstance(reason, TimeoutError):
             raise InputError(
                 f"the webhook at {where} did not answer within {timeout:g} s"
             ) from None
         text = " ".join(redact(reason).replace(str(url).strip(), where).split())[:160]
+        raise InputError(f"the webhook at {where} could not be reached: {text}") from None
+    except OSError as exc:  # sent whole, then no answer: urllib raises these bare
+        why = (
+            f"did not answer within {timeout:g} s"
+            if isinstance(exc, TimeoutError)
+            else f"dropped the connection ({type(exc).__name__})"
+        )
+        raise WebhookUncertain(
+            f"the webhook at {where} took the alert and {why}: whether it was taken cannot be known"
+        ) from None
+    except ValueError as exc:  # an address urllib cannot use
+        text = " ".join(redact(exc).replace(str(url).strip(), where).split())[:160]
         raise InputError(f"the webhook at {where} could not be reached: {text}") from None
     if not 200 <= status < 300:
         raise InputError(f"the webhook at {where} answered HTTP {status}: the alert was not taken")

@@ -69,7 +69,7 @@ class StepReport:
     read: int = 0  #: rows the source gave (new or not)
     new: int = 0  #: rows added to the run
     late: int = 0  #: of the new, rows that started before the previous read's end
-    scored: int = 0
+    scored: int = 0  #: rows scored (with a score, or failed for a reason of their own)
     scores: list[float] = field(default_factory=list)
     sent: dict[str, int] = field(default_factory=dict)  #: target -> scores that got there
     failed: dict[str, int] = field(default_factory=dict)  #: target -> scores that did not
@@ -83,7 +83,7 @@ class StepReport:
     @property
     def busy(self) -> bool:
         """Something arrived or was done: read again at once."""
-        return bool(self.new or (self.scored - self.waiting) > 0)
+        return bool(self.new or self.scored)
 
 
 #: errors of a row itself: scoring it again gives the same (the text of

@@ -41,6 +41,7 @@ import pandas as pd
 from relevancy.analysis.alerts import check_windows, window_of
 from relevancy.errors import RelevancyError
 from relevancy.io.importers.live import LiveSource, SourceDown
+from relevancy.io.webhook import WebhookUncertain
 from relevancy.runs import RunStore
 from relevancy.runs.rows import export_frame
 from relevancy.scoring._follow_parts import (
@@ -120,26 +121,32 @@ class Follower:
         self._sent_from: dict[str, int] = {}
         self._due: datetime | None = None  #: no alert window is complete before this
         self._note = ""  #: what the source said last (said again only when it changes)
+        self._uncertain = 0  #: alerts whose delivery this run could not know (said, not posted)
+        self.stepping = False  #: True while a step runs (SIGTERM interrupts it then)
         self.totals = StepReport()
 
     # one step ---------------------------------------------------------------------------
     def step(self) -> StepReport:
         """Read, score, send, check once (see the module's docstring)."""
         report = StepReport()
-        if not self._started:
-            self._start()
-        self._beat()
-        self._read(report)
-        for rows in self._pending_chunks():
-            if self._stopping():
-                break  # the rows left are scored when the run goes on
-            self._score(rows, report)
-            self._send(report)
-        if not self._stopping():
-            self._retry_waiting(report)
-        self._send(report)  # what an earlier process scored but did not send
-        self._check(report)
-        self._deliver(report)
+        self.stepping = True
+        try:
+            if not self._started:
+                self._start()
+            self._beat()
+            self._read(report)
+            for rows in self._pending_chunks():
+                if self._stopping():
+                    break  # the rows left are scored when the run goes on
+                self._score(rows, report)
+                self._send(report)
+            if not self._stopping():
+                self._retry_waiting(report)
+            self._send(report)  # what an earlier process scored but did not send
+            self._check(report)
+            self._deliver(report)
+        finally:
+            self.stepping = False
         self._add_up(report)
         return report
 
@@ -150,6 +157,7 @@ class Follower:
         self._started = True
         if self.alerts is not None and self.alerts.notify is not None:
             for start in self.store.settle_posting(self.run_id):
+                self._uncertain += 1
                 self.say(
                     f"WARN: the alert of the window from {start[:16].replace('T', ' ')} UTC was "
                     "being posted when the last follower stopped: whether the webhook got it "
@@ -255,7 +263,7 @@ class Follower:
             first = min(settled)  # a row below what was sent: send from there again
             for name in list(self._sent_from):
                 self._sent_from[name] = min(self._sent_from[name], first)
-        report.scored += len(chunk.rows)
+        report.scored += len(settled)  # a row that waits for the judge is not scored yet
         report.waiting += len(passing)
         report.retried += len(settled) if retry else 0
         values = [float(r.value) for r in chunk.results or []]
@@ -393,6 +401,11 @@ class Follower:
             self.store.alert_state(self.run_id, start, seconds, "posting")
             try:
                 rule.notify(body)
+            except WebhookUncertain as exc:  # sent, no answer: never posted again
+                self.store.alert_state(self.run_id, start, seconds, "uncertain", str(exc))
+                self._uncertain += 1
+                self.say(f"WARN: {exc}: the alert is not posted again (check the receiver)")
+                continue
             except RelevancyError as exc:
                 self.store.alert_state(self.run_id, start, seconds, "pending", str(exc))
                 self.hook_wait.failed(f"alert webhook: {exc}", self.clock())
@@ -456,6 +469,11 @@ class Follower:
                     f"{n:,} alerts not delivered to the webhook (kept: posted again on the next "
                     "run)" + (f": {counts['error']}" if counts["error"] else "")
                 )
+        if self._uncertain:
+            out.append(
+                f"{self._uncertain:,} alerts may not have reached the webhook (sent, no answer "
+                "came): not posted again, check the receiver"
+            )
         if self.source_down:
             out.append(f"{self.source.url} did not answer")
         return out
@@ -473,6 +491,8 @@ class Follower:
                 f"{report.scored:,} scored"
                 + (f" (mean {mean:.2f})" if report.scores else " (none with a score)")
             )
+        if report.waiting:
+            parts.append(f"{report.waiting:,} failed for now")
         if report.retried:
             parts.append(f"{report.retried:,} of them after waiting for the judge")
         for name, n in report.sent.items():
@@ -497,7 +517,7 @@ class Follower:
         while stop is None or not stop.is_set():
             report = self.step()
             n_waiting = self.store.waiting_summary(self.run_id)["rows"]
-            did = report.new or report.scored or report.sent or report.failed
+            did = report.new or report.scored or report.waiting or report.sent or report.failed
             if did or report.delivered or n_waiting != self._waiting_said:
                 self.say(self.describe(report))
             self._waiting_said = n_waiting

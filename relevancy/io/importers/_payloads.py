@@ -462,11 +462,12 @@ def keep_pair(
     report: ImportReport, noun: str, question: str, answer: str, *, failed: bool = False
 ) -> bool:
     """Count a record without a question or an answer as skipped; True when it is a pair. A
-    question or answer the tracing redacted (OpenInference's ``__REDACTED__``) is not there."""
+    question or answer the tracing redacted (OpenInference's ``__REDACTED__``) is not there.
+    With ``report.keep_unanswered`` a question without an answer is kept (its row fails)."""
     if not question.strip():
         report.skip(noun, "without a question")
         return False
-    if not answer.strip():
+    if not answer.strip() and not report.keep_unanswered:
         report.skip(noun, "that failed" if failed else "without an answer")
         return False
     if is_redacted(question) or is_redacted(answer):

@@ -122,7 +122,7 @@ class PhoenixLive(LiveSource):
         self._project_seen = False
 
     def read(self, start: datetime, end: datetime) -> LiveRows:
-        report = ImportReport(format="phoenix", label="Phoenix spans")
+        report = ImportReport(format="phoenix", label="Phoenix spans", keep_unanswered=True)
         frames = [f for f in self._spans(start, end) if len(f)]
         if not frames:
             empty = pd.DataFrame(columns=["user_input", "response"])
@@ -218,7 +218,7 @@ class MlflowLive(LiveSource):
             raise InputError(f"cannot read traces from {self.url}: {redact(why)}") from None
 
     def _read(self, client: Any, start: datetime, end: datetime) -> LiveRows:
-        report = ImportReport(format="mlflow", label="MLflow traces")
+        report = ImportReport(format="mlflow", label="MLflow traces", keep_unanswered=True)
         if self._experiment_id is None:
             self._experiment_id = self._find_experiment(client)
         if self._experiment_id is None:  # made with its first trace

@@ -28,6 +28,9 @@ class ImportReport:
     #: the first :data:`KEEP_BAD_LINES`; ``n_bad_records`` counts them all
     bad_records: list[tuple[str, str]] = field(default_factory=list)
     n_bad_records: int = 0
+    #: keep a record that has a question but no answer (a followed source: the row is kept and
+    #: fails for that reason of its own, said in the run, instead of vanishing)
+    keep_unanswered: bool = False
 
     def bad_line(self, line: int, why: str) -> None:
         """Note a line of the file that could not be read (it is skipped)."""
