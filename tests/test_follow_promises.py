@@ -891,3 +891,15 @@ def test_sigterm_stops_a_step_that_waits_not_only_the_loop():
         assert stop.is_set()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("url", ["notaurl", "hooks.slack.com/services/T0/B0/s3cret", "h:8080/x"])
+def test_a_webhook_without_a_scheme_is_refused_without_showing_it(url):
+    from relevancy.errors import InputError
+    from relevancy.io.webhook import check_webhook_url
+
+    with pytest.raises(InputError) as info:
+        check_webhook_url(url)
+    said = str(info.value)
+    assert "does not start with http:// or https://" in said and "?://?" not in said
+    assert url not in said and "s3cret" not in said

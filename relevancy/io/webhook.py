@@ -76,6 +76,11 @@ def check_webhook_url(url: str) -> str:
             f"the alert webhook {where} is not a URL: its host does not read (an IPv6 address "
             f"needs its closing ]); {give}"
         ) from None
+    if not parts.scheme or "://" not in text:  # "hooks.slack.com/services/...": no scheme
+        raise InputError(
+            f"the alert webhook ({len(text)} characters, not shown: it may hold a secret) does "
+            f"not start with http:// or https://: {give}"
+        )
     if parts.scheme.lower() not in ("http", "https"):
         raise InputError(f"the alert webhook {where} is not an http(s) URL: {give}")
     if not parts.hostname:
