@@ -439,75 +439,84 @@ def low_window(source: Spans, clock: Clock, n: int = 12, prefix: str = "w") -> N
         source.add(f"{prefix}{i}", f"q{i}", "0.05", age=50 - 3 * i)
 
 
-def test_an_alert_the_webhook_refused_is_kept_and_posted_once_it_answers(tmp_path):
+def past_a_low_window(tmp_path, notify, *, judge_down: bool = False) -> SimpleNamespace:
+    """A follower alerting below 0.9 on 1-minute windows of 10 rows, with ``notify``, that has
+    read once; then 12 rows scoring 0.05 in the next minute, which is over: the follower's next
+    step judges that window."""
     clock = Clock()
     source, metric = Spans(clock), ByText()
+    metric.down = judge_down
+    rule = AlertRule(below=0.9, window=timedelta(minutes=1), min_rows=10, notify=notify)
+    store, run, follower, said = make(tmp_path, clock, source, metric, alerts=rule)
+    follower.step()
+    clock.advance(60)
+    low_window(source, clock)
+    clock.advance(65)
+    return SimpleNamespace(
+        clock=clock,
+        source=source,
+        metric=metric,
+        rule=rule,
+        store=store,
+        run=run,
+        follower=follower,
+        said=said,
+        again=lambda: make(tmp_path, clock, source, metric, alerts=rule)[2:],
+    )
+
+
+def test_an_alert_the_webhook_refused_is_kept_and_posted_once_it_answers(tmp_path):
     hook = Webhook(answers=[500, 503])
     try:
-        rule = AlertRule(
-            below=0.9,
-            window=timedelta(minutes=1),
-            min_rows=10,
-            notify=lambda check: post_alert(hook.url, check, run="#1 live", timeout=5),
+        t = past_a_low_window(
+            tmp_path, lambda check: post_alert(hook.url, check, run="#1 live", timeout=5)
         )
-        store, run, follower, said = make(tmp_path, clock, source, metric, alerts=rule)
-        follower.step()
-        clock.advance(60)
-        low_window(source, clock)
-        clock.advance(65)  # the window is over
-        report = follower.step()
+        report = t.follower.step()
         assert report.alerts == 1 and report.undelivered == 1 and len(hook.bodies) == 1
-        assert any("HTTP 500" in u and "not delivered" in u for u in follower.undone())
-        clock.advance(5)
-        follower.step()  # 503: still kept
-        assert len(hook.bodies) == 2 and store.alert_counts(run)["pending"] == 1
-        clock.advance(5)
-        report = follower.step()
-        assert report.delivered == 1 and store.alert_counts(run).get("delivered") == 1
+        assert any("HTTP 500" in u and "not delivered" in u for u in t.follower.undone())
+        t.clock.advance(5)
+        t.follower.step()  # 503: still kept
+        assert len(hook.bodies) == 2 and t.store.alert_counts(t.run)["pending"] == 1
+        t.clock.advance(5)
+        report = t.follower.step()
+        assert report.delivered == 1 and t.store.alert_counts(t.run).get("delivered") == 1
         for _ in range(3):  # never again, by this follower or the next
-            clock.advance(5)
-            follower.step()
-        _, _, again, _ = make(tmp_path, clock, source, metric, alerts=rule)
+            t.clock.advance(5)
+            t.follower.step()
+        again, _ = t.again()
         again.step()
         assert len(hook.bodies) == 3 and again.undone() == []
         assert all(
             b["relevancy"]["start"] == hook.bodies[0]["relevancy"]["start"] for b in hook.bodies
         )
-        assert "secret" not in " ".join(said)
+        assert "secret" not in " ".join(t.said)
     finally:
         hook.close()
 
 
 def test_an_alert_being_posted_when_the_follower_died_is_never_posted_twice(tmp_path):
-    clock = Clock()
-    source, metric = Spans(clock), ByText()
     posted: list[dict] = []
 
     def dies_mid_post(check):
         posted.append(dict(check))  # the receiver has it...
         raise KeyboardInterrupt  # ...and the follower is killed before it hears back
 
-    rule = AlertRule(below=0.9, window=timedelta(minutes=1), min_rows=10, notify=dies_mid_post)
-    store, run, follower, _ = make(tmp_path, clock, source, metric, alerts=rule)
-    follower.step()
-    clock.advance(60)
-    low_window(source, clock)
-    clock.advance(65)
+    t = past_a_low_window(tmp_path, dies_mid_post)
     with pytest.raises(KeyboardInterrupt):
-        follower.step()
+        t.follower.step()
     assert len(posted) == 1
 
-    rule.notify = lambda check: posted.append(dict(check))
-    _, _, again, said = make(tmp_path, clock, source, metric, alerts=rule)
+    t.rule.notify = lambda check: posted.append(dict(check))
+    again, said = t.again()
     for _ in range(3):
         again.step()
-        clock.advance(5)
+        t.clock.advance(5)
     assert len(posted) == 1  # not posted a second time
     assert any("not posted again" in line for line in said)
-    assert store.alert_counts(run).get("uncertain") == 1
+    assert t.store.alert_counts(t.run).get("uncertain") == 1
     (line,) = again.undone()  # the run that found it says so (--once exits 1), once
     assert line.startswith("1 alerts may not have reached the webhook")
-    _, _, third, _ = make(tmp_path, clock, source, metric, alerts=rule)
+    third, _ = t.again()
     third.step()
     assert third.undone() == [] and len(posted) == 1
 
@@ -515,31 +524,20 @@ def test_an_alert_being_posted_when_the_follower_died_is_never_posted_twice(tmp_
 def test_a_webhook_that_takes_the_alert_and_hangs_gets_it_once(tmp_path):
     """Sent whole, no answer in time: whether it was taken cannot be known, so it is not posted
     again (posting it after each time-out would post it again and again); said, and undone."""
-    clock = Clock()
-    source, metric = Spans(clock), ByText()
     hook = Webhook(answers=["hang"])
     try:
-        rule = AlertRule(
-            below=0.9,
-            window=timedelta(minutes=1),
-            min_rows=10,
-            notify=lambda check: post_alert(hook.url, check, run="#1 live", timeout=1),
+        t = past_a_low_window(
+            tmp_path, lambda check: post_alert(hook.url, check, run="#1 live", timeout=1)
         )
-        store, run, follower, said = make(tmp_path, clock, source, metric, alerts=rule)
-        follower.step()
-        clock.advance(60)
-        low_window(source, clock)
-        clock.advance(65)
-        follower.step()
-        for _ in range(3):
-            clock.advance(5)
-            follower.step()
+        for _ in range(4):
+            t.follower.step()
+            t.clock.advance(5)
         time.sleep(2)  # the receiver's late answer
         assert len(hook.bodies) == 1
-        assert store.alert_counts(run).get("uncertain") == 1
-        assert any(x.startswith("WARN: the webhook at http://127.0.0.1") for x in said)
-        assert any("may not have reached the webhook" in u for u in follower.undone())
-        assert "secret" not in " ".join(said)
+        assert t.store.alert_counts(t.run).get("uncertain") == 1
+        assert any(x.startswith("WARN: the webhook at http://127.0.0.1") for x in t.said)
+        assert any("may not have reached the webhook" in u for u in t.follower.undone())
+        assert "secret" not in " ".join(t.said)
     finally:
         hook.close()
 
@@ -548,29 +546,19 @@ def test_a_webhook_that_is_not_there_gets_the_alert_once_it_is(tmp_path):
     """Refused before anything was sent: not taken, posted again later (not 'uncertain')."""
     from relevancy.testing.processes import free_port
 
-    clock = Clock()
-    source, metric = Spans(clock), ByText()
     url = {"now": f"http://127.0.0.1:{free_port()}/hook"}
     hook = Webhook()
     try:
-        rule = AlertRule(
-            below=0.9,
-            window=timedelta(minutes=1),
-            min_rows=10,
-            notify=lambda check: post_alert(url["now"], check, run="#1", timeout=2),
+        t = past_a_low_window(
+            tmp_path, lambda check: post_alert(url["now"], check, run="#1", timeout=2)
         )
-        store, run, follower, said = make(tmp_path, clock, source, metric, alerts=rule)
-        follower.step()
-        clock.advance(60)
-        low_window(source, clock)
-        clock.advance(65)
-        follower.step()
-        assert store.alert_counts(run).get("pending") == 1
-        assert any("could not be reached" in u for u in follower.undone())
+        t.follower.step()
+        assert t.store.alert_counts(t.run).get("pending") == 1
+        assert any("could not be reached" in u for u in t.follower.undone())
         url["now"] = hook.url
-        clock.advance(5)
-        follower.step()
-        assert len(hook.bodies) == 1 and store.alert_counts(run).get("delivered") == 1
+        t.clock.advance(5)
+        t.follower.step()
+        assert len(hook.bodies) == 1 and t.store.alert_counts(t.run).get("delivered") == 1
     finally:
         hook.close()
 
@@ -628,21 +616,13 @@ def test_the_drop_baseline_is_the_last_window_with_scores_not_the_last_checked(t
 
 
 def test_a_window_with_a_row_waiting_for_the_judge_is_not_judged_yet(tmp_path):
-    clock = Clock()
-    source, metric = Spans(clock), ByText()
-    rule = AlertRule(below=0.9, window=timedelta(minutes=1), min_rows=10)
-    store, run, follower, _ = make(tmp_path, clock, source, metric, alerts=rule)
-    follower.step()
-    clock.advance(60)
-    metric.down = True
-    low_window(source, clock)
-    clock.advance(65)
-    follower.step()
-    assert store.windows(run).empty  # 12 rows wait: the window is not complete
-    metric.down = False
-    clock.advance(31)
-    report = follower.step()
-    assert report.alerts == 1 and store.windows(run)["status"].tolist() == ["alert"]
+    t = past_a_low_window(tmp_path, None, judge_down=True)
+    t.follower.step()
+    assert t.store.windows(t.run).empty  # 12 rows wait: the window is not complete
+    t.metric.down = False
+    t.clock.advance(31)
+    report = t.follower.step()
+    assert report.alerts == 1 and t.store.windows(t.run)["status"].tolist() == ["alert"]
 
 
 # --- one follower per run -------------------------------------------------------------------------
