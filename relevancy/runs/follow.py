@@ -346,6 +346,15 @@ class FollowMixin:
         finally:
             db.close()
 
+    def unscored_failures(self, run_id: int) -> dict[int, str]:
+        """Rows saved without a score (with their error) that do not wait for the judge."""
+        rows = self._run(  # type: ignore[attr-defined]
+            "SELECT r.idx, r.error FROM results r LEFT JOIN follow_waiting w ON w.run_id = "
+            "r.run_id AND w.idx = r.idx WHERE r.run_id = ? AND r.score IS NULL AND w.idx IS NULL",
+            (int(run_id),),
+        )
+        return {int(idx): str(error or "") for idx, error in rows}
+
     def stop_waiting(self, run_id: int, rows: Sequence[int]) -> None:
         """Rows scored at last (or failed for a reason of their own): no longer waiting."""
         self._run_many(

@@ -155,6 +155,18 @@ class Follower:
 
     def _start(self) -> None:
         self._started = True
+        # a row saved as failed for a passing reason by a process killed before it was marked
+        # waiting: it waits now (else it would never be scored again)
+        lost = {
+            row: error
+            for row, error in self.store.unscored_failures(self.run_id).items()
+            if not failed_for_itself(error)
+        }
+        if lost:
+            o = self.options
+            self.store.wait_for_judge(
+                self.run_id, lost, now=self.now().timestamp(), first=0.0, most=o.judge_most
+            )
         if self.alerts is not None and self.alerts.notify is not None:
             for start in self.store.settle_posting(self.run_id):
                 self._uncertain += 1
@@ -238,25 +250,33 @@ class Follower:
         passing: dict[int, str] = {}
         settled: list[int] = []
 
+        o = self.options
+
         def saved(row: int, result: Any) -> None:
+            # each row's result and whether it waits, as it finishes (a kill mid-chunk loses
+            # neither; one between the two is mended at the next start: _start)
             self.store.append_results(self.run_id, [(row, result)])
             value = float(result.value)
             if math.isnan(value) and not failed_for_itself(result.error):
                 passing[row] = str(result.error or "no score")
+                self.store.wait_for_judge(
+                    self.run_id,
+                    {row: passing[row]},
+                    now=self.now().timestamp(),
+                    first=o.judge_first,
+                    most=o.judge_most,
+                )
             else:
                 settled.append(row)
+                if retry:
+                    self.store.stop_waiting(self.run_id, [row])
             if self.lease is not None:
                 self.store.beat_follow_lease(self.lease)
 
         chunk = score_chunk(self.metric, inputs, list(inputs.index), on_result=saved)
         if not retry:
             self._scored_to = max(self._scored_to, rows[-1] + 1)  # pending rows come in order
-        o = self.options
         wall = self.now().timestamp()
-        self.store.wait_for_judge(
-            self.run_id, passing, now=wall, first=o.judge_first, most=o.judge_most
-        )
-        self.store.stop_waiting(self.run_id, settled)
         if settled and passing == {} and self.store.waiting_rows(self.run_id):
             self.store.try_waiting_now(self.run_id, wall)  # the judge answers again
         if retry and settled:
@@ -458,7 +478,7 @@ class Follower:
                     f"{n:,} scores not written to {target.name}"
                     + (" (it did not answer)" if why.down_since is not None else "")
                 )
-            n_failed = self.totals.failed.get(target.name, 0)
+            n_failed = self.totals.failed.get(target.name, 0)  # in this run (said above)
             if n_failed:
                 out.append(f"{n_failed:,} scores refused by {target.name} (said above)")
         if self.alerts is not None and self.alerts.notify is not None:
