@@ -203,7 +203,9 @@ def test_the_cli_scores_a_batch_folder_and_names_a_wrong_format(tmp_path, capsys
     assert "input           3 files, OpenAI batch requests: 15 question/answer pairs found" in err
     scored = pd.read_csv(out)
     assert len(scored) == 15 and scored["score"].notna().all()
-    assert {"custom_id", "request_id", "variant", "tokens"} <= set(scored.columns)  # model: variant
+    # the requests' model field, the variant inside, is written under its own name
+    assert {"custom_id", "request_id", "model", "tokens"} <= set(scored.columns)
+    assert "variant" not in scored.columns and set(scored["model"]) == {"toy-chat"}
     args = [
         "score",
         str(DATA / "phoenix/spans.parquet"),
