@@ -173,8 +173,8 @@ def test_compare_two_variants(page: Page, app_url: str):
 
 def test_runs_page(page: Page, app_url: str):
     open_page(page, app_url, "Runs")
-    # the page acts on the active run (the sidebar's): its heading names it
-    heading = page.get_by_role("heading", level=4).first
+    # the page acts on the active run (the sidebar's): its heading (a subheader) names it
+    heading = page.get_by_role("heading", level=3).first
     expect(heading).to_have_text(re.compile(r"#\d+ · .+ · (complete|partial|empty)"))
     expect(page.get_by_role("button", name="CSV", exact=True)).to_be_visible()
     with page.expect_download(timeout=120_000) as download:  # built when clicked

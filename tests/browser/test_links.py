@@ -155,7 +155,7 @@ def test_the_reports_rows_open_in_the_dashboard(page: Page, app_url: str):
     from relevancy.runs import demo_results
 
     open_page(page, app_url, "Runs?run=1")  # a link to the demo run (the first of the store)
-    expect(page.get_by_role("heading", level=4).first).to_contain_text(DEMO_NAME)
+    expect(page.get_by_role("heading", level=3).first).to_contain_text(DEMO_NAME)
     with page.expect_download(timeout=120_000) as download:
         page.get_by_role("button", name="HTML report", exact=True).click()
     report = ARTIFACTS / "report-links.html"
