@@ -883,3 +883,33 @@ def test_a_webhook_without_a_scheme_is_refused_without_showing_it(url):
     said = str(info.value)
     assert "does not start with http:// or https://" in said and "?://?" not in said
     assert url not in said and "s3cret" not in said
+
+
+def test_an_interrupt_right_after_a_commit_stays_an_interrupt(tmp_path, monkeypatch):
+    """SIGTERM and Ctrl-C interrupt a step anywhere: one that lands just after COMMIT must not
+    turn into 'cannot rollback - no transaction is active' (exit 1 instead of a clean stop)."""
+    store = RunStore(tmp_path / "runs.sqlite3")
+    run = store.create_followed_run("live", {}, "test://x")
+    connect = store._connect
+
+    class InterruptedAfterCommit:
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            out = self.db.execute(sql, *args)
+            if sql == "COMMIT":
+                raise KeyboardInterrupt
+            return out
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+    monkeypatch.setattr(store, "_connect", lambda: InterruptedAfterCommit(connect()))
+    frame = pd.DataFrame({"user_input": ["q"], "response": ["a"], "span_id": ["1"]})
+    with pytest.raises(KeyboardInterrupt):
+        store.add_followed(run, frame, ["1"], [1.0], read_to=T0)
+    with pytest.raises(KeyboardInterrupt):
+        store.take_follow_lease(run, ttl=300)
+    monkeypatch.undo()
+    assert store.get_run(run).n_rows == 1  # what was committed stays

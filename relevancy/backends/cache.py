@@ -147,7 +147,8 @@ class Cache:
             )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
+                db.execute("ROLLBACK")
             raise
 
     # records: small JSON results derived from the backends (e.g. judge checks) ------------

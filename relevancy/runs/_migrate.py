@@ -22,5 +22,6 @@ def migrate_once(
             change()
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
+            db.execute("ROLLBACK")
         raise

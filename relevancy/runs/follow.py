@@ -212,7 +212,8 @@ class FollowMixin:
                 )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
+                    db.execute("ROLLBACK")
                 raise
         finally:
             db.close()
@@ -513,7 +514,8 @@ class FollowMixin:
                 )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
+                    db.execute("ROLLBACK")
                 raise
         finally:
             db.close()

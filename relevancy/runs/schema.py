@@ -342,5 +342,6 @@ def migrate_v1(db: sqlite3.Connection) -> None:
         db.execute("DROP TABLE runs_v1")
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
+            db.execute("ROLLBACK")
         raise

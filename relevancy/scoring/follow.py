@@ -114,7 +114,7 @@ class Follower:
         self._started = False
         self._retried = False  #: with --once, the waiting rows were tried in this run
         self._waited_before: list[int] = []  #: with --once, the rows waiting when it began
-        self._waiting_said = -1  #: the number of waiting rows last said
+        self._waiting_said = 0  #: the number of waiting rows last said
         #: rows below this are scored; per target, rows below this are sent (or marked): each
         #: step looks only past them, so a step's work does not grow with the run
         self._scored_to = 0
