@@ -29,6 +29,7 @@ from relevancy.experiments import (
     run_experiment,
 )
 from relevancy.experiments.config import JUDGE_KEYS
+from relevancy.experiments.extend import extend_experiment, plan_extension
 from relevancy.experiments.summary import failed, variant_summary
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.paths import as_store_file, default_store_path
@@ -110,6 +111,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-o", "--output", help="results file (" + ", ".join(OUTPUT_FORMATS) + ")")
     p.add_argument("--save-run", default=None, metavar="NAME", help="save the run under NAME")
+    p.add_argument(
+        "--extend-run",
+        default=None,
+        metavar="NAME",
+        help="add the --prompt templates and --model models to a saved experiment run (a name "
+        "or an id): only the variants it lacks are answered and scored, into that run",
+    )
     p.add_argument("--store", default=None, help="run store (default: $RELEVANCY_STORE)")
     p.add_argument("--threshold", type=number(-1, 1), default=0.5, help="a 'low score' threshold")
     p.add_argument("--estimate", action="store_true", help="check the input, print the estimate")
@@ -153,7 +161,7 @@ def _judge_from_config(args: argparse.Namespace, config: Any) -> None:
 def _store(args: argparse.Namespace, save_run: str | None, questions: str) -> RunStore | None:
     if args.store:
         return RunStore(as_store_file(Path(args.store).expanduser()))
-    if save_run or questions.startswith("run:"):
+    if save_run or questions.startswith("run:") or args.extend_run:
         return RunStore(default_store_path())
     return None
 
@@ -164,6 +172,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _experiment(args: argparse.Namespace) -> int:
+    if args.extend_run:
+        return _extend(args)
     config = load_config(args.config) if args.config else None
     values = _settings(args, config)
     args.base_url = values["base_url"]
@@ -218,18 +228,21 @@ def _experiment(args: argparse.Namespace) -> int:
         + f" = {plan_cost.answers:,} answers",
         file=sys.stderr,
     )
-    print(
-        f"estimate        {plan_cost.requests:,} answers to request ({plan_cost.cached:,} in the "
-        f"cache), about {plan_cost.prompt_tokens:,} prompt tokens and at most "
-        f"{plan_cost.completion_tokens:,} answer tokens, {cost}; then "
-        f"{plan_cost.answers:,} rows to score",
-        file=sys.stderr,
-    )
+    _print_estimate(plan_cost, cost, plan_cost.answers)
     if args.estimate:
         return 0
     preflight(metric)
     asyncio.run(_preflight(answerers.values()))
     return _run(args, plan, metric, answerers, out, store, values["save_run"], source, prices)
+
+
+def _print_estimate(found: Any, cost: str, rows: int) -> None:
+    print(
+        f"estimate        {found.requests:,} answers to request ({found.cached:,} in the "
+        f"cache), about {found.prompt_tokens:,} prompt tokens and at most "
+        f"{found.completion_tokens:,} answer tokens, {cost}; then {rows:,} rows to score",
+        file=sys.stderr,
+    )
 
 
 async def _preflight(answerers: Any) -> None:
@@ -275,7 +288,13 @@ def _run(
             on_answer=bars["answering"].update,
             on_score=bars["scoring"].update,
         )
-    scored = _scored(out)
+    return _report(args, _scored(out), out, done.run_id, save_run)
+
+
+def _report(
+    args: argparse.Namespace, scored: Any, out: Path, run_id: int | None, name: str | None
+) -> int:
+    """The summary per variant, where things went, and exit 1 when an answer failed."""
     table = variant_summary(scored, threshold=args.threshold)
     width = max(len(v) for v in table["variant"])
     print(f"{'variant':<{width}}  answers  mean   95% CI          below  failed  reasons")
@@ -290,10 +309,10 @@ def _run(
         )
     print(f"answers         {answers_path(out)}")
     print(f"scores          {out}")
-    if done.run_id is not None:
+    if run_id is not None:
         first, second = list(table["variant"])[:2] + [""] * (2 - min(2, len(table)))
         print(
-            f"saved run       #{done.run_id} {save_run!r}: open it in the dashboard (Compare "
+            f"saved run       #{run_id} {name!r}: open it in the dashboard (Compare "
             f"pairs two variants by question, e.g. {first!r} and {second!r})"
         )
     lost = scored[failed(scored)]
@@ -306,6 +325,93 @@ def _run(
         )
         return 1
     return 0
+
+
+def _extend(args: argparse.Namespace) -> int:
+    """``--extend-run``: the run's questions and settings, its variants and the new ones; only
+    the new ones answered and scored, into the run."""
+    if args.questions or args.save_run:
+        given = "--questions" if args.questions else "--save-run"
+        raise InputError(
+            f"--extend-run takes the run's questions and adds to the run itself: drop {given}"
+        )
+    config = load_config(args.config) if args.config else None
+    _judge_from_config(args, config)
+    values = _settings(args, config)
+    args.base_url = values["base_url"]
+    base = Path(args.config).parent if args.config else Path.cwd()
+    templates = [
+        *(config.templates if config else []),
+        *(parse_prompt(s, base=base) for s in args.prompt),
+    ]
+    store = _store(args, None, "")
+    assert store is not None
+    given = {
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "seed": args.answer_seed,
+        "repeats": args.repeats,
+    }
+    models = args.model or (config.models if config else [])
+    extension = plan_extension(store, args.extend_run, templates, models, settings=given)
+    plan = extension.plan
+    for warning in check_plan(plan):
+        print(f"warning: {warning}", file=sys.stderr)
+    out = Path(values["output"] or f"{extension.name}.extended.relevancy.csv".replace("/", "_"))
+    if out.suffix.lower() not in OUTPUT_FORMATS:
+        raise InputError(
+            f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
+        )
+    metric = metric_from_args(args, check=False)
+    needed = list(dict.fromkeys(m for _, m, _, _ in plan.cells()))
+    answerers = {
+        m: make_answerer(
+            m,
+            plan.settings,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            timeout=args.timeout,
+            concurrency=args.concurrency,
+        )
+        for m in needed
+    }
+    prices = prices_from_args(args)
+    found = estimate(plan, answerers, metric.cache, prices)
+    cost = "unknown (add --price MODEL=IN/OUT)" if found.dollars is None else money(found.dollars)
+    new = ", ".join(extension.new_variants) or "none"
+    print(
+        f"extend          run #{extension.run_id} {extension.name!r}: {len(plan.questions):,} "
+        f"questions; new variants: {new}"
+        + (f"; {len(extension.pending):,} rows left unscored before" if extension.pending else ""),
+        file=sys.stderr,
+    )
+    _print_estimate(found, cost, found.answers + len(extension.pending))
+    if args.estimate:
+        return 0
+    preflight(metric)
+    asyncio.run(_preflight(answerers.values()))
+    from tqdm import tqdm
+
+    bars = [
+        tqdm(total=total, unit=unit, desc=what, file=sys.stderr, disable=args.quiet)
+        for what, unit, total in (
+            ("answering", "answer", plan.size),
+            ("scoring", "row", plan.size + len(extension.pending)),
+        )
+    ]
+    with bars[0], bars[1]:
+        extend_experiment(
+            extension,
+            metric,
+            answerers,
+            out,
+            store,
+            prices=prices,
+            on_answer=bars[0].update,
+            on_score=bars[1].update,
+        )
+    whole = store.export_frame(extension.run_id)
+    return _report(args, whole, out, extension.run_id, extension.name)
 
 
 def _scored(out: Path) -> Any:

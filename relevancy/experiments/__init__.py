@@ -19,6 +19,12 @@ from relevancy.experiments.answering import (
     variant_name,
 )
 from relevancy.experiments.config import ExperimentConfig, load_config
+from relevancy.experiments.extend import (
+    Extension,
+    experiment_runs,
+    extend_experiment,
+    plan_extension,
+)
 from relevancy.experiments.questions import DEMO, load_questions
 from relevancy.experiments.run import ExperimentRun, answers_path, check_plan, run_experiment
 from relevancy.experiments.templates import VARIANT_JOIN, Template, check_templates, parse_prompt
@@ -30,6 +36,7 @@ __all__ = [
     "Estimate",
     "ExperimentConfig",
     "ExperimentRun",
+    "Extension",
     "Plan",
     "Template",
     "VARIANT_JOIN",
@@ -38,10 +45,13 @@ __all__ = [
     "check_plan",
     "check_templates",
     "estimate",
+    "experiment_runs",
+    "extend_experiment",
     "load_config",
     "load_questions",
     "make_answerer",
     "parse_prompt",
+    "plan_extension",
     "run_experiment",
     "variant_name",
 ]

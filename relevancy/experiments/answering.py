@@ -79,6 +79,8 @@ class Plan:
     models: Sequence[str]
     questions: pd.DataFrame
     settings: AnswerSettings = field(default_factory=AnswerSettings)
+    #: variants left out (a saved run has them already: :mod:`relevancy.experiments.extend`)
+    skip: frozenset[str] = frozenset()
 
     @property
     def variants(self) -> list[str]:
@@ -87,8 +89,8 @@ class Plan:
     @property
     def size(self) -> int:
         """The answers the plan needs."""
-        n = len(self.templates) * len(self.models) * len(self.questions)
-        return n * self.settings.repeats
+        todo = [v for v in self.variants if v not in self.skip]
+        return len(todo) * len(self.questions) * self.settings.repeats
 
     def cells(self) -> list[tuple[Template, str, int, int]]:
         """``(template, model, question row, repeat)`` for every answer, template by template."""
@@ -96,6 +98,7 @@ class Plan:
             (t, m, q, k)
             for t in self.templates
             for m in self.models
+            if variant_name(t.name, m) not in self.skip
             for q in range(len(self.questions))
             for k in range(self.settings.repeats)
         ]

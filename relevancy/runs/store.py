@@ -45,6 +45,7 @@ from relevancy.paths import as_store_file, default_store_path
 from relevancy.runs.aggregate import AggregateMixin
 from relevancy.runs.export import ExportMixin
 from relevancy.runs.follow import FollowMixin
+from relevancy.runs.grow import GrowMixin
 from relevancy.runs.labels import LabelsMixin
 from relevancy.runs.query import SORTS, RowQuery, extra_value
 from relevancy.runs.repeats import RepeatsMixin
@@ -150,6 +151,7 @@ class RunStore(
     ExportMixin,
     VectorsMixin,
     FollowMixin,
+    GrowMixin,
     AggregateMixin,
     SegmentsMixin,
 ):
