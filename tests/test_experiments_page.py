@@ -3,13 +3,29 @@ toy models, the estimate, a run with progress, the matrix and summary, an answer
 
 from __future__ import annotations
 
+import io
+import re
+
+import pandas as pd
 import pytest
 
+from relevancy.paths import default_store_path
+from relevancy.runs import RunStore
 from relevancy.testing.openai_server import OpenAICompatServer
 
 from helpers import app, choose_toy_backend, ok, visit
 
 pytestmark = pytest.mark.slow
+
+
+def _answers(srv: OpenAICompatServer) -> list[dict]:
+    """The answer requests the server served (not the judge's)."""
+    return [
+        r
+        for r in list(srv.requests)
+        if r["path"] == "/v1/chat/completions"
+        and (r["body"] or {}).get("model") in srv.answer_models
+    ]
 
 
 def test_an_experiment_from_the_page_to_compare():
@@ -45,8 +61,70 @@ def test_an_experiment_from_the_page_to_compare():
         # the prompt and answer are text, not Markdown
         assert any("*not bold*" in t.value for t in at.text)
 
+        # re-opened and extended with another template: only its variants answered, in place
+        asked = len(_answers(srv))
+        at.radio(key="exp_mode").set_value("extend")
+        ok(at.run())
+        assert at.selectbox(key="exp_extend_run").value == run_id
+        assert at.text_input(key="exp_x_name_0").value == "friendly"  # a name the run lacks
+        assert any(t.value == "new variants: friendly · toy-a, friendly · toy-b" for t in at.text)
+        assert {m.label: m.value for m in at.metric}["To request"] == "48"
+        at.button(key="exp_extend_go").click()
+        ok(at.run())
+        assert not at.error and at.session_state["exp_run"] == run_id
+        assert len(_answers(srv)) == asked + 48
+        run = RunStore(default_store_path()).get_run(run_id)
+        assert (run.n_rows, run.n_scored) == (144, 144)
+        summary = at.main.dataframe[0].value
+        assert list(summary["variant"])[-2:] == ["friendly · toy-a", "friendly · toy-b"]
+
         at.selectbox(key="exp_cmp_b").set_value("concise · toy-b")
         at.button(key="exp_open_compare").click()
         ok(at.run())
         assert at.selectbox(key="cmp_a").value == "concise · toy-a"
         assert at.selectbox(key="cmp_b").value == "concise · toy-b"
+
+
+def _drawn(markdown: str) -> str:
+    """Text as the page draws it (its escapes, which keep data inert, are not drawn)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def _parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def test_a_question_set_uploaded_and_bad_files_said_in_one_line():
+    at = visit(app(), "8_Experiments.py")
+    at.selectbox(key="exp_questions").set_value("upload")
+    ok(at.run())
+    assert any("Upload a question set" in i.value for i in at.info)
+    assert not at.metric  # nothing planned without questions
+
+    questions = pd.DataFrame(
+        {"question": ["Who wrote Hamlet?", "Why is the sky blue?", " "], "topic": ["a", "b", "c"]}
+    )
+    files = [
+        ("q.csv", questions.to_csv(index=False).encode(), "text/csv"),
+        ("q.jsonl", questions.to_json(orient="records", lines=True).encode(), "application/json"),
+        ("q.parquet", _parquet(questions), "application/octet-stream"),
+    ]
+    for name, data, kind in files:
+        at.file_uploader(key="exp_upload").upload(name, data, kind)
+        ok(at.run())
+        assert not at.error, name
+        caption = next(_drawn(c.value) for c in at.caption if "questions from" in c.value)
+        assert f"2 questions from {name}" in caption and "topic" in caption, caption
+        assert {m.label: m.value for m in at.metric}["Answers"] == "4"
+
+    # no question column: the columns found; no question: an empty set
+    at.file_uploader(key="exp_upload").upload("notes.csv", b"title,body\nx,y\n", "text/csv")
+    ok(at.run())
+    (error,) = [_drawn(e.value) for e in at.error]
+    assert "has no question column" in error and "its columns: title, body" in error
+    at.file_uploader(key="exp_upload").upload("empty.csv", b"question,topic\n", "text/csv")
+    ok(at.run())
+    (error,) = [_drawn(e.value) for e in at.error]
+    assert "empty.csv holds no question" in error and "\n" not in error

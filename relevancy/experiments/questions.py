@@ -18,7 +18,7 @@ from relevancy.io import read_table
 from relevancy.io.columns import COLUMN_ALIASES
 from relevancy.runs import RunStore, demo_inputs
 
-__all__ = ["load_questions", "DEMO", "DROPPED"]
+__all__ = ["load_questions", "question_set", "DEMO", "DROPPED"]
 
 #: the source naming the bundled demo's 24 questions
 DEMO = "demo"
@@ -56,15 +56,23 @@ def load_questions(source: str, *, store: RunStore | None = None) -> tuple[pd.Da
         frame = frame.drop_duplicates("user_input")
     else:
         path = Path(source).expanduser()
-        frame = _question_column(read_table(path, normalize=False), path.name)
-        what = path.name
+        return question_set(read_table(path, normalize=False), path.name), path.name
+    return question_set(frame, what), what
+
+
+def question_set(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``frame`` (a file's table, as read) as a question set: its question column named
+    ``user_input``, the columns an experiment writes itself dropped, rows without a question
+    left out. :class:`InputError` in one line when it has no question column (naming the
+    columns it has) or no question."""
+    frame = _question_column(frame, name)
     frame = frame.drop(columns=[c for c in DROPPED if c in frame.columns])
     frame = frame[frame["user_input"].map(lambda v: isinstance(v, str) and bool(v.strip()))]
     if frame.empty:
-        raise InputError(f"{what} holds no question: give a question set with user_input rows")
+        raise InputError(f"{name} holds no question: give a question set with user_input rows")
     frame = frame.reset_index(drop=True)
     frame.columns = [str(c) for c in frame.columns]
-    return frame, what
+    return frame
 
 
 def _find_run(store: RunStore, spec: str) -> Any:

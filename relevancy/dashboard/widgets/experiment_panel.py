@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from relevancy.dashboard.views.datasets import UPLOAD_TYPES, read_upload
 from relevancy.dashboard.views.experiments import (
     EMBEDDED_NOTE,
     STARTERS,
@@ -33,79 +34,161 @@ from relevancy.dashboard.widgets.state import (
 from relevancy.experiments import (
     DEMO,
     AnswerSettings,
+    Extension,
     Plan,
     check_plan,
     estimate,
+    experiment_runs,
+    extend_experiment,
     load_questions,
     make_answerer,
+    plan_extension,
     run_experiment,
 )
+from relevancy.experiments.questions import question_set
 from relevancy.experiments.summary import variant_summary
 from relevancy.paths import default_cache_dir
 
-__all__ = ["questions", "templates", "models", "plan_and_estimate", "run", "results", "RUN_KEY"]
+__all__ = [
+    "mode",
+    "questions",
+    "templates",
+    "models",
+    "plan_and_estimate",
+    "run",
+    "extend",
+    "results",
+    "RUN_KEY",
+    "NEW",
+    "EXTEND",
+]
 
 #: the run the page shows (the last experiment run here)
 RUN_KEY = "exp_run"
 MAX_TEMPLATES = 4
+NEW, EXTEND = "new", "extend"
+_UPLOAD = "upload"
 
 
-def questions() -> tuple[pd.DataFrame, str]:
-    """The question set: the demo's, or a saved run's."""
+def mode() -> str:
+    """A new experiment, or a saved one extended with another template or model."""
+    return str(
+        st.radio(
+            "Experiment",
+            [NEW, EXTEND],
+            format_func=lambda m: (
+                "A new experiment" if m == NEW else "Extend a saved run (another template or model)"
+            ),
+            horizontal=True,
+            key="exp_mode",
+        )
+    )
+
+
+def questions() -> tuple[pd.DataFrame, str] | None:
+    """The question set: the demo's, an uploaded file's or a saved run's (None while a file is
+    to be uploaded); :class:`InputError` in one line for a file that holds none."""
     runs = [r for r in list_runs() if r.n_rows]
     picked = st.selectbox(
         "Questions",
-        [DEMO, *(f"run:{r.id}" for r in runs)],
+        [DEMO, _UPLOAD, *(f"run:{r.id}" for r in runs)],
         format_func=lambda s: (
             "the bundled demo's 24 questions"
             if s == DEMO
+            else "a file (CSV, JSONL or Parquet)"
+            if s == _UPLOAD
             else next(f"questions of run #{r.id} {r.name}" for r in runs if f"run:{r.id}" == s)
         ),
         key="exp_questions",
     )
-    return load_questions(picked, store=get_store())
+    if picked != _UPLOAD:
+        return load_questions(picked, store=get_store())
+    upload = st.file_uploader(
+        "Questions file: a question column (user_input, question, query or input) and any "
+        "others, which templates may name as {column}",
+        type=list(UPLOAD_TYPES),
+        key="exp_upload",
+    )
+    if upload is None:
+        return None
+    return question_set(read_upload(upload.name, upload.getvalue()), upload.name), upload.name
 
 
-def templates() -> list[PageTemplate]:
-    """Two to four templates, side by side."""
-    count = st.number_input("Templates", 1, MAX_TEMPLATES, 2, key="exp_count")
+def templates(
+    *, least: int = 1, start: int = 2, taken: tuple[str, ...] = (), prefix: str = "exp"
+) -> list[PageTemplate]:
+    """Templates side by side (``start`` of them at first; names in ``taken`` not offered)."""
+    count = st.number_input("Templates", least, MAX_TEMPLATES, start, key=f"{prefix}_count")
+    starters = [t for t in STARTERS if t[0] not in taken]
     out = []
-    for i, column in enumerate(st.columns(int(count))):
-        name, system, user = STARTERS[i] if i < len(STARTERS) else (f"t{i + 1}", "", "{user_input}")
+    for i, column in enumerate(st.columns(max(int(count), 1))[: int(count)]):
+        name, system, user = starters[i] if i < len(starters) else (f"t{i + 1}", "", "{user_input}")
         with column:
             out.append(
                 PageTemplate(
-                    st.text_input("Name", name, key=f"exp_name_{i}"),
-                    st.text_area("System", system, key=f"exp_system_{i}", height=80),
-                    st.text_area("User", user, key=f"exp_user_{i}", height=80),
+                    st.text_input("Name", name, key=f"{prefix}_name_{i}"),
+                    st.text_area("System", system, key=f"{prefix}_system_{i}", height=80),
+                    st.text_area("User", user, key=f"{prefix}_user_{i}", height=80),
                 )
             )
     return out
 
 
-def models(base_url: str | None) -> tuple[list[str], str | None, AnswerSettings]:
-    """The answer models, their endpoint and their settings."""
+def endpoint(
+    base_url: str | None, *, default: str = "local", prefix: str = "exp"
+) -> tuple[list[str], str | None]:
+    """The answer models typed, and their endpoint."""
     left, right = st.columns(2)
     names = parse_models(
         left.text_input(
-            "Models (comma-separated; local = the embedded one)", "local", key="exp_models"
+            "Models (comma-separated; local = the embedded one)", default, key=f"{prefix}_models"
         )
     )
     url = right.text_input(
         "OpenAI-compatible endpoint (for models other than local)",
         base_url or "",
-        key="exp_base_url",
+        key=f"{prefix}_base_url",
         help="The key comes from the sidebar or OPENAI_API_KEY; it is never saved.",
     )
+    if "local" in names:
+        st.caption(EMBEDDED_NOTE)
+    return names, url.strip() or None
+
+
+def models(base_url: str | None) -> tuple[list[str], str | None, AnswerSettings]:
+    """The answer models, their endpoint and their settings."""
+    names, url = endpoint(base_url)
     a, b, c = st.columns(3)
     settings = AnswerSettings(
         temperature=float(a.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="exp_temp")),
         max_tokens=int(b.number_input("Max tokens", 1, 4096, 120, key="exp_max_tokens")),
         repeats=int(c.number_input("Repeats", 1, 20, 1, key="exp_repeats")),
     )
-    if "local" in names:
-        st.caption(EMBEDDED_NOTE)
-    return names, url.strip() or None, settings
+    return names, url, settings
+
+
+def _one_line(exc: Exception) -> None:
+    """A RelevancyError says what to fix; anything else is said too, in one line."""
+    st.error(esc(str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+
+
+def _answerers(plan: Plan, base_url: str | None) -> dict[str, Any]:
+    key, _ = get_api_key()
+    needed = dict.fromkeys(m for _, m, _, _ in plan.cells())
+    return {m: make_answerer(m, plan.settings, base_url=base_url, api_key=key) for m in needed}
+
+
+def _show_estimate(plan: Plan, answerers: dict[str, Any], metric: Any, rows: int) -> None:
+    found = estimate(plan, answerers, metric.cache)
+    a, b, c = st.columns(3)
+    a.metric("Answers", f"{found.answers:,}", border=True)
+    b.metric("To request", f"{found.requests:,}", help="Not in the answer cache", border=True)
+    c.metric("Answer tokens at most", f"{found.completion_tokens:,}", border=True)
+    cost = "unknown (no list price)" if found.dollars is None else f"${found.dollars:.4f}"
+    st.caption(
+        f"About {found.prompt_tokens:,} prompt tokens; cost {cost}; then {rows:,} "
+        "rows scored by the sidebar's judge."
+    )
 
 
 def plan_and_estimate(
@@ -121,27 +204,16 @@ def plan_and_estimate(
         plan = Plan([t.template() for t in typed], names, frame, settings)
         for warning in check_plan(plan):
             st.warning(esc(warning), icon="⚠️")
-        key, _ = get_api_key()
-        answerers = {m: make_answerer(m, settings, base_url=base_url, api_key=key) for m in names}
-    except Exception as exc:  # a RelevancyError says what to fix; anything else, said too
-        st.error(esc(str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+        answerers = _answerers(plan, base_url)
+    except Exception as exc:  # said in one line
+        _one_line(exc)
         return None
-    found = estimate(plan, answerers, metric.cache)
-    a, b, c = st.columns(3)
-    a.metric("Answers", f"{found.answers:,}", border=True)
-    b.metric("To request", f"{found.requests:,}", help="Not in the answer cache", border=True)
-    c.metric("Answer tokens at most", f"{found.completion_tokens:,}", border=True)
-    cost = "unknown (no list price)" if found.dollars is None else f"${found.dollars:.4f}"
-    st.caption(
-        f"About {found.prompt_tokens:,} prompt tokens; cost {cost}; then {found.answers:,} "
-        "rows scored by the sidebar's judge."
-    )
+    _show_estimate(plan, answerers, metric, plan.size)
     return plan, answerers
 
 
-def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
-    """Answer and score, with a progress bar for each; the saved run becomes the page's."""
-    store = get_store()
+def _with_progress(size: int, go: Any) -> Any:
+    """``go(on_answer, on_score)`` with a progress bar for each."""
     bars = {what: st.progress(0.0, text=f"{what}: starting") for what in ("Answering", "Scoring")}
     done = {"Answering": 0, "Scoring": 0}
 
@@ -149,23 +221,19 @@ def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
         def step(n: int) -> None:
             done[what] += n
             bars[what].progress(
-                min(1.0, done[what] / max(plan.size, 1)),
-                text=f"{what}: {done[what]:,} of {plan.size:,}",
+                min(1.0, done[what] / max(size, 1)), text=f"{what}: {done[what]:,} of {size:,}"
             )
 
         return step
 
-    finished = run_experiment(
-        plan,
-        metric,
-        answerers,
-        default_cache_dir() / "experiments" / f"{name or 'experiment'}.csv".replace("/", "_"),
-        store=store,
-        run_name=name,
-        source="the page's question set",
-        on_answer=tick("Answering"),
-        on_score=tick("Scoring"),
-    )
+    return go(tick("Answering"), tick("Scoring"))
+
+
+def _out(name: str) -> Any:
+    return default_cache_dir() / "experiments" / f"{name or 'experiment'}.csv".replace("/", "_")
+
+
+def _said(finished: Any) -> None:
     clear_run_caches()
     st.session_state[RUN_KEY] = finished.run_id
     if finished.failed_answers:
@@ -176,6 +244,76 @@ def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
                 f"({first['variant']}: {first['answer_error']})"
             )
         )
+
+
+def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
+    """Answer and score, with a progress bar for each; the saved run becomes the page's."""
+    finished = _with_progress(
+        plan.size,
+        lambda on_answer, on_score: run_experiment(
+            plan,
+            metric,
+            answerers,
+            _out(name),
+            store=get_store(),
+            run_name=name,
+            source="the page's question set",
+            on_answer=on_answer,
+            on_score=on_score,
+        ),
+    )
+    _said(finished)
+
+
+def extend(base_url: str | None, metric: Any) -> None:
+    """A saved experiment run re-opened: its variants listed, templates and models added; only
+    the new variants answered and scored, into that run."""
+    store = get_store()
+    runs = experiment_runs(store)
+    if not runs:
+        st.info("No saved experiment run yet: run a new experiment first.")
+        return
+    run_id = st.selectbox(
+        "Run to extend",
+        [r.id for r in runs],
+        format_func=lambda i: next(esc(r.label) for r in runs if r.id == i),
+        key="exp_extend_run",
+    )
+    made = next(r for r in runs if r.id == run_id).settings["experiment"]
+    have = tuple(t["name"] for t in made.get("templates", []))
+    st.caption("Its templates and models (answered with the run's temperature, tokens and seed)")
+    st.text(f"templates: {', '.join(have)}\nmodels: {', '.join(made.get('models', []))}")
+    typed = templates(least=0, start=1, taken=have, prefix="exp_x")
+    names, url = endpoint(base_url, default="", prefix="exp_x")
+    try:
+        extension = plan_extension(store, run_id, [t.template() for t in typed], names)
+        for warning in check_plan(extension.plan):
+            st.warning(esc(warning), icon="⚠️")
+        answerers = _answerers(extension.plan, url)
+    except Exception as exc:  # said in one line
+        _one_line(exc)
+        return
+    st.text("new variants: " + (", ".join(extension.new_variants) or "none"))
+    rows = extension.plan.size + len(extension.pending)
+    _show_estimate(extension.plan, answerers, metric, rows)
+    if st.button("Extend the run", key="exp_extend_go", type="primary"):
+        go = _extend(extension, metric, answerers, store)
+        _said(_with_progress(rows, go))
+
+
+def _extend(extension: Extension, metric: Any, answerers: dict[str, Any], store: Any) -> Any:
+    def go(on_answer: Any, on_score: Any) -> Any:
+        return extend_experiment(
+            extension,
+            metric,
+            answerers,
+            _out(f"{extension.name}-extended"),
+            store,
+            on_answer=on_answer,
+            on_score=on_score,
+        )
+
+    return go
 
 
 def results(run_id: int, threshold: float) -> None:
