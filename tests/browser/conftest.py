@@ -7,35 +7,21 @@ start from a fresh install: the precomputed demo is imported on first start. Scr
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from relevancy.testing.processes import ServerProcess, free_port
+from relevancy.testing.browser import VIEWPORT, DashboardServer, chromium_missing, launch_args
 
 from helpers import ARTIFACTS, ROOT
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not Path(CHROMIUM).exists():
-        skip = pytest.mark.skip(
-            reason="Debian's chromium is not installed (apt-get install chromium)"
-        )
+    missing = chromium_missing()
+    if missing:
+        skip = pytest.mark.skip(reason=missing)
         for item in items:
             if "browser" in item.keywords:
                 item.add_marker(skip)
@@ -49,60 +35,21 @@ def app_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def app_url(app_home: Path) -> Iterator[str]:
-    home = app_home
-    env = {
-        **os.environ,
-        "RELEVANCY_STORE": str(home / "runs.sqlite3"),
-        "RELEVANCY_CACHE_DIR": str(home / "cache"),
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("OPENAI_API_KEY", None)
-    port = free_port()
-    log_path = home / "streamlit.log"
-    server = ServerProcess(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
-        url_to_poll=f"http://127.0.0.1:{port}/_stcore/health",
-        expect=b"ok",
-        env=env,
-        cwd=ROOT,
-        log_path=log_path,
-        timeout=90,
-        poll_interval=0.3,
-        request_timeout=1,
-        stop_timeout=15,
-        name="streamlit",
-    )
-    with server:
+    with DashboardServer(app_home, ROOT, timeout=90) as server:
         ARTIFACTS.mkdir(exist_ok=True)
-        yield f"http://127.0.0.1:{port}"
-    shutil.copy(log_path, ARTIFACTS / "streamlit.log")
+        yield server.url
+    shutil.copy(app_home / "streamlit.log", ARTIFACTS / "streamlit.log")
 
 
 # pytest-playwright hooks: Debian's chromium instead of `playwright install`
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
+    return {**browser_type_launch_args, **launch_args()}
 
 
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args: dict) -> dict:
-    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+    return {**browser_context_args, "viewport": dict(VIEWPORT)}
 
 
 @pytest.fixture(scope="session")
