@@ -9,12 +9,11 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import log, r, vm_rss_mb
+from bench.harness import RssSampler, log, r
 
 
 def _scored_rows(store: Path) -> int:
@@ -27,22 +26,13 @@ def _scored_rows(store: Path) -> int:
         return int(db.execute("SELECT COALESCE(SUM(rows), 0) FROM run_stats").fetchone()[0])
 
 
-def _sample_rss(pid: int, started: float, into: list[tuple[float, float]]) -> None:
-    """The process's RSS (VmRSS) every 2 s until it exits, appended to ``into``."""
-    while (mb := vm_rss_mb(pid)) == mb:  # NaN once it has exited (a zombie has no VmRSS)
-        into.append((time.perf_counter() - started, mb))
-        time.sleep(2.0)
-
-
-def _quarters(
-    samples: list[tuple[float, float]], wall: float, pick: Any = max
-) -> list[float | None]:
+def _quarters(samples: list[dict[str, Any]], wall: float, pick: Any = max) -> list[float | None]:
     """The RSS sampled in each quarter of the run (MiB), reduced by ``pick``: the highest (a
     segment's seal, a transient, lands in one quarter) or the median (the level between seals).
     Flat memory keeps the four close; a leak makes them climb with the rows written."""
     out: list[float | None] = []
     for q in range(4):
-        seen = [mb for t, mb in samples if q * wall / 4 <= t < (q + 1) * wall / 4 + 1e-9]
+        seen = [s["rss_mb"] for s in samples if q * wall / 4 <= s["t"] < (q + 1) * wall / 4 + 1e-9]
         out.append(r(pick(seen), 0) if seen else None)
     return out
 
@@ -92,12 +82,9 @@ def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> d
     ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    samples: list[tuple[float, float]] = []  # (seconds, RSS MiB) through the run
-    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, started, samples), daemon=True)
-    sampler.start()
-    _, status, usage = os.wait4(proc.pid, 0)
+    with RssSampler(proc.pid, started=started) as sampler:  # its RSS through the run
+        _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
-    sampler.join(5)
     stdout = proc.stdout.read().decode() if proc.stdout else ""
     after = _scored_rows(store)
     log(
@@ -112,8 +99,8 @@ def cli_run(n: int, base_url: str, folder: Path, store: Path | None = None) -> d
         "wall_s": r(wall),
         "rows_per_s": r(n / wall, 1),
         "peak_rss_mb": r(usage.ru_maxrss / 1024, 1),
-        "rss_quarters_mb": _quarters(samples, wall),
-        "rss_quarters_median_mb": _quarters(samples, wall, statistics.median),
+        "rss_quarters_mb": _quarters(sampler.samples, wall),
+        "rss_quarters_median_mb": _quarters(sampler.samples, wall, statistics.median),
         "summary": stdout.strip().splitlines()[:2],
     }
 
@@ -173,12 +160,8 @@ def local_run(n: int, base_url: str, folder: Path) -> dict[str, Any]:
     ]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    samples: list[tuple[float, float]] = []  # (seconds, RSS MiB) through the run
-    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, started, samples), daemon=True)
-    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
-    sampler.join(5)
     log(
         f"  CLI, embedded embedder, {n:,} rows: {wall:.0f} s, peak {usage.ru_maxrss / 1024:.0f} MiB"
     )

@@ -26,6 +26,7 @@ import resource
 import shlex
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -280,6 +281,58 @@ def vm_hwm_mb(pid: int | str = "self") -> float:
 
 def vm_rss_mb(pid: int | str = "self") -> float:
     return _status_kib("VmRSS", pid)
+
+
+def cpu_s(pid: int | str = "self") -> float:
+    """User and system CPU seconds a process has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class RssSampler:
+    """A process's resident memory (VmRSS, MiB) every ``every`` seconds, from a thread, until
+    the process exits or the ``with`` block ends: ``samples``, each ``{"t": seconds since
+    start, "rss_mb": MiB}`` and what ``extra()`` adds (e.g. the rows done by then).
+
+        with RssSampler(proc.pid, every=2.0) as sampler:
+            proc.wait()
+        highest = max(s["rss_mb"] for s in sampler.samples)
+    """
+
+    def __init__(
+        self,
+        pid: int,
+        every: float = 2.0,
+        *,
+        started: float | None = None,
+        extra: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.pid = pid
+        self.every = every
+        self.started = time.perf_counter() if started is None else started
+        self.extra = extra
+        self.samples: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        # NaN once the process has exited (a zombie has no VmRSS)
+        while (mb := vm_rss_mb(self.pid)) == mb:
+            sample = {"t": r(time.perf_counter() - self.started, 1), "rss_mb": r(mb, 1)}
+            self.samples.append({**sample, **(self.extra() if self.extra else {})})
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(self.every + 5)
+
+    def highest(self) -> float | None:
+        return max((s["rss_mb"] for s in self.samples), default=None)
 
 
 def load_average() -> list[float]:
