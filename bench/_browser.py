@@ -24,44 +24,16 @@ The server's peak RSS is the highest VmHWM of its processes.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ROOT, log, r
+from bench._dashboard import ACTION, BROWSER_ACTIONS, GRID, PAGE, PAGES, PLOT, summarize
+from bench.harness import ROOT, cpu_s, load_average, log, r, vm_hwm_mb
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-VIEWPORT = {"width": 1400, "height": 1000}
-#: a plotly figure drawn (its SVG layer; WebGL traces draw beside it)
-PLOT = ".js-plotly-plot .main-svg"
-GRID = '[data-testid="stDataFrame"]'
-#: name -> (the page's path in the URL, what must be drawn before it counts as done)
-PAGES: dict[str, tuple[str, str]] = {
-    "Home": ("", '[data-testid="stMetric"]'),
-    "Dataset": ("Dataset", GRID),
-    "Distributions": ("Distributions", PLOT),
-    "Embeddings": ("Embeddings", PLOT),
-    "Compare": ("Compare", PLOT),
-    "Runs": ("Runs", GRID),
-    "Agreement": ("Agreement", PLOT),
-    "Over time": ("Over_time", PLOT),
-}
 #: the page counts as still when its DOM has not changed for this long
 QUIET_S = 0.3
 VISITS = 3
@@ -116,71 +88,15 @@ _STATE = """
 """
 
 
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_hwm_mib(pid: int) -> float | None:
-    """The process's peak RSS (VmHWM) in MiB, None once it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
-def load_average() -> list[float]:
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-
-
 class Server:
-    """``streamlit run app.py`` on the store ``home/runs.sqlite3`` (context manager)."""
+    """The dashboard served on the store ``home/runs.sqlite3`` (a context manager), with its
+    CPU so far and its peak RSS."""
 
     def __init__(self, home: Path) -> None:
-        from relevancy.testing.processes import ServerProcess, free_port
+        from relevancy.testing.browser import DashboardServer
 
-        self.home = home
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        env = {
-            **os.environ,
-            "RELEVANCY_STORE": str(home / "runs.sqlite3"),
-            "RELEVANCY_CACHE_DIR": str(home / "cache"),
-            "PYTHONUNBUFFERED": "1",
-        }
-        env.pop("OPENAI_API_KEY", None)
-        self.process = ServerProcess(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--browser.gatherUsageStats",
-                "false",
-                "--server.fileWatcherType",
-                "none",
-            ],
-            url_to_poll=f"{self.url}/_stcore/health",
-            expect=b"ok",
-            env=env,
-            cwd=ROOT,
-            log_path=home / "streamlit.log",
-            timeout=120,
-            poll_interval=0.3,
-            stop_timeout=15,
-            name="streamlit",
-        )
+        self.process = DashboardServer(home, ROOT)
+        self.url = self.process.url
         self.peak_mib = 0.0
 
     def __enter__(self) -> Server:
@@ -192,10 +108,12 @@ class Server:
         self.process.stop()
 
     def cpu(self) -> float:
-        return proc_cpu_s(self.process.pid)
+        return cpu_s(self.process.pid)
 
     def peak(self) -> float:
-        self.peak_mib = max(self.peak_mib, proc_hwm_mib(self.process.pid) or 0.0)
+        now = vm_hwm_mb(self.process.pid)  # NaN once it is gone
+        if now == now:
+            self.peak_mib = max(self.peak_mib, now)
         return self.peak_mib
 
 
@@ -203,8 +121,10 @@ class Server:
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    from relevancy.testing.browser import launch_args
+
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        browser = pw.chromium.launch(**launch_args())
         try:
             yield browser
         finally:
@@ -212,7 +132,9 @@ def chromium() -> Iterator[Any]:
 
 
 def new_context(browser: Any) -> Any:
-    context = browser.new_context(viewport=VIEWPORT)
+    from relevancy.testing.browser import VIEWPORT
+
+    context = browser.new_context(viewport=dict(VIEWPORT))
     context.add_init_script(_PROBE)
     return context
 
@@ -258,11 +180,16 @@ class Tab:
         raise TimeoutError(f"not done in {timeout:.0f} s: {self.state(selector)}")
 
     def measure(
-        self, selector: str | None, act: Callable[[], None], timeout: float
+        self,
+        selector: str | None,
+        act: Callable[[], object],
+        timeout: float,
+        *,
+        fresh: bool = False,
     ) -> dict[str, Any]:
         """Do ``act`` on this tab and time it until done: seconds, server and browser CPU,
-        bytes received."""
-        before = self.state(selector)
+        bytes received. A ``fresh`` tab's time runs from its navigation's start."""
+        before = {"now": 0.0, "runs": 0, "bytes": 0} if fresh else self.state(selector)
         cpu, task = self.server.cpu(), self.metrics()
         act()
         s = self.wait_done(selector, before["now"], before["runs"], timeout)
@@ -278,19 +205,13 @@ class Tab:
 
     def visit(self, name: str, timeout: float) -> dict[str, Any]:
         """Open page ``name`` in this (fresh) tab: from the navigation's start until done."""
-        path, selector = PAGES[name]
-        cpu, task = self.server.cpu(), self.metrics()
-        self.page.goto(f"{self.server.url}/{path}", wait_until="commit")
-        s = self.wait_done(selector, 0.0, 0, timeout)
-        after = self.metrics()
-        return {
-            "s": r(s["s"]),
-            "server_cpu_s": r(self.server.cpu() - cpu),
-            "browser_cpu_s": r(after["TaskDuration"] - task["TaskDuration"]),
-            "browser_script_s": r(after["ScriptDuration"] - task["ScriptDuration"]),
-            "bytes_in": int(s["bytes"]),
-            "errors": s["errors"],
-        }
+        page = PAGE[name]
+        return self.measure(
+            page.drawn,
+            lambda: self.page.goto(f"{self.server.url}/{page.path}", wait_until="commit"),
+            timeout,
+            fresh=True,
+        )
 
 
 def visit(context: Any, server: Server, name: str, timeout: float) -> dict[str, Any]:
@@ -301,18 +222,13 @@ def visit(context: Any, server: Server, name: str, timeout: float) -> dict[str, 
         tab.close()
 
 
-def _median(visits: list[dict[str, Any]], key: str) -> float | None:
-    values = [v[key] for v in visits if v.get(key) is not None]
-    return r(statistics.median(values)) if values else None
-
-
 def page_figures(
     home: Path, browser: Any, timeout: float, visits: int = VISITS
 ) -> tuple[dict[str, Any], float]:
     """Every page on a server of its own: a warm-up, the first visit, then warm ones."""
     pages: dict[str, Any] = {}
     peak = 0.0
-    for name in PAGES:
+    for name in (p.name for p in PAGES):
         with Server(home) as server:
             context = new_context(browser)
             try:
@@ -322,18 +238,9 @@ def page_figures(
             finally:
                 context.close()
             peak = max(peak, server.peak())
-        pages[name] = {
-            "median_s": _median(warm, "s"),
-            "first_s": first["s"],
-            "server_cpu_s": _median(warm, "server_cpu_s"),
-            "browser_cpu_s": _median(warm, "browser_cpu_s"),
-            "bytes_in": _median(warm, "bytes_in"),
-            "first_server_cpu_s": first["server_cpu_s"],
-            "first_browser_cpu_s": first["browser_cpu_s"],
-            "first_bytes_in": first["bytes_in"],
-            "visits_s": [v["s"] for v in warm],
-            "errors": max(v["errors"] for v in [first, *warm]),
-        }
+        pages[name] = summarize(first, warm, "visits_s")
+        pages[name].update({f"first_{k}": first[k] for k in ("server_cpu_s", "browser_cpu_s")})
+        pages[name]["first_bytes_in"] = first["bytes_in"]
         log(
             f"  browser {name}: first {first['s']:.2f} s, warm {pages[name]['median_s']} s "
             f"(server {first['server_cpu_s']:.2f} / browser {first['browser_cpu_s']:.2f} s CPU "
@@ -391,8 +298,8 @@ def action_figures(
     with Server(home) as server:
         context = new_context(browser)
         try:
-            for name in PAGES:  # the server as a person leaves it after a tour of the pages
-                visit(context, server, name, timeout)
+            for each in PAGES:  # the server as a person leaves it after a tour of the pages
+                visit(context, server, each.name, timeout)
             tab = Tab(context, server)
             page = tab.page
             tab.visit("Dataset", timeout)
@@ -447,18 +354,10 @@ def action_figures(
         finally:
             context.close()
         peak = server.peak()
-    actions = {
-        name: {
-            "median_s": _median(got, "s"),
-            "first_s": got[0]["s"],
-            "server_cpu_s": _median(got, "server_cpu_s"),
-            "browser_cpu_s": _median(got, "browser_cpu_s"),
-            "bytes_in": _median(got, "bytes_in"),
-            "times_s": [g["s"] for g in got],
-            "errors": max(g["errors"] for g in got),
-        }
-        for name, got in out.items()
-    }
+    missing = set(BROWSER_ACTIONS) - set(out)
+    if missing:  # bench/_dashboard.py lists an action this function does not take
+        raise RuntimeError(f"actions not taken: {', '.join(sorted(missing))}")
+    actions = {name: summarize(out[name][0], out[name], "times_s") for name in BROWSER_ACTIONS}
     return actions, peak
 
 
@@ -487,6 +386,22 @@ TARGETS = {100_000: (2.0, None), 1_000_000: (3.0, 1.0)}
 SERVER_PEAK_MIB = 2048.0
 
 
+def apptest_s(size: dict[str, Any], kind: str, name: str) -> float | None:
+    """The same page's first render, or the same action, under AppTest at this size (None
+    where AppTest does not take it).
+
+    >>> size = {"first_render": {"1_Dataset.py": {"s": 0.8}}, "drilldown_s": 0.2}
+    >>> apptest_s(size, "pages", "Dataset"), apptest_s(size, "actions", "drill-down")
+    (0.8, 0.2)
+    >>> apptest_s(size, "actions", "compare: tie margin") is None
+    True
+    """
+    if kind == "pages":
+        return size.get("first_render", {}).get(PAGE[name].file, {}).get("s")
+    key = ACTION[name].apptest if name in ACTION else None
+    return size.get(key) if key else None
+
+
 def tables(sizes: list[dict[str, Any]]) -> str:
     """Each page and action at each size, and the targets: Markdown."""
     from bench.harness import against, fmt, table
@@ -496,6 +411,8 @@ def tables(sizes: list[dict[str, Any]]) -> str:
         return ""
     head = ["", *(f"{d['rows']:,} rows: first / warm s" for d in sizes)]
     head += [f"{d['rows']:,} rows: server / browser CPU s, KiB" for d in sizes]
+    beside = [d for d in sizes if d.get("first_render")]  # the same size under AppTest too
+    head += [f"{d['rows']:,} rows: AppTest s" for d in beside]
 
     def cell(got: dict[str, Any] | None, cpu: bool) -> str:
         if not got:
@@ -516,16 +433,18 @@ def tables(sizes: list[dict[str, Any]]) -> str:
                 [name if kind == "pages" else f"action: {name}"]
                 + [cell(g, False) for g in got]
                 + [cell(g, True) for g in got]
+                + [fmt(apptest_s(d, kind, name)) for d in beside]
             )
     rows.append(
         ["server peak RSS, MiB"]
         + [fmt(d["browser"].get("server_peak_mib"), 0) for d in sizes]
         + ["" for _ in sizes]
+        + [fmt(d.get("peak_rss_mb"), 0) for d in beside]
     )
     rows.append(
         ["load average (start / pages done / end)"]
         + [" / ".join(fmt(x[0], 1) for x in d["browser"].get("load_avg", [])) for d in sizes]
-        + ["" for _ in sizes]
+        + ["" for _ in [*sizes, *beside]]
     )
     goals = []
     for d in sizes:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._browser import tables as browser_tables
+from bench._dashboard import ACTIONS, PAGE, PAGES, build_store, size_home, timed
 from bench._scale_cli import cli_run, local_run
 from bench.harness import (
     RESULTS_DIR,
@@ -61,16 +62,6 @@ from bench.harness import (
 )
 from bench.setups import ToyServer
 
-PAGES = [
-    "app.py",
-    "1_Dataset.py",
-    "2_Distributions.py",
-    "3_Embeddings.py",
-    "4_Compare.py",
-    "5_Runs.py",
-    "6_Agreement.py",
-    "7_Over_time.py",
-]
 BEFORE = RESULTS_DIR / "dashboard_scale_before.json"
 TARGETS = {  # rows -> (first render of every page, filter change, peak RSS MiB)
     10_000: (2.0, 0.5, None),
@@ -79,41 +70,6 @@ TARGETS = {  # rows -> (first render of every page, filter change, peak RSS MiB)
 }
 #: KiB a row beside the vectors (issue 38), at every size
 STORE_KIB_PER_ROW = 1.5
-
-
-def build_store(n: int, home: Path) -> tuple[int, dict[str, Any]]:
-    """A synthetic run of ``n`` rows in the run store ``home/runs.sqlite3``, written as a
-    scoring run writes it: the run's id and the store's figures. A store this function built
-    before in ``home`` (``--store-dir``) is used again as it is (its figures: ``reused``)."""
-    from relevancy.runs import RunStore
-    from relevancy.testing.synthetic import DIM, synthetic_inputs, synthetic_results
-
-    made = home / "bench_run_id"
-    if made.exists():
-        return int(made.read_text()), {"store_reused": True}
-    home.mkdir(parents=True, exist_ok=True)
-    out: dict[str, Any] = {}
-    store = RunStore(home / "runs.sqlite3")
-    store.set_meta("demo_imported", "bench")  # the pages would import the demo otherwise
-    started = time.perf_counter()
-    # a person's label on one row in 100 (the Agreement page at volume)
-    inputs = synthetic_inputs(n, labelled_every=100)
-    run_id = store.create_run("scale", {"backend": "embedded"}, inputs)
-    writing = time.perf_counter() - started  # the time in the store, not in making the rows
-    for batch in synthetic_results(n):  # as a scoring run writes them
-        mark = time.perf_counter()
-        store.append_results(run_id, batch)
-        writing += time.perf_counter() - mark
-    out["store_write_s"] = r(writing)
-    # the SQLite files and the run's Parquet segments beside them (runs.sqlite3.columns/)
-    size = sum(p.stat().st_size for p in home.glob("runs.sqlite3*") if p.is_file())
-    size += sum(p.stat().st_size for p in home.glob("runs.sqlite3.columns/**/*") if p.is_file())
-    vectors = n * 4 * DIM * 4  # the question's and three generated questions' float32 vectors
-    out["store_mb"] = r(size / 2**20, 1)
-    out["store_kib_per_row"] = r(size / n / 1024, 2)
-    out["store_kib_per_row_without_vectors"] = r((size - vectors) / n / 1024, 2)
-    made.write_text(str(run_id))
-    return run_id, out
 
 
 def one_size(
@@ -127,11 +83,7 @@ def one_size(
 ) -> dict[str, Any]:
     """Everything for one size, in this process (run by the parent as a subprocess)."""
     os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "relevancy" / "numba"))
-    home = (
-        store_dir / str(n) if store_dir else Path(tempfile.mkdtemp(prefix=f"relevancy-scale-{n}-"))
-    )
-    os.environ["RELEVANCY_STORE"] = str(home / "runs.sqlite3")
-    os.environ["RELEVANCY_CACHE_DIR"] = str(home / "cache")
+    home = size_home(n, store_dir)
     from relevancy.runs import RunStore
 
     run_id, built = build_store(n, home)
@@ -183,61 +135,56 @@ def export_run(path: Path, run_id: int, folder: Path) -> dict[str, Any]:
 
 
 def page_renders(run_id: int, n: int, timeout: float) -> dict[str, Any]:
+    """Every page's first render under AppTest (``first_render``, by script file), then the
+    actions AppTest takes (bench/_dashboard.py's ``ACTIONS``: each under its record key)."""
     from streamlit.testing.v1 import AppTest
 
     from relevancy.dashboard.widgets.state import clear_run_caches
     from relevancy.runs import SORTS
 
+    def opened(page: str) -> AppTest:
+        """A session on the run with ``page`` drawn."""
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        at.session_state["active_run"] = run_id
+        at.run()
+        if page != "Home":
+            at.switch_page(PAGE[page].script)
+            at.run()
+        return at
+
     renders: dict[str, Any] = {}
-    at = None
     for page in PAGES:
         clear_run_caches()  # a first visit: nothing of the run cached yet
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
         at.session_state["active_run"] = run_id
-        started = time.perf_counter()
-        if page != "app.py":
+        if page.name != "Home":
             at.run()
             clear_run_caches()
-            started = time.perf_counter()
-            at.switch_page(f"pages/{page}")
-        at.run()
-        renders[page] = {
-            "s": r(time.perf_counter() - started),
+            at.switch_page(page.script)
+        renders[page.file] = {
+            "s": r(timed(at.run)),
             "exceptions": [str(e.value)[:200] for e in at.exception],
         }
-        log(f"  {n:,} rows, first render {page}: {renders[page]['s']} s")
+        log(f"  {n:,} rows, first render {page.file}: {renders[page.file]['s']} s")
     out: dict[str, Any] = {"first_render": renders}
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-    at.session_state["active_run"] = run_id
-    at.run()
-    at.switch_page("pages/1_Dataset.py")
-    at.run()
+    key = {a.name: a.apptest for a in ACTIONS}
+    at = opened("Dataset")
     options = at.selectbox(key=f"ds_inspect_{run_id}").options
-    started = time.perf_counter()
-    at.selectbox(key=f"ds_inspect_{run_id}").select_index(min(5, len(options) - 1)).run()
-    out["drilldown_s"] = r(time.perf_counter() - started)
-    started = time.perf_counter()
-    at.toggle(key="ds_only_low").set_value(True).run()
-    out["filter_change_s"] = r(time.perf_counter() - started)
-    started = time.perf_counter()  # the grid sorted the other way (the store's index by score)
-    at.selectbox(key="ds_sort").set_value(SORTS[1]).run()
-    out["sort_change_s"] = r(time.perf_counter() - started)
+    inspect = at.selectbox(key=f"ds_inspect_{run_id}")
+    out[key["drill-down"]] = r(timed(inspect.select_index(min(5, len(options) - 1)).run))
+    out[key["filter"]] = r(timed(at.toggle(key="ds_only_low").set_value(True).run))
+    # the grid sorted the other way (the store's index by score)
+    out[key["sort"]] = r(timed(at.selectbox(key="ds_sort").set_value(SORTS[1]).run))
     out["interaction_exceptions"] = [str(e.value)[:200] for e in at.exception]
     if 1_500 < n <= 10_000:  # above the page's sample of 1,500 rows it offers all points
-        at.switch_page("pages/3_Embeddings.py")
+        at.switch_page(PAGE["Embeddings"].script)
         at.run()
-        started = time.perf_counter()
-        at.toggle(key=f"emb_all_{run_id}").set_value(True).run()
-        out["embeddings_all_points_s"] = r(time.perf_counter() - started)
+        every = at.toggle(key=f"emb_all_{run_id}").set_value(True)
+        out[key["embeddings: all points"]] = r(timed(every.run))
     if n > 1_500:  # a sample is drawn: shade where every row falls (PCA applied to every vector)
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-        at.session_state["active_run"] = run_id
-        at.run()
-        at.switch_page("pages/3_Embeddings.py")
-        at.run()
-        started = time.perf_counter()
-        at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
-        out["embeddings_density_s"] = r(time.perf_counter() - started)
+        at = opened("Embeddings")
+        shade = at.toggle(key=f"emb_density_{run_id}").set_value(True)
+        out[key["embeddings: shade every row"]] = r(timed(shade.run))
         out["interaction_exceptions"] += [str(e.value)[:200] for e in at.exception]
     return out
 
@@ -323,9 +270,9 @@ def tables(fig: dict[str, Any]) -> dict[str, str]:
     )
     for page in PAGES:
         line(
-            f"first render `{page}`, s",
-            first.get(page.removesuffix(".py"), {}).get("s"),
-            lambda d, p=page: d["first_render"].get(p, {}).get("s"),
+            f"first render `{page.file}`, s",
+            first.get(page.file.removesuffix(".py"), {}).get("s"),
+            lambda d, p=page.file: d["first_render"].get(p, {}).get("s"),
         )
     line("one drill-down (Dataset), s", None, "drilldown_s")
     line(

@@ -4,16 +4,44 @@ from __future__ import annotations
 
 import doctest
 import json
-from pathlib import Path
 
 import pytest
 
 import bench.harness as harness
 
 
-def test_doctests():
-    failed, tried = doctest.testmod(harness)
+@pytest.mark.parametrize("module", ["bench.harness", "bench._dashboard", "bench._browser"])
+def test_doctests(module):
+    import importlib
+
+    failed, tried = doctest.testmod(importlib.import_module(module))
     assert tried and not failed
+
+
+def test_the_two_dashboard_benches_time_the_same_pages_and_actions():
+    """AppTest and the browser share one list: every page's script is there to run, each
+    record key is used once, and the browser table puts AppTest's figure beside its own."""
+    from bench import _browser, _dashboard
+
+    assert [p.name for p in _dashboard.PAGES][:2] == ["Home", "Dataset"]
+    for page in _dashboard.PAGES:
+        assert (harness.ROOT / page.script).is_file(), page
+    keys = [a.apptest for a in _dashboard.ACTIONS if a.apptest]
+    assert len(keys) == len(set(keys)) and "drilldown_s" in keys
+    size = {
+        "rows": 10,
+        "first_render": {"4_Compare.py": {"s": 0.51}},
+        "filter_change_s": 0.25,
+        "browser": {
+            "pages": {"Compare": {"first_s": 9.6, "median_s": 7.2}},
+            "actions": {"filter": {"first_s": 1.0, "median_s": 0.76}},
+            "server_peak_mib": 100.0,
+        },
+    }
+    lines = {line.split(" | ")[0]: line for line in _browser.tables([size]).splitlines()}
+    assert lines["| Compare"].startswith("| Compare | 9.60 / 7.20 |")
+    assert lines["| Compare"].endswith("| 0.51 |")  # AppTest's first render beside it
+    assert lines["| action: filter"].endswith("| 0.25 |")
 
 
 def test_the_scale_bench_holds_a_million_cli_rows_to_issue_38s_targets():
@@ -86,9 +114,10 @@ def test_the_browser_bench_writes_every_figure(tmp_path):
     import sys
 
     from bench import _browser
+    from relevancy.testing.browser import chromium_missing
 
-    if not Path(_browser.CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    if chromium_missing():
+        pytest.skip(chromium_missing())
     out = tmp_path / "figures.json"
     cmd = [sys.executable, "-m", "bench.dashboard_scale", "--sizes", "2000", "--cli-rows"]
     cmd += ["--local-rows", "--browser", "--no-apptest", "--visits", "1", "--json", str(out)]
@@ -97,7 +126,7 @@ def test_the_browser_bench_writes_every_figure(tmp_path):
     (size,) = json.loads(out.read_text())["dashboard"]
     assert "error" not in size, size.get("error")
     browser = size["browser"]
-    assert set(browser["pages"]) == set(_browser.PAGES)
+    assert list(browser["pages"]) == [p.name for p in _browser.PAGES]
     for name, page in browser["pages"].items():
         for key in ("median_s", "first_s", "server_cpu_s", "browser_cpu_s"):
             assert isinstance(page[key], float | int) and page[key] >= 0, (name, key, page)
