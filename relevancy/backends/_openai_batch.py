@@ -141,11 +141,12 @@ class GenerationBatch:
             await asyncio.sleep(poll)
             poll = min(poll * 1.5, longest_poll)
 
-    async def results(self, batch: Any, n: int) -> BatchOutput:
-        """Each line of the batch's output (and error file) as a generation set, by custom id;
-        lines that are not JSON objects are counted in ``unreadable`` and skipped."""
+    async def output_lines(self, batch: Any) -> tuple[list[dict[str, Any]], int]:
+        """The lines of the batch's output (and error file) as read, and how many were not JSON
+        objects (skipped)."""
         client = self.generator.client()
-        found = BatchOutput()
+        lines: list[dict[str, Any]] = []
+        unreadable = 0
         for file_id in (batch.output_file_id, getattr(batch, "error_file_id", None)):
             if not file_id:
                 continue
@@ -158,10 +159,19 @@ class GenerationBatch:
                     line = json.loads(raw)
                 except ValueError:
                     line = None
-                if not isinstance(line, dict):
-                    found.unreadable += 1
-                    continue
-                found[str(line.get("custom_id"))] = self.generation_set(line, n)
+                if isinstance(line, dict):
+                    lines.append(line)
+                else:
+                    unreadable += 1
+        return lines, unreadable
+
+    async def results(self, batch: Any, n: int) -> BatchOutput:
+        """Each line of the batch's output (and error file) as a generation set, by custom id;
+        lines that are not JSON objects are counted in ``unreadable`` and skipped."""
+        found = BatchOutput()
+        lines, found.unreadable = await self.output_lines(batch)
+        for line in lines:
+            found[str(line.get("custom_id"))] = self.generation_set(line, n)
         return found
 
     def generation_set(self, line: Mapping[str, Any], n: int) -> GenerationSet:

@@ -36,7 +36,14 @@ from relevancy.backends._openai_client import (
 from relevancy.core.redact import redact
 from relevancy.errors import ConfigError, GenerationError
 
-__all__ = ["Answer", "OpenAIAnswerer", "LocalAnswerer", "answer_here", "LOCAL_MODEL"]
+__all__ = [
+    "Answer",
+    "OpenAIAnswerer",
+    "LocalAnswerer",
+    "answer_here",
+    "answer_from_line",
+    "LOCAL_MODEL",
+]
 
 #: the name ``--model`` gives the embedded answerer
 LOCAL_MODEL = "local"
@@ -56,6 +63,8 @@ class Answer:
     #: the model's refusal text, when the server sends one apart from the content
     refusal: str | None = None
     cached: bool = False
+    #: the Batch API job that gave it (None: a live request)
+    batch_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,18 +136,22 @@ class OpenAIAnswerer(_ClientPerLoop):
             "max_tokens": self.max_tokens,
         }
 
-    async def aanswer(self, messages: list[dict[str, str]], seed: int) -> Answer:
-        """The model's answer to ``messages`` (an error in one line when it failed)."""
-        import openai
-
-        started = time.perf_counter()
-        body = {
+    def body(self, messages: list[dict[str, str]], seed: int) -> dict[str, Any]:
+        """The chat-completions request for one answer (live, or a line of a batch)."""
+        return {
             "model": self.model,
             "messages": messages,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": seed,
         }
+
+    async def aanswer(self, messages: list[dict[str, str]], seed: int) -> Answer:
+        """The model's answer to ``messages`` (an error in one line when it failed)."""
+        import openai
+
+        started = time.perf_counter()
+        body = self.body(messages, seed)
         cost = sum(len(m["content"]) for m in messages) // 4 + self.max_tokens
         try:
             reply = await self._send(
@@ -169,6 +182,32 @@ class OpenAIAnswerer(_ClientPerLoop):
             redact(refusal) if isinstance(refusal, str) and refusal else None,
         )
         return answer
+
+
+def answer_from_line(line: dict[str, Any], batch_id: str) -> Answer:
+    """One line of a Batch API output file as the answer a live request would have given (an
+    error in the server's words when the line failed)."""
+    response = line.get("response")
+    body = response.get("body") if isinstance(response, dict) else None
+    status = response.get("status_code") if isinstance(response, dict) else None
+    if line.get("error") or status != 200 or not isinstance(body, dict):
+        error = line.get("error") or (body or {}).get("error") or {}
+        message = error.get("message") if isinstance(error, dict) else str(error)
+        return Answer("", redact(f"batch request failed: {message or status}"), batch_id=batch_id)
+    choices = body.get("choices") or []
+    message = (choices[0].get("message") or {}) if choices else {}
+    content, refusal = message.get("content"), message.get("refusal")
+    usage = body.get("usage") or {}
+    return Answer(
+        content if isinstance(content, str) else "",
+        None if choices else "the batch returned no choices",
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        0.0,
+        choices[0].get("finish_reason") if choices else None,
+        redact(refusal) if isinstance(refusal, str) and refusal else None,
+        batch_id=batch_id,
+    )
 
 
 class LocalAnswerer:

@@ -28,12 +28,14 @@ from relevancy.experiments import (
     parse_prompt,
     run_experiment,
 )
+from relevancy.experiments.batch import batch_answers
 from relevancy.experiments.config import JUDGE_KEYS
 from relevancy.experiments.extend import extend_experiment, plan_extension
 from relevancy.experiments.summary import failed, variant_summary
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.paths import as_store_file, default_store_path
 from relevancy.runs import RunStore
+from relevancy.scoring.batch_api import run_batch
 from relevancy.scoring.config import preflight
 
 __all__ = ["register", "cmd_experiment"]
@@ -121,6 +123,13 @@ def register(sub: Any) -> None:
     p.add_argument("--store", default=None, help="run store (default: $RELEVANCY_STORE)")
     p.add_argument("--threshold", type=number(-1, 1), default=0.5, help="a 'low score' threshold")
     p.add_argument("--estimate", action="store_true", help="check the input, print the estimate")
+    p.add_argument(
+        "--batch-api",
+        action="store_true",
+        help="answers and the judge's generations from OpenAI's Batch API (half price, within "
+        "24 h; any server with /v1/files and /v1/batches): each batch id is kept beside the "
+        "output, so the same command run again resumes it; the embedded model answers live",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.add_argument(
         "--price",
@@ -233,7 +242,42 @@ def _experiment(args: argparse.Namespace) -> int:
         return 0
     preflight(metric)
     asyncio.run(_preflight(answerers.values()))
+    if args.batch_api:
+        _answer_batches(args, plan, answerers, metric, out)
     return _run(args, plan, metric, answerers, out, store, values["save_run"], source, prices)
+
+
+def _answer_batches(
+    args: argparse.Namespace, plan: Plan, answerers: dict[str, Any], metric: Any, out: Path
+) -> None:
+    """``--batch-api``: each API model's uncached answers from one batch, into the cache."""
+    from tqdm import tqdm
+
+    with tqdm(unit="request", desc="answer batch", file=sys.stderr, disable=args.quiet) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        batches = batch_answers(plan, answerers, metric.cache, out, progress=progress)
+    for batch in batches:
+        for note in batch.notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"answer batch    {batch.describe()}", file=sys.stderr)
+
+
+def _judge_batch(args: argparse.Namespace, metric: Any, out: Path, prices: Any) -> Any:
+    """``--batch-api``: the judge's generations for the answers' file from one batch."""
+    if not args.batch_api:
+        return None
+
+    def go(path: Path) -> None:
+        batch = run_batch(metric, path, out)
+        for note in batch.notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"judge batch     {batch.describe(prices)}", file=sys.stderr)
+
+    return go
 
 
 def _print_estimate(found: Any, cost: str, rows: int) -> None:
@@ -287,6 +331,7 @@ def _run(
             prices=prices,
             on_answer=bars["answering"].update,
             on_score=bars["scoring"].update,
+            before_scoring=_judge_batch(args, metric, out, prices),
         )
     return _report(args, _scored(out), out, done.run_id, save_run)
 
@@ -390,6 +435,8 @@ def _extend(args: argparse.Namespace) -> int:
         return 0
     preflight(metric)
     asyncio.run(_preflight(answerers.values()))
+    if args.batch_api:
+        _answer_batches(args, plan, answerers, metric, out)
     from tqdm import tqdm
 
     bars = [

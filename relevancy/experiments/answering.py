@@ -24,6 +24,7 @@ from relevancy.analysis.cost import Price, price_for
 from relevancy.backends.answerers import LOCAL_MODEL, Answer, LocalAnswerer, OpenAIAnswerer
 from relevancy.backends.cache import Cache, cache_key
 from relevancy.experiments.templates import VARIANT_JOIN, Template
+from relevancy.scoring.batch_api import BATCH_DISCOUNT
 
 __all__ = [
     "variant_name",
@@ -299,6 +300,8 @@ def _frame(
             if price is not None
             else float("nan")
         )
+        if answer.batch_id:  # answered by the Batch API, at its price
+            cost *= BATCH_DISCOUNT
         record = dict(rows[q])
         if "id" not in record:
             record["id"] = f"q{q + 1:03d}"

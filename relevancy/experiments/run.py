@@ -104,6 +104,7 @@ def run_experiment(
     prices: Mapping[str, Price] | None = None,
     on_answer: Callable[[int], None] | None = None,
     on_score: Callable[[int], None] | None = None,
+    before_scoring: Callable[[Path], None] | None = None,
 ) -> ExperimentRun:
     """Answer every cell of ``plan`` and score the answers into ``out`` (and ``store``).
 
@@ -125,6 +126,9 @@ def run_experiment(
         Save the run there under that name.
     on_answer, on_score
         Told of each answer given and each row scored.
+    before_scoring
+        Called with the answers' file once it is written (``--batch-api``: the judge's
+        generations from a batch, into the cache).
     """
     warnings = check_plan(plan)
     missing = [m for m in plan.models if m not in answerers]
@@ -136,6 +140,8 @@ def run_experiment(
     path = answers_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     answers.to_json(path, orient="records", lines=True, force_ascii=False)
+    if before_scoring is not None:
+        before_scoring(path)
     recorded = {**run_settings(plan, metric, source), **dict(settings or {})}
     scored = score_file(
         metric,
