@@ -19,7 +19,7 @@ from relevancy.cli import main
 from relevancy.runs import RunStore
 from relevancy.testing.openai_server import OpenAICompatServer
 
-from helpers import cli_backends
+from helpers import app, cli_backends, metrics, ok, visit
 
 MODELS = ("toy-a", "toy-b")
 PROMPTS = [
@@ -112,10 +112,11 @@ def test_three_templates_two_models_into_one_saved_run(
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_way_resumes_without_asking_twice(tmp_path):
+def test_a_run_killed_mid_way_resumes_without_asking_twice(tmp_path, monkeypatch):
     """3 templates x 2 models x 50 questions; SIGKILL after some answers; the same command
-    again finishes and opens as one run. An answer is asked for again only if its request
-    was in flight at the kill (at most --concurrency per model)."""
+    again finishes as one run, which the Experiments page opens in Compare (50 pairs). The
+    answer requests are counted at the server: each of the 300 asked for, and again only if
+    its request was in flight at the kill (at most --concurrency per model)."""
     with OpenAICompatServer(latency=0.02) as srv:
         srv.answer_models = MODELS
         (tmp_path / "plain.txt").write_text("{user_input}\n", encoding="utf-8")
@@ -166,6 +167,21 @@ def test_a_run_killed_mid_way_resumes_without_asking_twice(tmp_path):
         store = RunStore(tmp_path / "runs.sqlite3")
         run = store.list_runs()[0]
         assert (run.name, run.n_rows, run.n_scored) == ("kill test", 300, 300)
+
+    # the run opens in Compare from the Experiments page, two variants paired by question
+    monkeypatch.setenv("RELEVANCY_STORE", str(tmp_path / "runs.sqlite3"))
+    at = visit(app(), "8_Experiments.py")
+    at.session_state["exp_run"] = run.id
+    ok(at.run())
+    assert at.main.dataframe[0].value["answers"].tolist() == [50] * 6
+    at.selectbox(key="exp_cmp_b").set_value("detailed · toy-a")
+    at.button(key="exp_open_compare").click()
+    ok(at.run())
+    assert (at.selectbox(key="cmp_a").value, at.selectbox(key="cmp_b").value) == (
+        "brief · toy-a",
+        "detailed · toy-a",
+    )
+    assert metrics(at)["Pairs"] == "50"
 
 
 @pytest.mark.parametrize(
