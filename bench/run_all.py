@@ -81,10 +81,6 @@ BENCHES: dict[str, Entry] = {
     "chance": Entry("chance"),
     "cli_startup": Entry("cli_startup"),
     "follow": Entry("follow"),  # a real Phoenix: lag at --poll 1 and 5; 20,000 rows' memory
-    # the store's engine: SQLite (rows, totals) against Parquet + pyarrow and DuckDB (if there)
-    "store_engines": Entry("store_engines"),
-    # the Agreement page's intervals with every row labelled: every score against score bins
-    "agreement_scale": Entry("agreement_scale"),
     # the alert rule's false alarms and power on the development sets' scores (seconds)
     "alert_rule": Entry("alert_rule"),
     # the agreement harness's cheap step (its figures are in the hand-written section)
@@ -95,7 +91,6 @@ BENCHES: dict[str, Entry] = {
         tables=None,
     ),
     "stability": Entry("stability", extra=True),  # 5 seeds x 24 rows of HaluQuestQA
-    "side_by_side": Entry("side_by_side", extra=True),  # four CLI runs, two of them at once
 }
 PACKAGES = (
     "relevancy",
