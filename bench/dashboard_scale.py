@@ -21,6 +21,9 @@ Each dashboard size runs in a process of its own (so its peak memory is its own)
    (``bench/_browser.py``). ``--no-apptest`` leaves out 3-5, ``--store-dir DIR`` keeps each
    size's store to use again.
 
+The store, the pages and the actions are ``bench/_dashboard.py``'s, shared by 1-6: AppTest and
+the browser time the same pages and, where both can take it, the same action.
+
 The CLI: ``relevancy score`` as a subprocess on 10,000 and 100,000 generated rows against the
 toy server (instant answers, its hashed embeddings), each run saved to a fresh run store
 (``--save-run``), with its peak RSS from ``wait4`` and its rows per second; with ``--cli-into
