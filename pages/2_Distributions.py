@@ -11,9 +11,10 @@ from relevancy.core.stats import NORMAL_ABOVE
 from relevancy.dashboard.views.claims import demo_scale
 from relevancy.dashboard.views.datasets import reason_table
 from relevancy.dashboard.views.format import embedded_caveat, fmt, mode_text, pct
-from relevancy.dashboard.views.reference import add_band, chance_summary
+from relevancy.dashboard.views.reference import chance_summary
 from relevancy.dashboard.widgets.labels import chance_caption, run_chance
 from relevancy.dashboard.widgets.page import setup_page
+from relevancy.dashboard.widgets.score_charts import score_charts
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
 from relevancy.dashboard.widgets.state import list_runs, run_columns, scored_run, split_labels
 from relevancy.report import charts
@@ -136,35 +137,7 @@ if level is not None:
     )
 
 
-tab1, tab2, tab3 = st.tabs(["📊 Histogram", "📦 Box / violin", "📈 ECDF"])
-with tab1:
-    st.plotly_chart(
-        add_band(charts.score_histogram(frame, threshold=threshold, by=by), level), key="dist_hist"
-    )
-    st.caption("How many rows fall in each score band; the dashed line is the threshold.")
-with tab2:
-    kind = st.radio(
-        "Shape", ["box", "violin"], horizontal=True, key="dist_kind", label_visibility="collapsed"
-    )
-    st.plotly_chart(
-        add_band(charts.score_box(frame, threshold=threshold, by=by, kind=kind), level, axis="y"),
-        key="dist_box",
-    )
-    st.caption(
-        f"Each dot is a row (a group of more than {charts.DOTS_UP_TO:,} rows shows its outliers "
-        f"only, and one of more than {charts.BOX_SCORES_UP_TO:,} its box alone, its quartiles "
-        f"computed from every row; a violin's shape then comes from {charts.VIOLIN_SAMPLE:,} "
-        "rows drawn at random); the box spans the middle half of the scores, the line inside "
-        "is the median and the dashed line the mean. Hover a dot to see its question."
-    )
-with tab3:
-    st.plotly_chart(
-        add_band(charts.score_ecdf(frame, threshold=threshold, by=by), level), key="dist_ecdf"
-    )
-    st.caption(
-        "For each score x, the share of rows scoring at most x. Where a curve crosses the "
-        "threshold line is the share of low rows; a curve further right is better."
-    )
+score_charts(frame, threshold=threshold, by=by, level=level)  # one tab drawn: the open one
 
 st.markdown("**Summary statistics**")
 table = stats.assign(

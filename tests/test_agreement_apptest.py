@@ -99,8 +99,12 @@ def test_distributions_draw_the_chance_band():
     text = next(m.value for m in at.markdown if m.value.startswith("**Chance level:**"))
     assert f"p95 {level.p95:.2f}".replace(".", "\\.") in text
     assert "answered rows score below the 95th percentile" in text
-    hist, box, ecdf = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
-    for chart, axis in ((hist, "x"), (box, "y"), (ecdf, "x")):
+    charts = []
+    for tab in ("📊 Histogram", "📦 Box / violin", "📈 ECDF"):  # one chart: the open tab's
+        at.session_state["dist_tab"] = tab
+        (chart,) = (json.loads(c.proto.spec) for c in at.run().get("plotly_chart"))
+        charts.append(chart)
+    for chart, axis in zip(charts, "xyx"):
         rects = [s for s in chart["layout"]["shapes"] if s["type"] == "rect"]
         low = max(level.p5, chart["layout"][f"{axis}axis"]["range"][0])  # within the axis
         assert [rects[0][f"{axis}0"], rects[0][f"{axis}1"]] == pytest.approx([low, level.p95])
