@@ -163,7 +163,15 @@ def test_projection_scatter_lines_and_colouring(store):
     names = [t.name for t in fig.data]
     assert names == ["links", "generated questions", "original questions"]
     links = fig.data[0]
-    assert sum(v is None for v in links.x) == 3  # one segment per generated question
+    assert int(np.isnan(links.x).sum()) == 3  # one segment per generated question
+    assert links.x.dtype == np.float32  # numbers, not JSON lists
+    # the hover's numbers come from customdata: row, point, row 1-based, similarity, score
+    gen = fig.data[1]
+    assert gen.customdata.shape == (3, 5) and list(gen.customdata[:, 2]) == [1, 1, 2]
+    assert sorted(np.round(gen.customdata[:, 3], 2)) == [0.3, 0.8, 0.9]
+    assert "%{customdata[3]:.3f}" in gen.hovertemplate and "(row %{customdata[2]})" in (
+        gen.hovertemplate
+    )
     assert len(fig.data[1].x) == 3 and len(fig.data[2].x) == 2
     by_variant = projection_chart.projection_scatter(points, coords, color_by="variant")
     assert [t.name for t in by_variant.data][1:3] == ["A", "B"]

@@ -27,10 +27,28 @@ __all__ = [
 ]
 
 
-def _custom(points: pd.DataFrame, idx: Sequence[int]) -> list[list[int]]:
-    """``[row, point index]`` per point, as plain lists (selection events echo them back)."""
-    rows = points.loc[list(idx), "row"].to_numpy(dtype=int)
-    return [[int(r), int(i)] for r, i in zip(rows, idx)]
+def _custom(points: pd.DataFrame, idx: Sequence[int]) -> np.ndarray:
+    """``[row, point index, row + 1, similarity, row score]`` per point (a selection event
+    echoes the first two back; the hover reads the last three), one compact array."""
+    picked = points.loc[list(idx)]
+    return np.column_stack(
+        [
+            picked["row"].to_numpy(dtype=float),
+            np.asarray(idx, dtype=float),
+            picked["row"].to_numpy(dtype=float) + 1,
+            pd.to_numeric(picked["similarity"], errors="coerce").to_numpy(dtype=float),
+            pd.to_numeric(picked["score"], errors="coerce").to_numpy(dtype=float),
+        ]
+    ).astype(np.float32)
+
+
+#: each kind of point's hover: its text (the question, with the variant and the noncommittal
+#: flag of a generated one) and its numbers from ``customdata`` (sent once, as numbers)
+_HOVER = {
+    "question": "<b>Original question</b> (row %{customdata[2]})<br>%{text}<extra></extra>",
+    "generated": "<b>Generated question</b> (row %{customdata[2]})<br>%{text}<br>similarity "
+    "%{customdata[3]:.3f} · row score %{customdata[4]:.3f}<extra></extra>",
+}
 
 
 def projection_scatter(
@@ -56,9 +74,10 @@ def projection_scatter(
     scatter = go.Scatter3d if three else go.Scattergl if len(points) > WEBGL_ABOVE else go.Scatter
 
     def xyz(idx: Sequence[int]) -> dict[str, Any]:
-        out = {"x": coords[idx, 0], "y": coords[idx, 1]}
+        # float32: the browser draws pixels, and half the bytes travel
+        out = {"x": coords[idx, 0].astype(np.float32), "y": coords[idx, 1].astype(np.float32)}
         if three:
-            out["z"] = coords[idx, 2]
+            out["z"] = coords[idx, 2].astype(np.float32)
         return out
 
     fig = go.Figure()
@@ -67,18 +86,19 @@ def projection_scatter(
         fig.add_trace(_density_trace(density))
     gen = points.index[points["kind"] == "generated"].to_numpy()
     orig = points.index[points["kind"] == "question"].to_numpy()
-    # lines from each generated question to its original
-    lx: list[float | None] = []
-    ly: list[float | None] = []
-    lz: list[float | None] = []
-    for i in gen:
-        p = int(points.at[i, "parent"])
-        if p < 0:
-            continue
-        lx += [coords[p, 0], coords[i, 0], None]
-        ly += [coords[p, 1], coords[i, 1], None]
-        if three:
-            lz += [coords[p, 2], coords[i, 2], None]
+    # lines from each generated question to its original: (parent, child, gap) triples, one
+    # array per axis (NaN breaks the line), sent as numbers rather than JSON lists
+    parents = points.loc[gen, "parent"].to_numpy(dtype=int) if len(gen) else np.array([], int)
+    linked = gen[parents >= 0]
+    parents = parents[parents >= 0]
+
+    def segments(axis: int) -> np.ndarray:
+        out = np.full((len(linked), 3), np.nan, dtype=np.float32)
+        out[:, 0], out[:, 1] = coords[parents, axis], coords[linked, axis]
+        return out.ravel()
+
+    lx, ly = segments(0), segments(1)
+    lz = segments(2) if three else None
     line_kw: dict[str, Any] = {"x": lx, "y": ly}
     if three:
         line_kw["z"] = lz
@@ -97,19 +117,17 @@ def projection_scatter(
     )
 
     def hovers(idx: Sequence[int]) -> list[str]:
+        """Each point's own words: the question, and a generated one's variant and flag (its
+        numbers come from ``customdata``: see :data:`_HOVER`)."""
         out = []
-        fields = ["kind", "row", "text", "similarity", "score", "variant", "noncommittal"]
-        for kind, row, text, sim, score, variant, flag in points.loc[list(idx), fields].itertuples(
+        fields = ["kind", "text", "variant", "noncommittal"]
+        for kind, text, variant, flag in points.loc[list(idx), fields].itertuples(
             index=False, name=None
         ):  # the rows' values at once: a pandas lookup per point costs 0.1 ms
-            head = "Original question" if kind == "question" else "Generated question"
             extra = (
-                ""
-                if kind == "question"
-                else f"<br>similarity {sim:.3f} · row score {score:.3f}"
-                f"<br>variant {label(variant)} · noncommittal {flag}"
+                "" if kind == "question" else f"<br>variant {label(variant)} · noncommittal {flag}"
             )
-            out.append(f"<b>{head}</b> (row {int(row) + 1})<br>{hover_text(text)}{extra}")
+            out.append(hover_text(text) + extra)
         return out
 
     size = 4 if three or shaded else 8
@@ -123,7 +141,7 @@ def projection_scatter(
                     name="generated questions",
                     marker=dict(
                         size=size,
-                        color=points.loc[gen, "score"].astype(float),
+                        color=points.loc[gen, "score"].to_numpy(dtype=np.float32),
                         colorscale=SCORE_SCALE,
                         cmin=0,
                         cmax=1,
@@ -132,7 +150,7 @@ def projection_scatter(
                         line=dict(width=0.5, color="white") if not three else None,
                     ),
                     text=hovers(gen),
-                    hoverinfo="text",
+                    hovertemplate=_HOVER["generated"],
                     customdata=_custom(points, gen),
                 )
             )
@@ -154,7 +172,7 @@ def projection_scatter(
                         name=name,
                         marker=dict(size=size, color=color, opacity=see),
                         text=hovers(idx),
-                        hoverinfo="text",
+                        hovertemplate=_HOVER["generated"],
                         customdata=_custom(points, idx),
                     )
                 )
@@ -172,7 +190,7 @@ def projection_scatter(
                     line=dict(width=1, color="white") if not three else None,
                 ),
                 text=hovers(orig),
-                hoverinfo="text",
+                hovertemplate=_HOVER["question"],
                 customdata=_custom(points, orig),
             )
         )
