@@ -34,6 +34,12 @@ def _charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+def _question_bars(at: AppTest) -> list[list[str]]:
+    """Each drill-down's generated-question bars: the similarity written beside each bar."""
+    tables = [m.value for m in at.markdown if 'class="rel-sent rel-questions"' in m.value]
+    return [re.findall(r'class="rel-qtrack">.*?<td class="num"><b>([^<]*)</b>', t) for t in tables]
+
+
 def _values(v) -> list:
     """A plotly array from a chart spec (plotly 6+ sends numpy arrays as base64 ``bdata``)."""
     if isinstance(v, dict) and "bdata" in v:
@@ -95,17 +101,16 @@ def test_home_shows_demo_overview_and_precomputed_example():
         "\\", ""
     )
     assert f"(default {EMBEDDED_CONCURRENCY})" in shown and f"(default {API_CONCURRENCY}):" in shown
-    charts = _charts(at)
-    assert len(charts) == 2  # one similarity-bar chart per answer variant
-    assert all(
-        c["data"][0]["type"] == "bar" and len(_values(c["data"][0]["x"])) == 3 for c in charts
-    )
+    bars = _question_bars(at)
+    assert len(bars) == 2  # one table of similarity bars per answer variant
+    assert all(len(b) == 3 for b in bars)  # a bar per generated question
+    assert not _charts(at)  # drawn as HTML: no chart library loaded for them
     # picking another example refills the question and both answers
     at.selectbox(key="home_example").set_value("When was the first super bowl?").run()
     ok(at)
     assert at.text_area(key="home_question").value == "When was the first super bowl?"
     assert "1967" in at.text_area(key="home_answer_0").value
-    assert len(_charts(at)) == 2
+    assert len(_question_bars(at)) == 2
 
 
 # --- dataset ------------------------------------------------------------------------------
@@ -135,8 +140,7 @@ def test_dataset_results_filters_and_drilldown():
     at.multiselect(key="ds_variants").set_value([]).run()  # none chosen: all variants
     at.selectbox(key=f"ds_inspect_{DEMO}").set_value(0).run()  # row 0: the France partial answer
     ok(at)
-    bars = _charts(at)[-1]["data"][0]
-    assert bars["type"] == "bar" and len(_values(bars["x"])) == 3
+    assert [len(b) for b in _question_bars(at)] == [3]  # a bar per generated question
     # the partial answer passes the threshold, and says first that it is partial
     assert any("**Main reason:** partial" in m.value for m in at.markdown)
     assert any("Above the threshold" in w.value and "partial" in w.value for w in at.warning)
@@ -241,8 +245,14 @@ def test_resume_a_partial_run(monkeypatch):
 # --- distributions ------------------------------------------------------------------------
 def test_distributions_charts_and_summary():
     at = visit(app(), "2_Distributions.py")
-    charts = _charts(at)
-    assert [c["data"][0]["type"] for c in charts] == ["histogram", "box", "scatter"]
+    charts = _charts(at)  # the open tab's chart alone; each tab draws its own when opened
+    assert [c["data"][0]["type"] for c in charts] == ["histogram"]
+    assert not [w for w in at.radio if w.key == "dist_kind"]  # drawn with the box
+    for tab, kind in (("📦 Box / violin", "box"), ("📈 ECDF", "scatter")):
+        at.session_state["dist_tab"] = tab
+        assert [c["data"][0]["type"] for c in _charts(at.run())] == [kind]
+    at.session_state["dist_tab"] = "📊 Histogram"
+    charts = _charts(at.run())
     assert [t["name"] for t in charts[0]["data"]] == ["prompt-A", "prompt-B"]
     assert any(s.get("x0") == 0.5 for s in charts[0]["layout"]["shapes"])  # threshold line
     summary = _table(at, "dist_table")
@@ -251,12 +261,19 @@ def test_distributions_charts_and_summary():
     captions = " ".join(c.value for c in at.caption)
     n_boot = bootstrap_ci.__kwdefaults__["n_boot"]
     assert f"({n_boot:,} resamples; the normal interval above {NORMAL_ABOVE:,} rows)" in captions
-    assert f"more than {DOTS_UP_TO:,} rows shows its outliers only" in captions
-    at.segmented_control(key="dist_split").set_value("none")
-    at.radio(key="dist_kind").set_value("violin").run()
+    at.session_state["dist_tab"] = "📦 Box / violin"
+    box_captions = " ".join(c.value for c in at.run().caption)
+    assert f"more than {DOTS_UP_TO:,} rows shows its outliers only" in box_captions
+    at.session_state["dist_tab"] = "📊 Histogram"
+    at.run()
+    at.segmented_control(key="dist_split").set_value("none").run()
+    assert len(_charts(at)[0]["data"]) == 1
+    at.session_state["dist_tab"] = "📦 Box / violin"
+    at.run().radio(key="dist_kind").set_value("violin").run()
     ok(at)
-    charts = _charts(at)
-    assert len(charts[0]["data"]) == 1 and charts[1]["data"][0]["type"] == "violin"
+    assert _charts(at)[0]["data"][0]["type"] == "violin"
+    at.session_state["dist_tab"] = "📊 Histogram"
+    at.run()
     at.sidebar.slider(key="_w_sb_threshold").set_value(0.7).run()
     ok(at)
     assert any(s.get("x0") == 0.7 for s in _charts(at)[0]["layout"]["shapes"])
@@ -282,7 +299,7 @@ def test_embeddings_projection_and_row_selection():
     at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
     ok(at)
     assert any("row 6" in c.value for c in at.caption)  # the run's row 5, shown 1-based
-    assert _charts(at)[-1]["data"][0]["type"] == "bar"
+    assert [len(b) for b in _question_bars(at)] == [3]
 
 
 def test_embeddings_shades_every_row_beneath_a_sample():
@@ -411,7 +428,7 @@ def test_api_key_from_env_is_never_rendered_or_stored(monkeypatch):
         # score on Home with the API backend
         at.button(key="home_score").click().run()
         ok(at)
-        assert len(_charts(at)) == 2
+        assert len(_question_bars(at)) == 2
         assert FAKE_KEY not in _element_texts(at)
         # score the bundled demo on the Dataset page, then visit every page
         visit(at, "1_Dataset.py")
@@ -572,7 +589,7 @@ def test_focus_run_table_and_drilldown_explain_the_sentences():
     assert any(c.value.startswith("Score = 0.7 × (") for c in at.caption)
     assert any(c.value.startswith("Ragas value = ") for c in at.caption)  # the questions' mean
     assert any("**Ragas value:**" in m.value for m in at.markdown)
-    assert len(_charts(at)) == 1  # the generated questions are still there
+    assert len(_question_bars(at)) == 1  # the generated questions are still there
 
 
 def test_a_store_from_the_previous_version_opens_everywhere():

@@ -88,13 +88,13 @@ def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_context(
     assert shown["question"] == expected.user_input
     assert shown["score"] == f"{expected.value:.3f}"
     # the copy box holds the same address, and its button copies it
-    box = page.get_by_test_id("stCode")
+    box = page.locator(".rel-link")
     expect(box).to_have_count(1)
-    assert box.inner_text().strip() == url
+    assert box.locator("code").inner_text().strip() == url
     expect(page.get_by_text("Link to this row")).to_be_visible()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    box.hover()
-    box.get_by_role("button").first.click()
+    box.get_by_role("button", name="Copy").click()
+    expect(box.get_by_role("button")).to_have_text("Copied")
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied == url
     path = shot(page, "11-dataset-row-link")
@@ -117,6 +117,14 @@ def test_a_copied_row_link_opens_the_same_drill_down_in_a_new_context(
         )
     finally:
         context.close()
+    # another row: the box and its button follow it (the drill-down's fragment draws them again)
+    _pick_row(page, 6)
+    expect(box.locator("code")).not_to_have_text(url)
+    again = box.locator("code").inner_text().strip()
+    assert again == page.url and again != url
+    box.get_by_role("button", name="Copy").click()
+    expect(box.get_by_role("button")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == again
 
 
 def test_back_reopens_the_previous_row(page: Page, app_url: str):

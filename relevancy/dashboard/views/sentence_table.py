@@ -13,6 +13,7 @@ from relevancy.core.inert import inert
 from relevancy.report.charts import rgb, score_color
 
 __all__ = [
+    "question_bars_html",
     "sentence_shading_html",
     "sentence_table_html",
 ]
@@ -96,6 +97,67 @@ def sentence_table_html(
         rows.append(f'<tr class="{kind}">' + "".join(cells) + "</tr>")
     return (
         '<div class="rel-shaded rel-sentences"><table class="rel-sent"><thead><tr>'
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
+def question_bars_html(questions: Sequence[Any]) -> str:
+    """The generated questions as escaped HTML, one bar each: its cosine similarity to the
+    user's question, coloured red (far) to green (close), with the mean of the usable ones
+    (the score before any noncommittal zeroing) as a dotted line across the bars.
+
+    ``questions`` are :class:`relevancy.core.result.QuestionScore`-like (``question``,
+    ``similarity``, ``noncommittal``, ``error``). An unusable generation shows its error and
+    no bar. Drawn by the browser as a table: no chart library to load.
+    """
+    sims = [float(q.similarity) for q in questions if q.similarity is not None]
+    low = min([0.0, *sims])  # a negative similarity gets room left of 0
+    span = 1.0 - low
+
+    def at(x: float) -> float:
+        return 100.0 * (x - low) / span
+
+    zero = at(0.0)
+    mean = sum(sims) / len(sims) if sims else None
+    line = (
+        f'<span class="rel-qmean" style="left: {at(mean):.1f}%"></span>' if mean is not None else ""
+    )
+    rows = []
+    for i, q in enumerate(questions, 1):
+        usable = q.similarity is not None and bool(str(q.question or "").strip())
+        text = (
+            inert(q.question, html=True)
+            if str(q.question or "").strip()
+            else f"<i>(unusable: {inert(q.error or 'empty', html=True)})</i>"
+        )
+        flag = (
+            ' <span class="rel-flag lowers">LLM flag: noncommittal</span>' if q.noncommittal else ""
+        )
+        if usable:
+            sim = float(q.similarity)
+            left, width = (at(sim), zero - at(sim)) if sim < 0 else (zero, at(sim) - zero)
+            bar = (
+                f'<span class="rel-qbar" style="left: {left:.1f}%; width: {width:.1f}%; '
+                f'background: {score_color(sim)}"></span>'
+            )
+            number = f"{sim:.3f}"
+        else:
+            bar, number = "", "n/a"
+        rows.append(
+            f'<tr><td class="num">Q{i}</td><td>{text}{flag}</td>'
+            f'<td class="rel-qtrack">{bar}{line}</td><td class="num"><b>{number}</b></td></tr>'
+        )
+    head = (
+        '<th class="num">#</th><th>generated question</th>'
+        '<th title="cosine similarity to the question; the dotted line is their mean">'
+        + ("similarity (dotted: mean " + f"{mean:.3f})" if mean is not None else "similarity")
+        + '</th><th class="num"></th>'
+    )
+    return (
+        '<div class="rel-shaded rel-sentences"><table class="rel-sent rel-questions"><thead><tr>'
         + head
         + "</tr></thead><tbody>"
         + "".join(rows)

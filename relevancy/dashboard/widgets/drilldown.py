@@ -26,7 +26,6 @@ from relevancy.dashboard.views.format import MODE_SHORT, cell_text, esc, fmt, sc
 from relevancy.dashboard.widgets import labels
 from relevancy.dashboard.widgets.stability_panel import draw_band
 from relevancy.dashboard.widgets.state import get_store
-from relevancy.report import charts
 
 __all__ = ["render_result", "render_row", "analysis_for", "sentence_table"]
 
@@ -123,7 +122,7 @@ def render_result(
     with left:
         _verdict(explanation, compact=compact or wide)
     with right:
-        _evidence(explanation, key=key, embedder=embedder, label_chars=90 if wide else 48)
+        _evidence(explanation, key=key, embedder=embedder)
     with left if wide else right:
         _details(result, languages=explanation.languages_line)
 
@@ -283,7 +282,7 @@ def _verdict(e: Explanation, *, compact: bool) -> None:
         )
 
 
-def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: int) -> None:
+def _evidence(e: Explanation, *, key: str, embedder: Any | None) -> None:
     result = e.result
     focus = e.sentence_source == "score"
     if focus:
@@ -295,11 +294,7 @@ def _evidence(e: Explanation, *, key: str, embedder: Any | None, label_chars: in
             "**Generated questions and their similarity to the question**"
             + (" (they give the Ragas value)" if focus else "")
         )
-        st.plotly_chart(
-            charts.question_bars(result, label_chars=label_chars),
-            config={"displayModeBar": False},
-            key=f"{key}_bars",
-        )
+        st.markdown(sentence_html.question_bars_html(result.questions), unsafe_allow_html=True)
         name = "Score" if result.mode == "ragas" else "Ragas value"
         st.caption(f"{name} = {esc(e.worked_ragas)}")
     if not focus:

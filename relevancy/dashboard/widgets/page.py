@@ -39,6 +39,15 @@ _CSS = """
   padding: 0 .45rem; margin-left: .25rem; white-space: nowrap; }
 .rel-flag.off { background: #fee2e2; color: #991b1b; }
 .rel-flag.lowers { background: #fef3c7; color: #92400e; }
+.rel-questions .rel-qtrack { position: relative; width: 34%; min-width: 120px; }
+.rel-qbar { position: absolute; top: .55rem; height: .8rem; border-radius: 3px; }
+.rel-qmean { position: absolute; top: .25rem; bottom: .25rem; border-left: 2px dotted #111827; }
+.rel-link { display: flex; align-items: center; gap: .5rem; }
+.rel-link code { flex: 1; overflow-x: auto; white-space: nowrap; padding: .45rem .6rem;
+  background: #f6f7f9; border-radius: 6px; font-size: .85rem; color: #111827; }
+.rel-link button { border: 1px solid #d1d5db; background: #fff; border-radius: 6px;
+  padding: .3rem .7rem; cursor: pointer; font-size: .85rem; }
+.rel-link button:hover { border-color: #6366f1; color: #4338ca; }
 .rel-badge { display: inline-block; padding: .1rem .6rem; border-radius: 999px; color: #fff;
   font-weight: 700; font-size: .85rem; }
 div[data-testid="stMetric"] { background: #ffffff; }
