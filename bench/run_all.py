@@ -83,6 +83,7 @@ BENCHES: dict[str, Entry] = {
     "follow": Entry("follow"),  # a real Phoenix: lag at --poll 1 and 5; 20,000 rows' memory
     # the alert rule's false alarms and power on the development sets' scores (seconds)
     "alert_rule": Entry("alert_rule"),
+    "experiments": Entry("experiments"),  # issue 48: answering under a limit, kill and resume
     # the agreement harness's cheap step (its figures are in the hand-written section)
     "agreement": Entry(
         "agreement",

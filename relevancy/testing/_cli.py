@@ -99,6 +99,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--batch-fault", choices=BATCH_FAULTS, default=None, help="how every batch ends badly"
     )
+    parser.add_argument(
+        "--answer-models",
+        type=lambda text: tuple(m.strip() for m in text.split(",") if m.strip()),
+        default=(),
+        metavar="A,B",
+        help="answer chat prompts as these models, differently per prompt and model "
+        "(relevancy.testing._answers; an experiment's answer models)",
+    )
     args = parser.parse_args(argv)
     for header in args.header:
         if "=" not in header or not header.split("=", 1)[0].strip():

@@ -585,7 +585,8 @@ class OpenAICompatServer(EndpointsMixin, LimitsMixin, BatchesMixin):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server in the foreground until Ctrl-C."""
-    server = OpenAICompatServer(**server_options(parse_args(argv)))
+    server = OpenAICompatServer(**server_options(args := parse_args(argv)))
+    server.answer_models = args.answer_models  # answer chat prompts as these models
     with ctrl_c_interrupts(), server:  # Ctrl-C stops it, even if started with SIGINT ignored
         try:
             print(f"Serving an OpenAI-compatible API at {server.base_url}", flush=True)
