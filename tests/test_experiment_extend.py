@@ -31,7 +31,8 @@ def base_run(tmp_path, monkeypatch):
         srv.answer_models = MODELS
         questions = _questions(tmp_path / "q.csv", 5)
         argv = ["experiment", "--prompt", "brief=Answer in one sentence.\n---\n{user_input}"]
-        argv += ["--prompt", "plain={user_input}", "--model", "toy-a", "--questions"]
+        argv += ["--prompt", "plain={user_input}", "--model", "toy-a", "--max-tokens", "50"]
+        argv += ["--questions"]
         argv += [str(questions), "--save-run", "base", "--store", str(tmp_path / "s.sqlite3")]
         assert main([*argv, "-q", *cli_backends(srv)]) == 0
         yield srv, tmp_path / "s.sqlite3"
@@ -68,6 +69,12 @@ def test_another_template_and_model_answer_only_the_new_variants(base_run, capsy
     )
     new = _answer_requests(srv)[asked:]
     assert len(new) == 20  # 4 new variants x 5 questions, nothing asked again
+    caps = {
+        r["body"]["max_tokens"]
+        for r in srv.requests
+        if r["path"] == "/v1/chat/completions" and r["body"]["model"] in MODELS
+    }
+    assert caps == {50}  # the new variants answered under the run's own token cap
     assert not any("toy-a" in r and "Explain in detail" not in r for r in new)
 
     runs = store.list_runs()

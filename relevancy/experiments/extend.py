@@ -124,7 +124,7 @@ def plan_extension(
         )
     answer = AnswerSettings(
         temperature=float(made.get("temperature", 0.0)),
-        max_tokens=int(made.get("max_tokens", 300)),
+        max_tokens=int(made.get("answer_cap") or (settings or {}).get("max_tokens") or 300),
         seed=int(made.get("seed", 0)),
         repeats=int(made.get("repeats", 1)),
     )

@@ -77,7 +77,9 @@ def run_settings(plan: Plan, metric: AnswerRelevancy, source: str) -> dict[str, 
             ],
             "models": list(plan.models),
             "temperature": plan.settings.temperature,
-            "max_tokens": plan.settings.max_tokens,
+            # the answers' token cap ("max_tokens" would be dropped: the store keeps no key
+            # naming a token)
+            "answer_cap": plan.settings.max_tokens,
             "seed": plan.settings.seed,
             "repeats": plan.settings.repeats,
         },
