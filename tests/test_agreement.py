@@ -545,9 +545,17 @@ def test_the_chart_draws_a_stated_sample_of_dots_and_boxes_of_every_row(graded):
         return sum(len(t.y) for t in fig.data if getattr(t, "boxpoints", "all") == "all")
 
     assert dots(whole) == 400 and dots(drawn) == 100
-    if not graded:  # each label's box is of its every row, sampled or not
-        boxes = [len(t.y) for t in drawn.data if t.boxpoints is False]
-        assert sorted(boxes) == sorted((view.frame["good"] == g).sum() for g in (0.0, 1.0))
+    if not graded:  # each label's box is of its every row, sampled or not: its quartiles
+        for good in (0.0, 1.0):
+            box = next(
+                t
+                for t in drawn.data
+                if t.boxpoints is False and t.x[0] == (drawn.data[1 + 2 * int(good)].name)
+            )
+            scores = view.frame.loc[view.frame["good"] == good, "score"].to_numpy()
+            q1, median, q3 = np.quantile(scores, [0.25, 0.5, 0.75])
+            assert (box.q1[0], box.median[0], box.q3[0]) == pytest.approx((q1, median, q3))
+            assert box.mean[0] == pytest.approx(scores.mean())
         assert [t.name for t in drawn.data][1::2] == [t.name for t in whole.data]
 
 

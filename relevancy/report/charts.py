@@ -23,6 +23,7 @@ from relevancy.core.result import RelevancyResult
 __all__ = [
     "SCORE_SCALE",
     "binned_counts",
+    "box_stats",
     "PALETTE",
     "score_color",
     "score_histogram",
@@ -240,7 +241,7 @@ def binned_counts(edges: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np
     return centres[keep], counts[keep]
 
 
-def _box_stats(y: np.ndarray) -> dict[str, Any]:
+def box_stats(y: np.ndarray) -> dict[str, Any]:
     """A box's figures computed here (quartiles, fences at 1.5 IQR within the data, mean), for
     a group too large to send every score."""
     q1, median, q3 = np.quantile(y, [0.25, 0.5, 0.75])
@@ -304,7 +305,7 @@ def score_box(
             # a large group's box from figures computed here (no points): every score would
             # be megabytes in the page
             whole = y.size <= BOX_SCORES_UP_TO
-            shape = dict(y=y) if whole else dict(x=[name], **_box_stats(y))
+            shape = dict(y=y) if whole else dict(x=[name], **box_stats(y))
             fig.add_trace(
                 go.Box(
                     **shape,
