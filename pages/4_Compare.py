@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from relevancy.analysis.compare import (
-    ignored_ids,
-    no_pairs_message,
-    pairing_keys,
-    summarize_pairs,
-)
+from relevancy.analysis.compare import no_pairs_message, summarize_pairs
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
-from relevancy.dashboard.views.compare_table import pairs_table, verdict
+from relevancy.dashboard.views.compare_table import lowest, pairs_table, verdict
 from relevancy.dashboard.views.format import esc, fmt, grid_style
-from relevancy.dashboard.widgets.compare_pairs import paired_sides
+from relevancy.dashboard.widgets.compare_pairs import paired_sides, pairing
 from relevancy.dashboard.widgets.compare_picker import choose_sides
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.regressions import biggest_regressions
@@ -90,8 +85,8 @@ modes_note = "" if same_mode else f" ({esc(label_a)}: {mode_a} mode, {esc(label_
 st.caption(f"Comparing the **{compared}** of each pair{modes_note}.")
 # one run's variants pair on the question (or a shared question id), two runs on id or question
 within = sides.column is not None
-keys = pairing_keys(frame_a, frame_b, within=within, column=sides.column or "variant")
-if set_aside := ignored_ids(frame_a, frame_b, paired_on=keys):
+keys, set_aside = pairing(sides, within=within)
+if set_aside:
     st.caption(esc(set_aside))
 paired = paired_sides(  # the pairs kept between reruns; the outcomes at this tie margin
     sides, tie_margin=tie_margin, value=value, keys=keys, text=not within or keys == ("user_input",)
@@ -130,13 +125,18 @@ with right:
     st.caption("Distribution of paired differences; the grey band is the tie margin.")
 
 table = pairs_table(
-    paired, label_a=label_a, label_b=label_b, on_ragas=on_ragas, mode_a=mode_a, mode_b=mode_b
+    paired,
+    label_a=label_a,
+    label_b=label_b,
+    on_ragas=on_ragas,
+    mode_a=mode_a,
+    mode_b=mode_b,
+    limit=TABLE_PAIRS,
 )
-if len(table) > TABLE_PAIRS:  # the page holds the first pairs; the figures above count all
+if len(paired) > TABLE_PAIRS:  # the page holds the first pairs; the figures above count all
     st.markdown(
-        f"**The {TABLE_PAIRS:,} lowest differences of {len(table):,} pairs** (regressions first)"
+        f"**The {TABLE_PAIRS:,} lowest differences of {len(paired):,} pairs** (regressions first)"
     )
-    table = table.head(TABLE_PAIRS)
 else:
     st.markdown("**All pairs** (sorted by difference, regressions first)")
 # a side that failed: "—", not "None" (a Styler); else sent a screenful at a time (lazy)
@@ -155,7 +155,7 @@ st.dataframe(
 )
 
 st.subheader("Biggest regressions", anchor=False)
-losses = paired[paired["outcome"] == "loss"].sort_values("diff", kind="stable")
+losses = lowest(paired[paired["outcome"] == "loss"], 20)  # the slider lists 20 at most
 if losses.empty:
     st.success(
         f"No regressions: {esc(label_b)} never scores worse than {esc(label_a)} beyond the margin."

@@ -10,10 +10,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from relevancy.analysis.compare import outcomes, pair_rows
+from relevancy.analysis.compare import ignored_ids, outcomes, pair_rows, pairing_keys
 from relevancy.dashboard.widgets.state import get_store
 
-__all__ = ["paired_sides"]
+__all__ = ["paired_sides", "pairing"]
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -23,13 +23,10 @@ def _pairs(
     return pair_rows(_a, _b, value=value, keys=keys, text=text)
 
 
-def paired_sides(
-    sides: Any, *, tie_margin: float, value: str, keys: tuple[str, ...], text: bool
-) -> pd.DataFrame:
-    """:func:`relevancy.analysis.compare.pair_rows` of ``sides`` (a
-    :class:`~relevancy.dashboard.widgets.compare_picker.Sides`) at ``tie_margin``."""
+def _key(sides: Any) -> tuple[Any, ...]:
+    """What the pairs depend on: both runs' versions, the column, its values and the rows."""
     store = get_store()
-    key = (
+    return (
         str(store.path),
         sides.run_a,
         store.version(sides.run_a),
@@ -42,5 +39,28 @@ def paired_sides(
         len(sides.frame_a),
         len(sides.frame_b),
     )
-    paired = _pairs(key, sides.frame_a, sides.frame_b, value, tuple(keys), text)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _pairing(
+    key: tuple[Any, ...], _a: pd.DataFrame, _b: pd.DataFrame, within: bool, column: str
+) -> tuple[tuple[str, ...], str | None]:
+    keys = pairing_keys(_a, _b, within=within, column=column)
+    return keys, ignored_ids(_a, _b, paired_on=keys)
+
+
+def pairing(sides: Any, *, within: bool) -> tuple[tuple[str, ...], str | None]:
+    """What ``sides`` pair on (:func:`~relevancy.analysis.compare.pairing_keys`) and the id
+    column set aside, if one was (:func:`~relevancy.analysis.compare.ignored_ids`), kept
+    between reruns (each reads every row's ids and questions: 0.4 s at a million rows)."""
+    column = sides.column or "variant"
+    return _pairing(_key(sides), sides.frame_a, sides.frame_b, within, column)
+
+
+def paired_sides(
+    sides: Any, *, tie_margin: float, value: str, keys: tuple[str, ...], text: bool
+) -> pd.DataFrame:
+    """:func:`relevancy.analysis.compare.pair_rows` of ``sides`` (a
+    :class:`~relevancy.dashboard.widgets.compare_picker.Sides`) at ``tie_margin``."""
+    paired = _pairs(_key(sides), sides.frame_a, sides.frame_b, value, tuple(keys), text)
     return paired.assign(outcome=outcomes(paired["diff"].to_numpy(dtype=float), tie_margin))
