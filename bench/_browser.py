@@ -25,6 +25,7 @@ The server's peak RSS is the highest VmHWM of its processes.
 from __future__ import annotations
 
 import re
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -361,19 +362,61 @@ def action_figures(
     return actions, peak
 
 
+def two_tabs(
+    home: Path, browser: Any, name: str, timeout: float, visits: int = VISITS
+) -> tuple[dict[str, Any], float]:
+    """Page ``name`` opened in one tab, then in two tabs at once (two people, one server), on
+    a server that has visited it once: the median of ``visits`` of each, the slower of the two
+    tabs counting, and their ratio."""
+    one: list[float] = []
+    both: list[float] = []
+    with Server(home) as server:
+        context = new_context(browser)
+        try:
+            visit(context, server, name, timeout)
+            for _ in range(visits):
+                one.append(visit(context, server, name, timeout)["s"])
+                tabs = [Tab(context, server), Tab(context, server)]
+                try:
+                    for tab in tabs:  # both navigations start before either is waited on
+                        tab.page.goto(f"{server.url}/{PAGE[name].path}", wait_until="commit")
+                    done = [tab.wait_done(PAGE[name].drawn, 0.0, 0, timeout) for tab in tabs]
+                finally:
+                    for tab in tabs:
+                        tab.close()
+                both.append(max(d["s"] for d in done))
+                log(f"  browser two tabs on {name}: one {one[-1]:.2f} s, two {both[-1]:.2f} s")
+        finally:
+            context.close()
+        peak = server.peak()
+    one_s, two_s = statistics.median(one), statistics.median(both)
+    return {
+        "page": name,
+        "one_tab_s": r(one_s),
+        "two_tabs_s": r(two_s),
+        "ratio": r(two_s / one_s) if one_s else None,
+        "one_tab_times_s": one,
+        "two_tabs_times_s": both,
+    }, peak
+
+
 def browser_figures(home: Path, timeout: float = 300.0, visits: int = VISITS) -> dict[str, Any]:
-    """The ``browser`` object of one size: pages, actions, the server's peak, the load."""
+    """The ``browser`` object of one size: pages, actions, two tabs at once on the heaviest
+    page (the slowest warm visit), the server's peak, the load."""
     loads = [load_average()]
     started = time.perf_counter()
     with chromium() as browser:
         pages, peak = page_figures(home, browser, timeout, visits)
         loads.append(load_average())
         actions, action_peak = action_figures(home, browser, timeout, visits)
+        heaviest = max(pages, key=lambda k: pages[k].get("median_s") or 0.0)
+        tabs, tabs_peak = two_tabs(home, browser, heaviest, timeout, visits)
     loads.append(load_average())
     return {
         "pages": pages,
         "actions": actions,
-        "server_peak_mib": r(max(peak, action_peak), 1),
+        "two_tabs": tabs,
+        "server_peak_mib": r(max(peak, action_peak, tabs_peak), 1),
         "load_avg": loads,
         "wall_s": r(time.perf_counter() - started, 1),
     }
@@ -436,6 +479,16 @@ def tables(sizes: list[dict[str, Any]]) -> str:
                 + [fmt(apptest_s(d, kind, name)) for d in beside]
             )
     rows.append(
+        ["two tabs at once: one tab / two tabs s (page)"]
+        + [
+            f"{fmt(t['one_tab_s'])} / {fmt(t['two_tabs_s'])} ({t['page']})"
+            if (t := d["browser"].get("two_tabs"))
+            else "–"
+            for d in sizes
+        ]
+        + ["" for _ in [*sizes, *beside]]
+    )
+    rows.append(
         ["server peak RSS, MiB"]
         + [fmt(d["browser"].get("server_peak_mib"), 0) for d in sizes]
         + ["" for _ in sizes]
@@ -466,6 +519,15 @@ def tables(sizes: list[dict[str, Any]]) -> str:
                     slow[0],
                     f"≤ {action_s:g}",
                     slow[0] <= action_s,
+                )
+            )
+        if tabs := b.get("two_tabs"):
+            goals.append(
+                (
+                    f"{n}: two tabs at once on {tabs['page']}, x one tab",
+                    tabs["ratio"],
+                    "≤ 2",
+                    tabs["ratio"] is not None and tabs["ratio"] <= 2.0,
                 )
             )
         peak = b.get("server_peak_mib") or 0

@@ -144,5 +144,9 @@ def test_the_browser_bench_writes_every_figure(tmp_path):
     for name, action in browser["actions"].items():
         assert isinstance(action["median_s"], float | int) and action["median_s"] >= 0, name
         assert action["errors"] == 0, name
+    tabs = browser["two_tabs"]  # the heaviest page in two tabs at once, against one tab
+    assert tabs["page"] in browser["pages"] and tabs["one_tab_s"] > 0 and tabs["two_tabs_s"] > 0
+    assert tabs["ratio"] == pytest.approx(tabs["two_tabs_s"] / tabs["one_tab_s"], abs=0.01)
     assert browser["server_peak_mib"] > 0
-    assert "| Compare |" in _browser.tables([size])  # RESULTS.md's table of it
+    shown = _browser.tables([size])  # RESULTS.md's table of it
+    assert "| Compare |" in shown and "two tabs at once" in shown
