@@ -6,7 +6,12 @@ import streamlit as st
 
 from relevancy.analysis.compare import no_pairs_message, summarize_pairs
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
-from relevancy.dashboard.views.compare_table import lowest, pairs_table, verdict
+from relevancy.dashboard.views.compare_table import (
+    lowest,
+    no_regressions,
+    pairs_table,
+    verdict,
+)
 from relevancy.dashboard.views.format import esc, fmt, grid_style
 from relevancy.dashboard.widgets.compare_pairs import paired_sides, pairing
 from relevancy.dashboard.widgets.compare_picker import choose_sides
@@ -157,9 +162,7 @@ st.dataframe(
 st.subheader("Biggest regressions", anchor=False)
 losses = lowest(paired[paired["outcome"] == "loss"], 20)  # the slider lists 20 at most
 if losses.empty:
-    st.success(
-        f"No regressions: {esc(label_b)} never scores worse than {esc(label_a)} beyond the margin."
-    )
+    (st.success if s["compared"] else st.warning)(no_regressions(s, label_a, label_b))
     st.stop()
 biggest_regressions(
     losses,

@@ -1146,3 +1146,38 @@ def test_report_has_no_link_from_data(store):
     assert not re.search(r"<a\s+href=[\"']?https://evil", decoded, re.IGNORECASE)
     # the report's own links: anchors to its rows (no dashboard address given)
     assert all("evil" not in m for m in re.findall(r"<a [^>]*>", decoded))
+
+
+def test_compare_says_nothing_was_compared_when_a_side_never_scored():
+    """A variant whose answers all failed pairs with the other only on NaN: no "B is never
+    worse" all-clear, and the verdict says there is nothing to compare (found by a tester)."""
+    from relevancy.analysis.compare import summarize_pairs
+    from relevancy.dashboard.views.compare_table import no_regressions, verdict
+
+    paired = pd.DataFrame(
+        {"score_a": [0.8, 0.6, 0.7], "score_b": [np.nan] * 3, "diff": [np.nan] * 3}
+    )
+    s = summarize_pairs(paired)
+    assert "Nothing to compare" in verdict(s, "A", "B")
+    said = no_regressions(s, "A", "B")
+    assert "No regressions" not in said and "nothing says whether B" in said
+    some = summarize_pairs(
+        pd.DataFrame({"score_a": [0.5, 0.6], "score_b": [0.7, np.nan], "diff": [0.2, np.nan]})
+    )
+    assert no_regressions(some, "A", "B").endswith(
+        "on the 1 pair scored on both sides (1 of 2 pairs left out: a side failed)."
+    )
+
+
+def test_an_empty_answer_is_not_blamed_on_the_generated_questions():
+    """A row whose answer came back empty generated nothing: its reason says why there is no
+    score, not that no generated question was usable (found by a tester on an experiment)."""
+    empty = RelevancyResult(
+        user_input="What is 2+2?",
+        response="",
+        value=float("nan"),
+        error="response is empty (''): give the text to score",
+    )
+    (reason,) = explain(empty)
+    assert reason.title == "Not scored"
+    assert reason.detail == "There is no score: response is empty (''): give the text to score"

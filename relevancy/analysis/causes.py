@@ -123,7 +123,7 @@ def explain(
                 "Not scored",
                 (
                     f"There is no score: {result.error or 'NaN'}"
-                    if result.similarities
+                    if result.similarities or not result.questions  # nothing was generated
                     else "No generated question was usable, so there is no score: "
                     f"{result.error or 'NaN'}"
                 ),

@@ -10,7 +10,7 @@ import pandas as pd
 
 from relevancy.dashboard.views.format import esc, fmt
 
-__all__ = ["lowest", "pairs_table", "verdict"]
+__all__ = ["lowest", "no_regressions", "pairs_table", "verdict"]
 
 
 def lowest(frame: pd.DataFrame, limit: int | None, column: str = "diff") -> pd.DataFrame:
@@ -68,6 +68,12 @@ def verdict(summary: dict[str, Any], label_a: str, label_b: str) -> str:
     """Which side is more relevant on average, in one markdown sentence."""
     lo, hi = summary["ci_low"], summary["ci_high"]
     ci = f"mean difference {fmt(summary['mean_diff'])}, 95% CI [{fmt(lo)}, {fmt(hi)}]"
+    if not summary["compared"]:
+        return (
+            f"**Nothing to compare**: none of the {summary['pairs']:,} pairs has a score on both "
+            "sides (a side's scoring failed on every one of them; see its rows on the Dataset "
+            "page)."
+        )
     if math.isnan(lo):
         return "Too few pairs for a confidence interval."
     if lo > 0:
@@ -77,4 +83,24 @@ def verdict(summary: dict[str, Any], label_a: str, label_b: str) -> str:
     return (
         f"**No clear winner**: the {ci} includes 0, so the gap may be noise. Look at the "
         "regressions below."
+    )
+
+
+def no_regressions(summary: dict[str, Any], label_a: str, label_b: str) -> str:
+    """The all-clear when no pair is a regression, true to what was compared: the pairs scored
+    on both sides, and those left out because a side failed."""
+    if not summary["compared"]:
+        return (
+            f"No pair has a score on both sides, so nothing says whether {esc(label_b)} does "
+            f"better or worse than {esc(label_a)}."
+        )
+    left_out = (
+        f" ({summary['nan_pairs']:,} of {summary['pairs']:,} pairs left out: a side failed)"
+        if summary["nan_pairs"]
+        else ""
+    )
+    n = summary["compared"]
+    return (
+        f"No regressions: {esc(label_b)} never scores worse than {esc(label_a)} beyond the "
+        f"margin on the {n:,} pair{'s' if n != 1 else ''} scored on both sides{left_out}."
     )

@@ -302,8 +302,11 @@ def _evidence(e: Explanation, *, key: str, embedder: Any | None) -> None:
             _sentences(e, "**The answer, sentence by sentence: how close each is to the question**")
         else:
             st.markdown("**Answer**")
-            st.text(result.response)
-            if embedder is None and result.embeddings:
+            if not str(result.response or "").strip():
+                st.caption("The answer is empty: there is nothing to show.")
+            else:
+                st.text(result.response)
+            if embedder is None and result.embeddings and str(result.response or "").strip():
                 st.caption(
                     f"The sentence view needs the embedder that scored this row "
                     f"({esc(result.embeddings)}): select it in the sidebar."
