@@ -9,7 +9,9 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Playwright, expect
+
+from relevancy.testing.browser import launch_args
 
 from .ui import ARTIFACTS, open_options, open_page, pick, settle, shot
 
@@ -190,3 +192,28 @@ def test_a_row_link_opens_at_the_drill_down(page: Page, app_url: str):
     expect(heading).to_be_in_viewport(timeout=30_000)
     expect(page.get_by_text("Score a new dataset").first).not_to_be_in_viewport()  # the top
     assert _drill_down(page)["row"] == "row 30"
+
+
+def test_the_copy_button_copies_on_a_plain_http_address(
+    playwright: Playwright, app_url: str, browser_context_args: dict
+):
+    """A team opens the dashboard at http://its-host:8501: not a secure context, so no
+    clipboard API there (a tester found the button did nothing); it copies the selected
+    address instead, and says so."""
+    port = urlsplit(app_url).port
+    args = launch_args()
+    args["args"] = [*args["args"], "--host-resolver-rules=MAP dash.test 127.0.0.1"]
+    browser = playwright.chromium.launch(**args)
+    try:
+        page = browser.new_context(**browser_context_args).new_page()
+        page.goto(f"http://dash.test:{port}/Dataset?run=1&row=5")
+        expect(page.get_by_role("combobox", name="Row to inspect")).to_be_visible(timeout=120_000)
+        assert page.evaluate("window.isSecureContext") is False
+        box = page.locator(".rel-link")
+        box.get_by_role("button", name="Copy").click()
+        expect(box.get_by_role("button")).to_have_text("Copied")
+        assert page.evaluate("window.getSelection().toString()").strip() == (
+            f"http://dash.test:{port}/Dataset?run=1&row=5"
+        )
+    finally:
+        browser.close()

@@ -152,8 +152,23 @@ data-url="{url}">Copy</button></div>
 <script>
 document.querySelectorAll(".rel-link button:not([data-bound])").forEach((b) => {{
   b.dataset.bound = "1";
-  b.addEventListener("click", () =>
-    navigator.clipboard.writeText(b.dataset.url).then(() => {{ b.textContent = "Copied"; }}));
+  const done = (ok) => {{ b.textContent = ok ? "Copied" : "Select it and copy"; }};
+  b.addEventListener("click", () => {{
+    if (navigator.clipboard && window.isSecureContext) {{
+      navigator.clipboard.writeText(b.dataset.url).then(() => done(true), () => done(false));
+      return;
+    }}
+    // http://host:8501 (not localhost) is not a secure context: no clipboard API there; copy
+    // the selected address the older way
+    const range = document.createRange();
+    range.selectNodeContents(b.previousElementSibling);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    let ok = false;
+    try {{ ok = document.execCommand("copy"); }} catch (e) {{ ok = false; }}
+    done(ok);
+  }});
 }});
 </script>"""
 
