@@ -151,3 +151,117 @@ def test_a_store_that_cannot_be_written_fails_and_changes_nothing(base_run, caps
     assert _extend(srv, path, "--model", "toy-b") == 0
     assert len(_answer_requests(srv)) == asked + 10
     assert store.get_run(1).n_rows == 20 and store.get_run(1).n_scored == 20
+
+
+def _toy_c(srv) -> int:
+    return sum(
+        1
+        for r in list(srv.requests)
+        if r["path"] == "/v1/chat/completions" and (r["body"] or {}).get("model") == "toy-c"
+    )
+
+
+def test_an_extension_scores_with_the_runs_own_judge_and_refuses_another(base_run, capsys):
+    srv, path = base_run
+    capsys.readouterr()
+    where = "run #1 'base' was scored with"
+    for given, line in (
+        (["--strictness", "7"], f"{where} --strictness 3, not 7: drop --strictness"),
+        (["--mode", "blend"], f"{where} --mode auto, not blend: drop --mode"),
+        (["--llm", "local"], f"{where} --llm openai:toy-chat, not local: drop --llm"),
+    ):
+        argv = ["experiment", "--extend-run", "base", "--store", str(path), "-q", "--model"]
+        assert main([*argv, "toy-b", *given]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and line in err[0], err
+    assert len(_answer_requests(srv)) == 10  # nothing asked
+
+    # no judge option (and no endpoint) given: the run's own, at the run's own server
+    argv = ["experiment", "--extend-run", "base", "--store", str(path), "-q", "--model", "toy-b"]
+    assert main(argv) == 0, capsys.readouterr().err
+    frame = RunStore(path).export_frame(1)
+    assert set(frame["llm"]) == {"openai:toy-chat"} and set(frame["strictness"]) == {3}
+    assert frame["score"].notna().all() and len(_answer_requests(srv)) == 20
+    # the same judge given again is no difference
+    assert _extend(srv, path, "--prompt", "other=Q: {user_input}", "--strictness", "3") == 0
+
+
+def test_the_runs_endpoint_is_kept_without_a_key_and_used_by_an_extension(
+    base_run, capsys, monkeypatch
+):
+    srv, path = base_run
+    made = RunStore(path).get_run(1).settings
+    assert made["experiment"]["base_url"] == srv.base_url.rstrip("/")
+    assert made["judge"]["base_url"] == srv.base_url.rstrip("/")
+    assert "api_key" not in str(made) and "sk-" not in str(made)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    capsys.readouterr()
+    argv = ["experiment", "--extend-run", "base", "--store", str(path), "-q", "--model", "toy-b"]
+    assert main([*argv, "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: run #1 'base' was answered at {srv.base_url.rstrip('/')}, not "
+        "http://127.0.0.1:9/v1: drop --base-url (the new variants are answered where the old "
+        "ones were)"
+    ]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert len(_answer_requests(srv)) == 20  # at the run's server, not $OPENAI_BASE_URL's
+
+
+def test_public_url_keeps_no_secret():
+    from relevancy.experiments.run import public_url
+
+    assert public_url("http://user:pw@host:8080/v1/?api-key=abc&x=1#frag") == "http://host:8080/v1"
+    assert public_url("https://api.openai.com/v1") == "https://api.openai.com/v1"
+    assert public_url(None) is None and public_url("not a url") is None
+
+
+def test_failed_answers_of_an_extension_are_asked_again_in_place(base_run, capsys):
+    srv, path = base_run
+    store = RunStore(path)
+    before = store.export_frame(1)
+    capsys.readouterr()
+    assert _extend(srv, path, "--model", "toy-c") == 1  # the server does not know toy-c
+    err = capsys.readouterr().err
+    assert "10 answers failed" in err and "run again to retry them" in err
+    assert _toy_c(srv) == 10
+    failed_run = store.export_frame(1)
+    assert failed_run["answer_error"].iloc[10:].str.contains("HTTP 404").all()
+
+    srv.answer_models = (*MODELS, "toy-c")  # now it does: the same command retries them
+    assert _extend(srv, path, "--model", "toy-c") == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "10 failed answers asked again" in err
+    assert _toy_c(srv) == 20 and len(_answer_requests(srv)) == 10  # only those, none else
+    after = store.export_frame(1)
+    run = store.get_run(1)
+    assert (run.n_rows, run.n_scored) == (20, 20)  # filled in place, no row added
+    kept = ["user_input", "response", "variant", "score", "reason"]
+    pd.testing.assert_frame_equal(after[kept].iloc[:10], before[kept])  # the rest untouched
+    new = after.iloc[10:]
+    assert new["answer_error"].isna().all() and new["response"].str.len().gt(0).all()
+    assert new["score"].notna().all()
+    assert (new["variant"] == "brief · toy-c").sum() == 5 and new["id"].tolist() == (
+        failed_run["id"].iloc[10:].tolist()
+    )
+    # nothing left to retry: one line
+    assert _extend(srv, path, "--model", "toy-c") == 2
+    assert "already has every variant asked for" in capsys.readouterr().err
+
+
+def test_two_runs_with_one_name_are_told_apart_by_id(base_run, capsys, monkeypatch):
+    srv, path = base_run
+    questions = _questions(path.parent / "q2.csv", 2)
+    argv = ["experiment", "--prompt", "p={user_input}", "--model", "toy-a", "--questions"]
+    argv += [str(questions), "--save-run", "base", "--store", str(path), "-q"]
+    assert main([*argv, *cli_backends(srv)]) == 0
+    capsys.readouterr()
+    assert _extend(srv, path, "--model", "toy-b") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: 2 runs are named 'base' (#2, #1): give --extend-run ID, e.g. --extend-run 2"
+    ]
+    assert (
+        main(["experiment", "--extend-run", "1", "--store", str(path), "-q", "--model", "toy-b"])
+        == 0
+    )

@@ -20,6 +20,8 @@ from relevancy.experiments import (
     parse_prompt,
     run_experiment,
 )
+from relevancy.experiments.answering import EMPTY_ANSWER
+from relevancy.experiments.summary import variant_summary
 from relevancy.runs import RunStore
 from relevancy.testing._answers import toy_answer
 
@@ -120,8 +122,8 @@ def test_a_config_file_gives_prompts_models_settings_and_the_judge(tmp_path):
     ("text", "words"),
     [
         ('models = "a"\nnope = 1\n', "unknown key 'nope'"),
-        ('api_key = "sk-x"\n', "remove it and set OPENAI_API_KEY"),
-        ("repeats = 'two'\n", "repeats must be a int"),
+        ('api_key = "sk-x"\n', "delete that entry and set OPENAI_API_KEY"),
+        ("repeats = 'two'\n", "repeats must be an integer from 1 to 100, got 'two'"),
         ("[judge]\nllm_model = 'x'\n", "[judge] has no 'llm_model'"),
         ('[[prompts]]\nname = "a"\n', "give one of user, text or file"),
         ("models = [", "is not valid TOML"),
@@ -268,11 +270,32 @@ def test_a_model_the_server_does_not_know_fails_its_variant_only(toy_server, tmp
     assert _answer_requests(toy_server) == 2
 
 
-def test_empty_answers_are_kept_and_flagged(toy_server, tmp_path):
+def test_empty_answers_are_kept_and_flagged_not_cached_and_asked_again(toy_server, tmp_path):
     toy_server.answer_models = ("toy-a",)
     toy_server.script(["empty_content"])
     plan = _plan(QUESTIONS.head(1), ["toy-a"], TEMPLATES[:1])
+    cache = Cache(tmp_path / "cache")
     done = run_experiment(
-        plan, toy_metric(toy_server, cache=False), _answerers(plan, toy_server), tmp_path / "o.csv"
+        plan,
+        toy_metric(toy_server, cache=cache),
+        _answerers(plan, toy_server),
+        tmp_path / "o.csv",
+        cache=cache,
     )
-    assert done.answers["answer_error"].tolist() == ["the model answered with nothing"]
+    assert done.answers["answer_error"].tolist() == [EMPTY_ANSWER]
+    assert "not cached: a rerun asks again" in EMPTY_ANSWER and "no score" in EMPTY_ANSWER
+    scored = pd.read_csv(tmp_path / "o.csv")
+    assert scored["score"].isna().all()  # scored as the metric scores an empty response
+    assert scored["error"].str.contains("response is empty").all()
+    assert variant_summary(scored)["reasons"].tolist() == ["1 answer failed"]
+    # the empty answer was not cached: the rerun asks again, and gets an answer this time
+    toy_server.clear()
+    again = run_experiment(
+        plan,
+        toy_metric(toy_server, cache=cache),
+        _answerers(plan, toy_server),
+        tmp_path / "o2.csv",
+        cache=cache,
+    )
+    assert _answer_requests(toy_server) == 1 and again.failed_answers == 0
+    assert again.answers["response"].str.len().gt(0).all()

@@ -30,7 +30,14 @@ from relevancy.experiments import (
 )
 from relevancy.experiments.batch import batch_answers
 from relevancy.experiments.config import JUDGE_KEYS
-from relevancy.experiments.extend import extend_experiment, plan_extension
+from relevancy.experiments.extend import (
+    check_endpoint,
+    check_judge,
+    extend_experiment,
+    plan_extension,
+)
+from relevancy.experiments.questions import notes as question_notes
+from relevancy.experiments.run import JUDGE_OPTIONS
 from relevancy.experiments.summary import failed, variant_summary
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.paths import as_store_file, default_store_path
@@ -138,7 +145,12 @@ def register(sub: Any) -> None:
         help=f"dollars per 1M tokens (repeatable); defaults: {PRICES_SOURCE} of {PRICES_AS_OF}",
     )
     add_backend_options(p)
-    p.set_defaults(func=cmd_experiment, judge_defaults={k: p.get_default(k) for k in JUDGE_KEYS})
+    judge_defaults = {k: p.get_default(k) for k in (*JUDGE_KEYS, *JUDGE_OPTIONS)}
+    # None: not given (an extension tells an option given from the default: it scores with
+    # the run's own judge, and refuses another)
+    p.set_defaults(
+        func=cmd_experiment, judge_defaults=judge_defaults, **dict.fromkeys(JUDGE_OPTIONS)
+    )
 
 
 def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
@@ -161,10 +173,24 @@ def _settings(args: argparse.Namespace, config: Any) -> dict[str, Any]:
 
 
 def _judge_from_config(args: argparse.Namespace, config: Any) -> None:
-    """The config's ``[judge]`` options, where the command line left the default."""
+    """The config's ``[judge]`` options, where the command line gave none."""
     for key, value in (config.judge if config is not None else {}).items():
-        if getattr(args, key) == args.judge_defaults[key]:
+        now = getattr(args, key)
+        if now is None or (key not in JUDGE_OPTIONS and now == args.judge_defaults[key]):
             setattr(args, key, value)
+
+
+def _judge_defaults(args: argparse.Namespace, judge: dict[str, Any] | None = None) -> None:
+    """Each judge option not given: ``judge``'s (a run's own), else the default."""
+    for key in JUDGE_OPTIONS:
+        if getattr(args, key) is None:
+            value = (judge or {}).get(key)
+            setattr(args, key, args.judge_defaults[key] if value is None else value)
+
+
+def _judge_given(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge's options as given, for the run to keep (its endpoint too)."""
+    return {**{k: getattr(args, k) for k in JUDGE_OPTIONS}, "base_url": args.base_url}
 
 
 def _store(args: argparse.Namespace, save_run: str | None, questions: str) -> RunStore | None:
@@ -187,6 +213,7 @@ def _experiment(args: argparse.Namespace) -> int:
     values = _settings(args, config)
     args.base_url = values["base_url"]
     _judge_from_config(args, config)
+    _judge_defaults(args)
     base = Path(args.config).parent if args.config else Path.cwd()
     templates = [
         *(config.templates if config else []),
@@ -202,6 +229,8 @@ def _experiment(args: argparse.Namespace) -> int:
         )
     store = _store(args, values["save_run"], values["questions"])
     questions, source = load_questions(values["questions"], store=store)
+    for note in question_notes(questions):
+        print(f"note: {note}", file=sys.stderr)
     settings = AnswerSettings(
         temperature=float(values["temperature"]),
         max_tokens=int(values["max_tokens"]),
@@ -231,10 +260,10 @@ def _experiment(args: argparse.Namespace) -> int:
         else money(plan_cost.dollars)
     )
     print(
-        f"experiment      {len(templates)} templates x {len(models)} models x "
-        f"{len(questions):,} questions ({source})"
+        f"experiment      {_count(len(templates), 'template')} x {_count(len(models), 'model')}"
+        f" x {_count(len(questions), 'question')} ({source})"
         + (f" x {settings.repeats} repeats" if settings.repeats > 1 else "")
-        + f" = {plan_cost.answers:,} answers",
+        + f" = {_count(plan_cost.answers, 'answer')}",
         file=sys.stderr,
     )
     _print_estimate(plan_cost, cost, plan_cost.answers)
@@ -245,6 +274,10 @@ def _experiment(args: argparse.Namespace) -> int:
     if args.batch_api:
         _answer_batches(args, plan, answerers, metric, out)
     return _run(args, plan, metric, answerers, out, store, values["save_run"], source, prices)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _answer_batches(
@@ -282,7 +315,7 @@ def _judge_batch(args: argparse.Namespace, metric: Any, out: Path, prices: Any) 
 
 def _print_estimate(found: Any, cost: str, rows: int) -> None:
     print(
-        f"estimate        {found.requests:,} answers to request ({found.cached:,} in the "
+        f"estimate        {_count(found.requests, 'answer')} to request ({found.cached:,} in the "
         f"cache), about {found.prompt_tokens:,} prompt tokens and at most "
         f"{found.completion_tokens:,} answer tokens, {cost}; then {rows:,} rows to score",
         file=sys.stderr,
@@ -328,6 +361,7 @@ def _run(
             store=store if save_run else None,
             run_name=save_run or "",
             source=source,
+            judge=_judge_given(args),
             prices=prices,
             on_answer=bars["answering"].update,
             on_score=bars["scoring"].update,
@@ -345,7 +379,10 @@ def _report(
     print(f"{'variant':<{width}}  answers  mean   95% CI          below  failed  reasons")
     for row in table.itertuples():
         if not row.scored:
-            print(f"{row.variant:<{width}}  {row.answers:>7,}  no score{'':25}{row.failed:>6,}")
+            print(
+                f"{row.variant:<{width}}  {row.answers:>7,}  no score{'':25}{row.failed:>6,}  "
+                f"{row.reasons}"
+            )
             continue
         print(
             f"{row.variant:<{width}}  {row.answers:>7,}  {fmt(row.mean)}  "
@@ -383,7 +420,6 @@ def _extend(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else None
     _judge_from_config(args, config)
     values = _settings(args, config)
-    args.base_url = values["base_url"]
     base = Path(args.config).parent if args.config else Path.cwd()
     templates = [
         *(config.templates if config else []),
@@ -399,6 +435,12 @@ def _extend(args: argparse.Namespace) -> int:
     }
     models = args.model or (config.models if config else [])
     extension = plan_extension(store, args.extend_run, templates, models, settings=given)
+    # scored with the run's own judge and answered at its own endpoint (another one given: one
+    # line, nothing sent)
+    judge = check_judge(extension, {k: getattr(args, k) for k in JUDGE_OPTIONS})
+    answer_url = check_endpoint(extension, values["base_url"])
+    _judge_defaults(args, judge)
+    args.base_url = judge.get("base_url") or answer_url
     plan = extension.plan
     for warning in check_plan(plan):
         print(f"warning: {warning}", file=sys.stderr)
@@ -413,7 +455,7 @@ def _extend(args: argparse.Namespace) -> int:
         m: make_answerer(
             m,
             plan.settings,
-            base_url=args.base_url,
+            base_url=answer_url,
             api_key=args.api_key,
             timeout=args.timeout,
             concurrency=args.concurrency,
@@ -427,7 +469,12 @@ def _extend(args: argparse.Namespace) -> int:
     print(
         f"extend          run #{extension.run_id} {extension.name!r}: {len(plan.questions):,} "
         f"questions; new variants: {new}"
-        + (f"; {len(extension.pending):,} rows left unscored before" if extension.pending else ""),
+        + (f"; {len(extension.pending):,} rows left unscored before" if extension.pending else "")
+        + (
+            f"; {extension.retried:,} failed answers asked again (their rows kept in place)"
+            if extension.retried
+            else ""
+        ),
         file=sys.stderr,
     )
     _print_estimate(found, cost, found.answers + len(extension.pending))

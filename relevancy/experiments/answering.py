@@ -5,8 +5,8 @@ Each answer is stored in the persistent cache (:class:`~relevancy.backends.cache
 (backend, server, model, temperature, token cap), the template's text, the seed and the values
 of the question's columns that the template names. A run killed half-way (even by SIGKILL)
 finds what it had answered there and sends only the rest; a rerun with one template changed
-answers only that template. A failed answer (an unknown model, a refusal by the server) is a row
-with its error, never stored, so it is tried again next time.
+answers only that template. A failed answer (an unknown model, a refusal by the server) or an
+empty one is a row with its error, never stored, so it is tried again next time.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,8 @@ __all__ = [
     "answer_all",
     "CACHE_KIND",
     "ANSWER_COLUMNS",
+    "EMPTY_ANSWER",
+    "is_refusal",
 ]
 
 CACHE_KIND = "experiment_answer"
@@ -58,7 +61,41 @@ ANSWER_COLUMNS = (
 )
 #: answers in flight at once per model (the rate controller sends fewer when the limit says so)
 IN_FLIGHT = 64
-_REFUSALS = ("i can't help", "i cannot help", "i can't assist", "i cannot assist", "i'm sorry")
+#: an empty answer's flag: kept as a row, not cached (a rerun asks again), scored as the metric
+#: scores an empty response (no score, with its reason)
+EMPTY_ANSWER = (
+    "the model answered with nothing (not cached: a rerun asks again; an empty response has "
+    "no score)"
+)
+#: how a declining answer opens (apostrophes made straight, case folded): a refusal when the
+#: answer starts with one, however the sentence goes on; "sorry" later in an answer is not one
+_CANNOT = (
+    r"(?:can't|cannot|can not|won't|will not|am unable to|'m unable to|am not able to"
+    r"|'m not able to|am not going to|'m not going to|do not|don't)"
+)
+_REFUSAL = re.compile(
+    r"^(?:"
+    r"(?:i'm|i am|we're|we are)(?: (?:really|very|so|truly))? sorry\b"
+    r"|(?:i )?apologi[sz]e\b|my apologies\b"
+    r"|sorry(?: ?[,.!:;-]| but\b| i\b| we\b)"
+    rf"|(?:i|we) {_CANNOT} (?:help(?! but\b)|assist|provide|answer|comply|do that|support|respond"
+    r"|fulfil|share|give|discuss|engage|create|write)"
+    r"|(?:i|we) (?:must|have to|need to|will have to) decline"
+    r"|(?:i'm|i am) (?:unable|not able) to\b"
+    r"|i (?:don't|do not) know,? (?:and |so |but )?i (?:can't|cannot)\b"
+    rf"|unfortunately,? (?:i|we) {_CANNOT}"
+    r"|as an ai\b.{0,80}\b(?:can't|cannot|unable|not able)\b"
+    r")"
+)
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'"})
+
+
+def is_refusal(text: str) -> bool:
+    """Whether an answer opens by declining (``I'm sorry, but I can't help with that.``, ``I
+    can't assist with that request.``, ``Sorry, I cannot help...``); curly apostrophes count as
+    straight ones. Only the opening counts: an answer that is sorry later is an answer."""
+    opening = " ".join(text.translate(_APOSTROPHES).strip().lower().split())[:200]
+    return bool(_REFUSAL.match(opening))
 
 
 @dataclass(frozen=True)
@@ -82,20 +119,38 @@ class Plan:
     settings: AnswerSettings = field(default_factory=AnswerSettings)
     #: variants left out (a saved run has them already: :mod:`relevancy.experiments.extend`)
     skip: frozenset[str] = frozenset()
+    #: rows of a saved run asked again, after the rest (their answer failed): each its
+    #: question's columns with ``template``, ``model`` and ``repeat``; index: the run's rows
+    retry: pd.DataFrame | None = None
 
     @property
     def variants(self) -> list[str]:
         return [variant_name(t.name, m) for t in self.templates for m in self.models]
 
     @property
+    def retried(self) -> int:
+        """The rows asked again."""
+        return 0 if self.retry is None else len(self.retry)
+
+    @property
     def size(self) -> int:
         """The answers the plan needs."""
         todo = [v for v in self.variants if v not in self.skip]
-        return len(todo) * len(self.questions) * self.settings.repeats
+        return len(todo) * len(self.questions) * self.settings.repeats + self.retried
+
+    def records(self) -> list[dict[str, Any]]:
+        """The values of each question a cell names: the question set's, then the retried
+        rows' questions."""
+        rows = self.questions.to_dict("records")
+        if self.retry is not None:
+            own = [c for c in ("response", *ANSWER_COLUMNS) if c in self.retry.columns]
+            rows += self.retry.drop(columns=own).to_dict("records")
+        return rows
 
     def cells(self) -> list[tuple[Template, str, int, int]]:
-        """``(template, model, question row, repeat)`` for every answer, template by template."""
-        return [
+        """``(template, model, question row, repeat)`` for every answer, template by template,
+        then the retried rows (their question row counted after the question set's)."""
+        out = [
             (t, m, q, k)
             for t in self.templates
             for m in self.models
@@ -103,6 +158,23 @@ class Plan:
             for q in range(len(self.questions))
             for k in range(self.settings.repeats)
         ]
+        if self.retry is not None:
+            named = {t.name: t for t in self.templates}
+            repeats = pd.to_numeric(
+                self.retry["repeat"] if "repeat" in self.retry else pd.Series(0, self.retry.index),
+                errors="coerce",
+            )
+            for i, (template, model) in enumerate(zip(self.retry["template"], self.retry["model"])):
+                k = repeats.iloc[i]
+                out.append(
+                    (
+                        named[str(template)],
+                        str(model),
+                        len(self.questions) + i,
+                        int(k if k == k else 0),
+                    )
+                )
+        return out
 
 
 def variant_name(template: str, model: str) -> str:
@@ -168,7 +240,7 @@ def estimate(
 ) -> Estimate:
     """Answers to send, tokens and cost (the token cap taken as each answer's length)."""
     keys, prompt = [], 0
-    rows = plan.questions.to_dict("records")
+    rows = plan.records()
     for template, model, q, k in plan.cells():
         keys.append(answer_key(answerers[model], template, rows[q], plan.settings.seed + k))
     found = cache_records(cache, keys)
@@ -205,10 +277,10 @@ def _flag(answer: Answer) -> str | None:
     if answer.refusal:
         return f"refused: {answer.refusal[:200]}"
     if not answer.text.strip():
-        return "the model answered with nothing"
+        return EMPTY_ANSWER
     if answer.finish_reason == "content_filter":
         return "cut by the server's content filter"
-    if answer.text.strip().lower().startswith(_REFUSALS):
+    if is_refusal(answer.text):
         return "refused (the answer declines)"
     return None
 
@@ -227,7 +299,7 @@ async def answer_all(
     ``answerers`` maps each model name to its answerer; ``progress(n)`` is told of each answer
     as it is done (cached ones first, at once).
     """
-    rows = plan.questions.to_dict("records")
+    rows = plan.records()
     cells = plan.cells()
     keys = [answer_key(answerers[m], t, rows[q], plan.settings.seed + k) for t, m, q, k in cells]
     answers: list[Answer | None] = [None] * len(cells)
@@ -275,7 +347,7 @@ async def _ask(
 ) -> Answer:
     async with gate:
         answer = await answerer.aanswer(messages, plan.settings.seed + repeat)
-    if cache is not None and answer.error is None:
+    if cache is not None and answer.error is None and answer.text.strip():
         await asyncio.to_thread(cache.put_record, CACHE_KIND, key, answer.to_dict())
     return answer
 

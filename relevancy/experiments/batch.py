@@ -73,7 +73,7 @@ def answers_sidecar(out: str | Path, model: str) -> Path:
 
 def _todo(plan: Plan, model: str, answerer: Any, cache: Cache) -> dict[str, dict[str, Any]]:
     """Cache key → the request of each answer of ``model`` not in the cache yet."""
-    rows = plan.questions.to_dict("records")
+    rows = plan.records()
     todo: dict[str, dict[str, Any]] = {}
     for template, m, q, k in plan.cells():
         if m != model:
@@ -171,7 +171,7 @@ def _one_model(
             continue
         seen.add(key)
         answer = answer_from_line(line, str(run.batch_id))
-        if answer.error is None:
+        if answer.error is None and answer.text.strip():
             cache.put_record(CACHE_KIND, key, answer.to_dict())
             run.answered += 1
         else:

@@ -81,6 +81,39 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "save_run": (str,),
     "output": (str,),
 }
+#: the numbers' ranges, as the command line's options check them (low, high)
+SEED_MAX = 2**31 - 1
+_RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (0, 2),
+    "max_tokens": (1, 100_000),
+    "seed": (0, SEED_MAX),
+    "repeats": (1, 100),
+}
+#: ``[judge]``'s checks: numbers (kinds, low, high) and choices
+_JUDGE_NUMBERS: dict[str, tuple[tuple[type, ...], float, float]] = {
+    "strictness": ((int,), 1, 10),
+    "min_questions": ((int,), 1, 10),
+    "threshold": ((int, float), -1, 1),
+    "seed": ((int,), 0, SEED_MAX),
+    "timeout": ((int, float), 0, 86_400),
+}
+_KIND_WORDS = {int: "an integer", float: "a number", str: "a string"}
+
+
+def _kind(kinds: tuple[type, ...]) -> str:
+    return (
+        "a number" if float in kinds else " or ".join(_KIND_WORDS.get(k, k.__name__) for k in kinds)
+    )
+
+
+def _checked(name: str, key: str, value: Any, kinds: tuple[type, ...], span: Any = None) -> Any:
+    """``value`` when it is of ``kinds`` (within ``span``), else :class:`InputError` in one line
+    naming the key, the value and what is allowed."""
+    wanted = _kind(kinds) + (f" from {span[0]} to {span[1]}" if span is not None else "")
+    fits = isinstance(value, kinds) and not isinstance(value, bool)
+    if not fits or (span is not None and not span[0] <= value <= span[1]):
+        raise InputError(f"{name}: {key} must be {wanted}, got {value!r}")
+    return value
 
 
 @dataclass
@@ -109,10 +142,12 @@ def load_config(path: str | Path) -> ExperimentConfig:
         raise InputError(f"cannot read {str(path)!r} ({why}): give a UTF-8 TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{name} is not valid TOML: {exc}") from None
-    if "api_key" in data or "api_key" in data.get("judge", {}):
+    judge_table = data.get("judge", {})
+    if "api_key" in data or (isinstance(judge_table, dict) and "api_key" in judge_table):
+        # worded so that the redactor (which hides what follows "api_key:") leaves it whole
         raise InputError(
-            f"{name} holds an api_key: remove it and set OPENAI_API_KEY in the environment "
-            "(a key in a file ends up in a repository)"
+            f"{name} holds an api_key entry; delete that entry and set OPENAI_API_KEY in the "
+            "environment (a key in a file ends up in a repository)"
         )
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
@@ -120,11 +155,7 @@ def load_config(path: str | Path) -> ExperimentConfig:
     config = ExperimentConfig(path)
     for key, kinds in _TYPES.items():
         if key in data:
-            value = data[key]
-            if not isinstance(value, kinds) or isinstance(value, bool):
-                wanted = " or ".join(k.__name__ for k in kinds)
-                raise InputError(f"{name}: {key} must be a {wanted}, got {value!r}")
-            config.values[key] = value
+            config.values[key] = _checked(name, key, data[key], kinds, _RANGES.get(key))
     if "output" in config.values:
         config.values["output"] = str(_relative(path, config.values["output"]))
     questions = config.values.get("questions")
@@ -132,7 +163,9 @@ def load_config(path: str | Path) -> ExperimentConfig:
         config.values["questions"] = str(_relative(path, questions))
     models = data.get("models", [])
     if isinstance(models, str):
-        models = [models]
+        raise InputError(
+            f'{name}: models must be a list, got the string {models!r}: write models = ["{models}"]'
+        )
     if not isinstance(models, list) or not all(isinstance(m, str) and m.strip() for m in models):
         raise InputError(f'{name}: models must be a list of model names, e.g. ["gpt-4o-mini"]')
     config.models = [m.strip() for m in models]
@@ -142,9 +175,32 @@ def load_config(path: str | Path) -> ExperimentConfig:
     wrong = [k for k in judge if k not in JUDGE_KEYS]
     if wrong:
         raise InputError(f"{name}: [judge] has no {wrong[0]!r}; known: {', '.join(JUDGE_KEYS)}")
+    for key, (kinds, low, high) in _JUDGE_NUMBERS.items():
+        if key in judge:
+            _checked(name, f"[judge] {key}", judge[key], kinds, (low, high))
+    for key, allowed in _judge_choices().items():
+        if key in judge and judge[key] not in allowed:
+            raise InputError(
+                f"{name}: [judge] {key} must be one of {', '.join(allowed)}, got {judge[key]!r}"
+            )
+    for key in ("llm", "embeddings"):
+        if key in judge:
+            _checked(name, f"[judge] {key}", judge[key], (str,))
     config.judge = dict(judge)
     config.templates = [_template(entry, path, i) for i, entry in enumerate(_prompts(data, name))]
     return config
+
+
+def _judge_choices() -> dict[str, tuple[str, ...]]:
+    from relevancy.core.modes import MODES
+    from relevancy.core.noncommittal import DETECTORS
+    from relevancy.scoring.metric import PROMPT_LANGUAGES
+
+    return {
+        "mode": tuple(MODES),
+        "noncommittal": tuple(DETECTORS),
+        "prompt_language": tuple(PROMPT_LANGUAGES),
+    }
 
 
 def _prompts(data: dict[str, Any], name: str) -> list[dict[str, Any]]:

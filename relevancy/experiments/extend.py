@@ -23,8 +23,17 @@ import pandas as pd
 from relevancy.analysis.cost import Price
 from relevancy.backends.cache import Cache
 from relevancy.errors import InputError
-from relevancy.experiments.answering import ANSWER_COLUMNS, AnswerSettings, Plan, answer_all
-from relevancy.experiments.run import ExperimentRun, answers_path, check_plan
+from relevancy.experiments.answering import AnswerSettings, Plan, answer_all
+from relevancy.experiments.questions import run_questions
+from relevancy.experiments.run import (
+    ExperimentRun,
+    answer_endpoint,
+    answers_path,
+    check_plan,
+    public_url,
+    spec_of,
+)
+from relevancy.experiments.summary import failed
 from relevancy.experiments.templates import Template
 from relevancy.io import TableWriter
 from relevancy.runs import RunStore
@@ -33,7 +42,15 @@ from relevancy.scoring.files import summary
 from relevancy.scoring.metric import AnswerRelevancy
 from relevancy.scoring.pipeline import score_chunks
 
-__all__ = ["Extension", "plan_extension", "extend_experiment", "experiment_runs"]
+__all__ = [
+    "Extension",
+    "plan_extension",
+    "extend_experiment",
+    "experiment_runs",
+    "run_judge",
+    "check_judge",
+    "check_endpoint",
+]
 
 
 @dataclass
@@ -47,6 +64,15 @@ class Extension:
     added_templates: list[str] = field(default_factory=list)
     added_models: list[str] = field(default_factory=list)
     pending: list[int] = field(default_factory=list)
+    #: the judge the run was scored with (:func:`run_judge`): the extension scores with it
+    judge: dict[str, Any] = field(default_factory=dict)
+    #: the endpoint the run's API models answered at (None: not kept, or only the embedded one)
+    base_url: str | None = None
+
+    @property
+    def retried(self) -> int:
+        """Rows of the run whose answer failed, asked again."""
+        return self.plan.retried
 
     @property
     def new_variants(self) -> list[str]:
@@ -67,17 +93,71 @@ def _run_of(store: RunStore, spec: str | int) -> Any:
         raise InputError(
             f"no run {str(spec)!r} to extend in {store.path}; its experiment runs: {names}"
         )
+    if len(found) > 1:
+        ids = ", ".join(f"#{r.id}" for r in found)
+        raise InputError(
+            f"{len(found)} runs are named {text!r} ({ids}): give --extend-run ID, e.g. "
+            f"--extend-run {found[0].id}"
+        )
     return found[0]
 
 
-def _questions(rows: pd.DataFrame) -> pd.DataFrame:
-    """The run's question set: the rows of its first variant's first repeat, less what the
-    experiment wrote."""
-    first = rows[rows["variant"] == rows["variant"].iloc[0]]
-    if "repeat" in first:
-        first = first[pd.to_numeric(first["repeat"], errors="coerce").fillna(0) == 0]
-    own = [c for c in ("response", *ANSWER_COLUMNS) if c in first.columns]
-    return first.drop(columns=own).reset_index(drop=True)
+def run_judge(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The judge a saved experiment run was scored with (:func:`run.judge_record`); for a run
+    saved before runs kept it, what its settings say (the models' names, strictness...)."""
+    judge = settings.get("judge")
+    if isinstance(judge, dict):
+        return {k: v for k, v in judge.items() if v is not None}
+    found = {
+        "llm": spec_of(str(settings["llm_name"])) if settings.get("llm_name") else None,
+        "embeddings": (
+            spec_of(str(settings["embeddings_name"])) if settings.get("embeddings_name") else None
+        ),
+        "mode": settings.get("mode_used"),
+        "strictness": settings.get("strictness"),
+        "min_questions": settings.get("min_questions"),
+        "threshold": settings.get("threshold"),
+    }
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return str(a) == str(b)
+
+
+def check_judge(extension: Extension, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The judge an extension scores with: the run's own, with ``given`` (options given for the
+    extension, None where not given) filling only what the run does not say. An option given
+    with another value than the run's is refused in one line: the new rows would be scored by
+    another metric than the old ones, and Compare would pair them."""
+    judge = dict(extension.judge)
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key in judge and not _same(judge[key], value):
+            option = "--" + key.replace("_", "-")
+            raise InputError(
+                f"run #{extension.run_id} {extension.name!r} was scored with {option} "
+                f"{judge[key]}, not {value}: drop {option} (an extension scores with the run's "
+                "own judge)"
+            )
+        judge.setdefault(key, value)
+    return judge
+
+
+def check_endpoint(extension: Extension, given: str | None) -> str | None:
+    """The endpoint an extension's models answer at: the run's own; ``given`` (an endpoint
+    given for the extension) only where the run kept none. Another one is refused in one line:
+    the new variants are answered where the old ones were."""
+    ours, theirs = public_url(given), extension.base_url
+    if ours and theirs and ours != theirs:
+        raise InputError(
+            f"run #{extension.run_id} {extension.name!r} was answered at {theirs}, not {ours}: "
+            "drop --base-url (the new variants are answered where the old ones were)"
+        )
+    return theirs or given
 
 
 def _merge_templates(have: list[Template], given: Sequence[Template], run: str) -> list[str]:
@@ -140,15 +220,26 @@ def plan_extension(
     added_templates = _merge_templates(have, templates, where)
     all_models = list(dict.fromkeys(rows["model"].astype(str)))
     added_models = [m for m in dict.fromkeys(models) if m not in all_models]
-    plan = Plan(have, [*all_models, *added_models], _questions(rows), answer)
+    plan = Plan(have, [*all_models, *added_models], run_questions(rows), answer)
     plan.skip = frozenset(rows["variant"].astype(str))
+    lost = rows[failed(rows)]  # answers that never came: asked again, their rows in place
+    plan.retry = lost if len(lost) else None
     pending = store.pending_rows(info.id)
     if not plan.size and not pending:
         raise InputError(
             f"{where} already has every variant asked for ({', '.join(plan.variants)}): give "
             "another template (--prompt) or model (--model)"
         )
-    return Extension(info.id, info.name, plan, added_templates, added_models, pending)
+    return Extension(
+        info.id,
+        info.name,
+        plan,
+        added_templates,
+        added_models,
+        pending,
+        run_judge(info.settings),
+        public_url(made.get("base_url")),
+    )
 
 
 def extend_experiment(
@@ -164,12 +255,15 @@ def extend_experiment(
     on_score: Callable[[int], None] | None = None,
 ) -> ExperimentRun:
     """Answer the extension's new variants, add their rows to the run and score them (and any
-    row of the run left unscored); the new rows' scores are also written to ``out``."""
+    row of the run left unscored); rows whose answer had failed are asked again and put back in
+    place (nothing else of the run changes) and scored again. The scores are also written to
+    ``out``."""
     plan = extension.plan
     warnings = check_plan(plan)
     out = Path(out)
     cache = cache if cache is not None else metric.cache
     needed = {m for _, m, _, _ in plan.cells()}
+    endpoint = answer_endpoint({m: a for m, a in answerers.items() if m in needed})
     answers = (
         asyncio.run(
             answer_all(
@@ -191,8 +285,13 @@ def extend_experiment(
         **recorded,
         "templates": [{"name": t.name, "system": t.system, "user": t.user} for t in plan.templates],
         "models": list(plan.models),
+        "base_url": recorded.get("base_url") or endpoint,
     }
-    store.append_inputs(extension.run_id, answers, settings={"experiment": recorded})
+    fresh = len(answers) - plan.retried
+    if plan.retry is not None and len(answers):  # the failed rows, in place, scored again
+        again = answers.iloc[fresh:].set_axis(plan.retry.index)
+        store.replace_inputs(extension.run_id, again)
+    store.append_inputs(extension.run_id, answers.iloc[:fresh], settings={"experiment": recorded})
     todo = store.pending_rows(extension.run_id)
     frame = store.inputs(extension.run_id, todo) if todo else pd.DataFrame()
     tally = Tally()

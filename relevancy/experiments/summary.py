@@ -13,7 +13,7 @@ import pandas as pd
 
 from relevancy.core.stats import summarize
 
-__all__ = ["variant_summary", "score_matrix", "failed", "SUMMARY_COLUMNS"]
+__all__ = ["variant_summary", "score_matrix", "failed", "SUMMARY_COLUMNS", "ANSWER_FAILED"]
 
 SUMMARY_COLUMNS = (
     "variant",
@@ -34,8 +34,23 @@ def failed(frame: pd.DataFrame) -> pd.Series:
     """Rows whose answer never came (an error and no text), as opposed to a flagged answer."""
     if "answer_error" not in frame:
         return pd.Series(False, index=frame.index)
-    text = frame["response"].fillna("").astype(str).str.strip()
+    text = frame["response"].map(lambda v: "" if v is None or v != v else str(v).strip())
     return frame["answer_error"].notna() & (text == "")
+
+
+#: the reason a summary gives a row whose answer failed (no text came back)
+ANSWER_FAILED = "answer failed"
+
+
+def _reasons(group: pd.DataFrame) -> Counter[str]:
+    """The rows' reasons, a failed answer's named as such (its own reason may be blank)."""
+    given = group["reason"] if "reason" in group else pd.Series("", index=group.index)
+    given = pd.Series(
+        ["" if r is None or r != r else str(r).strip() for r in given], index=group.index
+    )
+    return Counter(
+        ANSWER_FAILED if lost else (r or "no reason") for r, lost in zip(given, group["_failed"])
+    )
 
 
 def _tokens(frame: pd.DataFrame) -> pd.Series:
@@ -55,8 +70,10 @@ def variant_summary(frame: pd.DataFrame, *, threshold: float = 0.5) -> pd.DataFr
         stats = summarize(
             pd.to_numeric(group["score"], errors="coerce").tolist(), threshold=threshold
         )
-        reasons = Counter(r for r in group.get("reason", pd.Series(dtype=str)).dropna())
-        cost = pd.to_numeric(group.get("answer_cost"), errors="coerce")
+        reasons = _reasons(group)
+        cost = (
+            pd.to_numeric(group["answer_cost"], errors="coerce") if "answer_cost" in group else None
+        )
         rows.append(
             {
                 "variant": variant,

@@ -158,8 +158,15 @@ def check_templates(templates: Sequence[Template], columns: Iterable[str]) -> li
                 f"their columns: {', '.join(columns)}"
             )
         if "user_input" not in fields:
+            others = [f for f in fields if f != "user_input"]
             warnings.append(
-                f"template {template.name!r} has no {{user_input}}: every question gets the "
-                "same prompt"
+                f"template {template.name!r} has no {{user_input}}: "
+                + (
+                    "the question itself is not in the prompt; only "
+                    + ", ".join("{" + f + "}" for f in others)
+                    + " changes from question to question"
+                    if others
+                    else "every question gets the same prompt"
+                )
             )
     return warnings
