@@ -19,7 +19,7 @@ settings = setup_page(
 )
 metric = get_metric(settings)
 if panel.mode() == panel.EXTEND:
-    panel.extend(settings.base_url, metric)
+    panel.extend(settings)
 else:
     try:
         loaded = panel.questions()
@@ -36,6 +36,6 @@ else:
     planned = panel.plan_and_estimate(typed, names, frame, answer_settings, base_url, metric)
     name = st.text_input("Save the run as", "experiment", key="exp_run_name")
     if planned is not None and st.button("Run the experiment", key="exp_go", type="primary"):
-        panel.run(planned[0], metric, planned[1], name)
+        panel.run(planned[0], metric, planned[1], name, settings)
 if st.session_state.get(panel.RUN_KEY) is not None:
     panel.results(st.session_state[panel.RUN_KEY], settings.threshold)

@@ -128,3 +128,63 @@ def test_a_question_set_uploaded_and_bad_files_said_in_one_line():
     ok(at.run())
     (error,) = [_drawn(e.value) for e in at.error]
     assert "empty.csv holds no question" in error and "\n" not in error
+
+
+def test_extending_a_saved_run_keeps_its_endpoint_and_judge_and_reaches_every_row(tmp_path):
+    from relevancy.cli import main
+
+    from helpers import cli_backends
+
+    with OpenAICompatServer() as srv:
+        srv.answer_models = ("toy-a", "toy-b")
+        questions = tmp_path / "q.csv"
+        pd.DataFrame(
+            {"id": ["q1", "q2", "q3"], "question": ["Same (x)?", "Same (x)?", "Other?"]}
+        ).to_csv(questions, index=False)
+        argv = ["experiment", "--prompt", "brief={user_input}", "--model", "toy-a", "-q"]
+        argv += ["--questions", str(questions), "--save-run", "cli [run]"]
+        argv += ["--store", str(default_store_path())]
+        assert main([*argv, *cli_backends(srv)]) == 0
+
+        at = visit(app(), "8_Experiments.py")  # the sidebar's judge: the embedded default
+        at.radio(key="exp_mode").set_value("extend")
+        ok(at.run())
+        (label,) = at.selectbox(key="exp_extend_run").options
+        assert "\\" not in label and "cli [run]" in label  # plain text, not Markdown
+        # the run's endpoint and judge, not the sidebar's
+        assert at.text_input(key="exp_x_base_url").value == srv.base_url.rstrip("/")
+        assert any("judge: openai:toy-chat writes the questions" in t.value for t in at.text)
+        at.text_input(key="exp_x_models").input("toy-b")
+        # another endpoint typed: one line, nothing planned
+        at.text_input(key="exp_x_base_url").input("http://127.0.0.1:9/v1")
+        ok(at.run())
+        (error,) = [_drawn(e.value).replace("\u2060", "") for e in at.error]
+        assert f"was answered at {srv.base_url.rstrip('/')}, not http://127.0.0.1:9/v1" in error
+        assert "put the run's endpoint back in the field" in error
+        at.text_input(key="exp_x_base_url").input(srv.base_url)
+        ok(at.run())
+        assert not at.error
+        at.button(key="exp_extend_go").click()
+        ok(at.run())
+        assert not at.error
+        run_id = at.session_state["exp_run"]
+        frame = RunStore(default_store_path()).export_frame(run_id)
+        assert len(frame) == 12 and frame["score"].notna().all()
+        assert set(frame["llm"]) == {"openai:toy-chat"}  # every row by the run's judge
+        # each question row reachable, though two ask the same text
+        assert at.selectbox(key="exp_question").options == [
+            "q1 · Same (x)?",
+            "q2 · Same (x)?",
+            "q3 · Other?",
+        ]
+        at.selectbox(key="exp_question").set_value(1)
+        ok(at.run())
+        assert any(t.value == "Same (x)?" for t in at.text)
+
+
+def test_no_model_on_the_page_says_pick_a_model():
+    at = visit(app(), "8_Experiments.py")
+    at.text_input(key="exp_models").input("")
+    ok(at.run())
+    (error,) = [_drawn(e.value) for e in at.error]
+    assert error.startswith("no model: pick a model") and "--model" not in error

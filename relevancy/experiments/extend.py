@@ -147,15 +147,17 @@ def check_judge(extension: Extension, given: Mapping[str, Any]) -> dict[str, Any
     return judge
 
 
-def check_endpoint(extension: Extension, given: str | None) -> str | None:
+def check_endpoint(
+    extension: Extension, given: str | None, *, fix: str = "drop --base-url"
+) -> str | None:
     """The endpoint an extension's models answer at: the run's own; ``given`` (an endpoint
-    given for the extension) only where the run kept none. Another one is refused in one line:
-    the new variants are answered where the old ones were."""
+    given for the extension) only where the run kept none. Another one is refused in one line
+    ending in ``fix`` (what to do): the new variants are answered where the old ones were."""
     ours, theirs = public_url(given), extension.base_url
     if ours and theirs and ours != theirs:
         raise InputError(
             f"run #{extension.run_id} {extension.name!r} was answered at {theirs}, not {ours}: "
-            "drop --base-url (the new variants are answered where the old ones were)"
+            f"{fix} (the new variants are answered where the old ones were)"
         )
     return theirs or given
 
@@ -186,6 +188,7 @@ def plan_extension(
     models: Sequence[str] = (),
     *,
     settings: Mapping[str, Any] | None = None,
+    more: str = "another template (--prompt) or model (--model)",
 ) -> Extension:
     """The extension of saved run ``run`` (a name or an id) with ``templates`` and ``models``.
 
@@ -227,8 +230,7 @@ def plan_extension(
     pending = store.pending_rows(info.id)
     if not plan.size and not pending:
         raise InputError(
-            f"{where} already has every variant asked for ({', '.join(plan.variants)}): give "
-            "another template (--prompt) or model (--model)"
+            f"{where} already has every variant asked for ({', '.join(plan.variants)}): give {more}"
         )
     return Extension(
         info.id,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from relevancy.analysis.cost import money
+from relevancy.dashboard.views.format import MISSING, fmt
 from relevancy.experiments import Estimate, Template
 from relevancy.experiments.summary import score_matrix
 
@@ -19,6 +20,8 @@ __all__ = [
     "describe_estimate",
     "cell_matrix",
     "summary_table",
+    "question_numbers",
+    "question_label",
 ]
 
 #: the templates the page starts with (name, system, user)
@@ -88,16 +91,35 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         {
             "variant": summary["variant"],
             "answers": summary["answers"],
-            "mean": summary["mean"].round(3),
+            "mean": [fmt(m) if m == m else MISSING for m in summary["mean"]],
             "95% CI": [
-                f"[{lo:.3f}, {hi:.3f}]" if lo == lo else "—"
+                f"[{lo:.3f}, {hi:.3f}]" if lo == lo and hi == hi else MISSING
                 for lo, hi in zip(summary["ci_low"], summary["ci_high"])
             ],
-            "below threshold": (100 * summary["below"]).round(0).astype("Float64").astype(str)
-            + "%",
+            "below threshold": [
+                f"{100 * b:.0f}%" if b == b and s else MISSING
+                for b, s in zip(summary["below"], summary["scored"])
+            ],
             "failed answers": summary["failed"],
             "reasons": summary["reasons"],
             "answer tokens": summary["answer_tokens"],
         }
     )
     return out
+
+
+def question_numbers(frame: pd.DataFrame) -> pd.Series:
+    """Each row's question, by its place in the question set (0, 1, ...): two rows that ask the
+    same text are two questions. A variant's rows (per repeat) follow the question set's order."""
+    keys = [c for c in ("variant", "repeat") if c in frame.columns]
+    if not keys:
+        return pd.Series(range(len(frame)), index=frame.index)
+    return frame.groupby(keys, sort=False).cumcount()
+
+
+def question_label(number: int, row: pd.Series) -> str:
+    """A question as a picker lists it (plain text): its id, or its place, and its text."""
+    given = row.get("id")
+    name = str(given) if given is not None and given == given and str(given) else f"#{number + 1}"
+    text = " ".join(str(row.get("user_input", "")).split())
+    return f"{name} · {text[:90]}" + ("…" if len(text) > 90 else "")

@@ -7,6 +7,7 @@ in tables, or escaped with :func:`~relevancy.dashboard.views.format.esc`, never 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -19,11 +20,13 @@ from relevancy.dashboard.views.experiments import (
     PageTemplate,
     cell_matrix,
     parse_models,
+    question_label,
+    question_numbers,
     summary_table,
 )
 from relevancy.dashboard.views.format import esc
 from relevancy.dashboard.widgets.drilldown import render_result
-from relevancy.dashboard.widgets.models import get_api_key
+from relevancy.dashboard.widgets.models import Settings, get_api_key, get_metric
 from relevancy.dashboard.widgets.state import (
     clear_run_caches,
     get_store,
@@ -31,6 +34,7 @@ from relevancy.dashboard.widgets.state import (
     load_run,
     set_active_run,
 )
+from relevancy.errors import InputError
 from relevancy.experiments import (
     DEMO,
     AnswerSettings,
@@ -45,6 +49,8 @@ from relevancy.experiments import (
     plan_extension,
     run_experiment,
 )
+from relevancy.experiments.extend import check_endpoint, run_judge
+from relevancy.experiments.questions import notes as question_notes
 from relevancy.experiments.questions import question_set
 from relevancy.experiments.summary import variant_summary
 from relevancy.paths import default_cache_dir
@@ -68,6 +74,8 @@ RUN_KEY = "exp_run"
 MAX_TEMPLATES = 4
 NEW, EXTEND = "new", "extend"
 _UPLOAD = "upload"
+#: what the page says when no model is named
+NO_MODEL = "pick a model (type local for the embedded one)"
 
 
 def mode() -> str:
@@ -102,7 +110,7 @@ def questions() -> tuple[pd.DataFrame, str] | None:
         key="exp_questions",
     )
     if picked != _UPLOAD:
-        return load_questions(picked, store=get_store())
+        return _noted(load_questions(picked, store=get_store()))
     upload = st.file_uploader(
         "Questions file: a question column (user_input, question, query or input) and any "
         "others, which templates may name as {column}",
@@ -111,7 +119,17 @@ def questions() -> tuple[pd.DataFrame, str] | None:
     )
     if upload is None:
         return None
-    return question_set(read_upload(upload.name, upload.getvalue()), upload.name), upload.name
+    return _noted(
+        (question_set(read_upload(upload.name, upload.getvalue()), upload.name), upload.name)
+    )
+
+
+def _noted(loaded: tuple[pd.DataFrame, str]) -> tuple[pd.DataFrame, str]:
+    """The question set, each of its notes said (a blank question left out, a question taken
+    once, an id given to two questions)."""
+    for note in question_notes(loaded[0]):
+        st.info(esc(note), icon="ℹ️")
+    return loaded
 
 
 def templates(
@@ -202,7 +220,7 @@ def plan_and_estimate(
     """The plan, checked (one line when it cannot run), and its estimate before running."""
     try:
         plan = Plan([t.template() for t in typed], names, frame, settings)
-        for warning in check_plan(plan):
+        for warning in check_plan(plan, no_model=NO_MODEL):
             st.warning(esc(warning), icon="⚠️")
         answerers = _answerers(plan, base_url)
     except Exception as exc:  # said in one line
@@ -246,8 +264,9 @@ def _said(finished: Any) -> None:
         )
 
 
-def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
-    """Answer and score, with a progress bar for each; the saved run becomes the page's."""
+def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str, judge: Settings) -> None:
+    """Answer and score, with a progress bar for each; the saved run becomes the page's (it
+    keeps the sidebar's judge, ``judge``, so an extension scores as it was scored)."""
     finished = _with_progress(
         plan.size,
         lambda on_answer, on_score: run_experiment(
@@ -258,6 +277,14 @@ def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
             store=get_store(),
             run_name=name,
             source="the page's question set",
+            judge={
+                "llm": judge.llm,
+                "embeddings": judge.embeddings,
+                "base_url": judge.base_url,
+                "mode": judge.mode,
+                "noncommittal": judge.noncommittal,
+                "prompt_language": judge.prompt_language,
+            },
             on_answer=on_answer,
             on_score=on_score,
         ),
@@ -265,9 +292,40 @@ def run(plan: Plan, metric: Any, answerers: dict[str, Any], name: str) -> None:
     _said(finished)
 
 
-def extend(base_url: str | None, metric: Any) -> None:
+#: what the page's judge is always built with (the sidebar sets the rest)
+_PAGE_JUDGE = {"seed": 0, "max_response_chars": None}
+
+
+def run_metric(info: Any, settings: Settings) -> tuple[Any, dict[str, Any]]:
+    """The metric a saved experiment run was scored with (the sidebar's key, its own models and
+    options), and that judge; :class:`InputError` in one line when the page cannot build it."""
+    judge = run_judge(info.settings)
+    for key, value in _PAGE_JUDGE.items():
+        if key in judge and judge[key] != value:
+            raise InputError(
+                f"run #{info.id} was scored with {key} {judge[key]}, which this page does not "
+                f"set: extend it with relevancy experiment --extend-run {info.id}"
+            )
+    fields = ("llm", "embeddings", "strictness", "noncommittal", "mode", "prompt_language")
+    chosen = replace(
+        settings,
+        base_url=judge.get("base_url") or settings.base_url,
+        **{k: judge[k] for k in fields if k in judge},
+    )
+    metric = get_metric(chosen)
+    for key in ("threshold", "min_questions"):
+        if key in judge and float(judge[key]) != float(getattr(metric, key)):
+            raise InputError(
+                f"run #{info.id} was scored with {key} {judge[key]}, which this page does not "
+                f"set: extend it with relevancy experiment --extend-run {info.id}"
+            )
+    return metric, judge
+
+
+def extend(settings: Settings) -> None:
     """A saved experiment run re-opened: its variants listed, templates and models added; only
-    the new variants answered and scored, into that run."""
+    the new variants answered at the run's endpoint and scored with the run's judge, into that
+    run (and its failed answers asked again, in place)."""
     store = get_store()
     runs = experiment_runs(store)
     if not runs:
@@ -276,24 +334,40 @@ def extend(base_url: str | None, metric: Any) -> None:
     run_id = st.selectbox(
         "Run to extend",
         [r.id for r in runs],
-        format_func=lambda i: next(esc(r.label) for r in runs if r.id == i),
+        format_func=lambda i: next(r.label for r in runs if r.id == i),  # plain text
         key="exp_extend_run",
     )
-    made = next(r for r in runs if r.id == run_id).settings["experiment"]
+    info = next(r for r in runs if r.id == run_id)
+    made = info.settings["experiment"]
     have = tuple(t["name"] for t in made.get("templates", []))
-    st.caption("Its templates and models (answered with the run's temperature, tokens and seed)")
-    st.text(f"templates: {', '.join(have)}\nmodels: {', '.join(made.get('models', []))}")
+    st.caption(
+        "Its templates and models (answered at the run's endpoint, with its temperature, "
+        "tokens and seed, and scored with its judge)"
+    )
     typed = templates(least=0, start=1, taken=have, prefix="exp_x")
-    names, url = endpoint(base_url, default="", prefix="exp_x")
+    names, url = endpoint(made.get("base_url") or settings.base_url, default="", prefix="exp_x")
     try:
-        extension = plan_extension(store, run_id, [t.template() for t in typed], names)
-        for warning in check_plan(extension.plan):
+        metric, judge = run_metric(info, settings)
+        st.text(
+            f"templates: {', '.join(have)}\nmodels: {', '.join(made.get('models', []))}\n"
+            f"judge: {judge.get('llm', '?')} writes the questions, {judge.get('embeddings', '?')}"
+            f" embeds them (strictness {judge.get('strictness', '?')})"
+        )
+        extension = plan_extension(
+            store, run_id, [t.template() for t in typed], names, more="another template or model"
+        )
+        url = check_endpoint(extension, url, fix="put the run's endpoint back in the field")
+        for warning in check_plan(extension.plan, no_model=NO_MODEL):
             st.warning(esc(warning), icon="⚠️")
         answerers = _answerers(extension.plan, url)
     except Exception as exc:  # said in one line
         _one_line(exc)
         return
-    st.text("new variants: " + (", ".join(extension.new_variants) or "none"))
+    st.text(
+        "new variants: "
+        + (", ".join(extension.new_variants) or "none")
+        + (f"; {extension.retried:,} failed answers asked again" if extension.retried else "")
+    )
     rows = extension.plan.size + len(extension.pending)
     _show_estimate(extension.plan, answerers, metric, rows)
     if st.button("Extend the run", key="exp_extend_go", type="primary"):
@@ -332,11 +406,17 @@ def results(run_id: int, threshold: float) -> None:
     )
     st.markdown("**Question × variant** (score and main reason)")
     st.dataframe(cell_matrix(frame), key="exp_matrix")
-    question = st.selectbox(
-        "Answers to", list(dict.fromkeys(frame["user_input"])), key="exp_question"
+    number = question_numbers(frame)
+    first = ~number.duplicated()
+    firsts = frame[first].set_index(number[first])
+    question = st.selectbox(  # options are plain text: no Markdown escaping
+        "Answers to",
+        list(firsts.index),
+        format_func=lambda q: question_label(q, firsts.loc[q]),
+        key="exp_question",
     )
-    rows = frame[frame["user_input"] == question]
-    variant = st.radio(
+    rows = frame[number == question]
+    variant = st.radio(  # a radio's options are Markdown: escaped
         "Variant", list(dict.fromkeys(rows["variant"])), format_func=esc, key="exp_variant"
     )
     row = rows[rows["variant"] == variant].iloc[0]
@@ -346,7 +426,7 @@ def results(run_id: int, threshold: float) -> None:
         "Answer" + (f" — {row['answer_error']}" if pd.notna(row.get("answer_error")) else "")
     )
     st.text(str(row.get("response", "") if pd.notna(row.get("response")) else ""))
-    index = frame.index[(frame["user_input"] == question) & (frame["variant"] == variant)][0]
+    index = rows.index[rows["variant"] == variant][0]
     render_result(data.results[index], key=f"exp_drill_{run_id}", threshold=threshold, compact=True)
     compare(run_id, list(dict.fromkeys(frame["variant"])))
 
