@@ -265,3 +265,32 @@ def test_two_runs_with_one_name_are_told_apart_by_id(base_run, capsys, monkeypat
         main(["experiment", "--extend-run", "1", "--store", str(path), "-q", "--model", "toy-b"])
         == 0
     )
+
+
+def test_a_rerun_of_an_experiment_fills_its_failed_answers_in_place(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.sqlite3"
+    with OpenAICompatServer() as srv:
+        srv.answer_models = MODELS  # not toy-c: its answers fail
+        questions = _questions(tmp_path / "q.csv", 5)
+        argv = ["experiment", "--prompt", "plain={user_input}", "--model", "toy-a", "--model"]
+        argv += ["toy-c", "--questions", str(questions), "--save-run", "x", "--store", str(path)]
+        argv += ["-q", *cli_backends(srv)]
+        assert main(argv) == 1
+        assert "run again to retry them" in capsys.readouterr().err
+        store = RunStore(path)
+        before = store.export_frame(1)
+        assert before["answer_error"].iloc[5:].str.contains("HTTP 404").all()
+
+        srv.answer_models = (*MODELS, "toy-c")
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert "rerun           run #1 'x' is this experiment: 5 failed answers asked again" in err
+        assert _toy_c(srv) == 10 and len(_answer_requests(srv)) == 5  # only the failed ones
+        assert [r.id for r in store.list_runs()] == [1]  # the same run, filled in place
+        after = store.export_frame(1)
+        kept = ["user_input", "response", "variant", "score", "reason"]
+        pd.testing.assert_frame_equal(after[kept].iloc[:5], before[kept].iloc[:5])
+        assert after["answer_error"].isna().all() and after["score"].notna().all()
+        written = pd.read_csv(tmp_path / "experiment.relevancy.csv")
+        assert len(written) == 10 and written["score"].notna().all()

@@ -35,9 +35,10 @@ from relevancy.experiments.extend import (
     check_judge,
     extend_experiment,
     plan_extension,
+    rerun_of,
 )
 from relevancy.experiments.questions import notes as question_notes
-from relevancy.experiments.run import JUDGE_OPTIONS
+from relevancy.experiments.run import JUDGE_OPTIONS, answer_endpoint
 from relevancy.experiments.summary import failed, variant_summary
 from relevancy.io import OUTPUT_FORMATS
 from relevancy.paths import as_store_file, default_store_path
@@ -252,6 +253,12 @@ def _experiment(args: argparse.Namespace) -> int:
         )
         for m in models
     }
+    if store is not None and values["save_run"]:
+        judge = {k: getattr(args, k) for k in JUDGE_OPTIONS}
+        again = rerun_of(store, values["save_run"], plan, judge, answer_endpoint(answerers))
+        if again is not None:  # the same experiment, some answers failed: those, in place
+            url = answer_endpoint(answerers) or args.base_url
+            return _extend_go(args, store, again, metric, url, out, rerun=True)
     prices = prices_from_args(args)
     plan_cost = estimate(plan, answerers, metric.cache, prices)
     cost = (
@@ -450,6 +457,22 @@ def _extend(args: argparse.Namespace) -> int:
             f"cannot write {out.name!r}: use an output name ending in " + ", ".join(OUTPUT_FORMATS)
         )
     metric = metric_from_args(args, check=False)
+    return _extend_go(args, store, extension, metric, answer_url, out)
+
+
+def _extend_go(
+    args: argparse.Namespace,
+    store: RunStore,
+    extension: Any,
+    metric: Any,
+    answer_url: str | None,
+    out: Path,
+    *,
+    rerun: bool = False,
+) -> int:
+    """Estimate, answer and score an extension (``rerun``: a saved run of this same experiment,
+    its failed answers asked again, and its whole table written to ``out``)."""
+    plan = extension.plan
     needed = list(dict.fromkeys(m for _, m, _, _ in plan.cells()))
     answerers = {
         m: make_answerer(
@@ -467,12 +490,15 @@ def _extend(args: argparse.Namespace) -> int:
     cost = "unknown (add --price MODEL=IN/OUT)" if found.dollars is None else money(found.dollars)
     new = ", ".join(extension.new_variants) or "none"
     print(
-        f"extend          run #{extension.run_id} {extension.name!r}: {len(plan.questions):,} "
-        f"questions; new variants: {new}"
+        f"rerun           run #{extension.run_id} {extension.name!r} is this experiment: "
+        f"{extension.retried:,} failed answers asked again, their rows filled in place"
+        if rerun
+        else f"extend          run #{extension.run_id} {extension.name!r}: "
+        f"{len(plan.questions):,} questions; new variants: {new}"
         + (f"; {len(extension.pending):,} rows left unscored before" if extension.pending else "")
         + (
             f"; {extension.retried:,} failed answers asked again (their rows kept in place)"
-            if extension.retried
+            if extension.retried and not rerun
             else ""
         ),
         file=sys.stderr,
@@ -503,6 +529,11 @@ def _extend(args: argparse.Namespace) -> int:
             prices=prices,
             on_answer=bars[0].update,
             on_score=bars[1].update,
+        )
+    if rerun:  # the experiment's files hold the whole run, as a first run's do
+        store.export(extension.run_id, out)
+        store.inputs(extension.run_id).to_json(
+            answers_path(out), orient="records", lines=True, force_ascii=False
         )
     whole = store.export_frame(extension.run_id)
     return _report(args, whole, out, extension.run_id, extension.name)

@@ -50,6 +50,7 @@ __all__ = [
     "run_judge",
     "check_judge",
     "check_endpoint",
+    "rerun_of",
 ]
 
 
@@ -241,6 +242,50 @@ def plan_extension(
         pending,
         run_judge(info.settings),
         public_url(made.get("base_url")),
+    )
+
+
+def rerun_of(
+    store: RunStore,
+    name: str,
+    plan: Plan,
+    judge: Mapping[str, Any],
+    base_url: str | None,
+) -> Extension | None:
+    """The saved run named ``name`` when it is this very experiment (the same templates and
+    texts, models, answer settings, questions, judge and endpoint) and some of its answers
+    failed: the extension that asks just those again and fills their rows in place. None
+    otherwise (a new run is made, its answers from the cache)."""
+    for info in experiment_runs(store):
+        made = info.settings["experiment"]
+        if info.name != name or not _same_plan(made, plan):
+            continue
+        if public_url(made.get("base_url")) != public_url(base_url):
+            continue
+        theirs = run_judge(info.settings)
+        if any(not _same(theirs[k], v) for k, v in judge.items() if v is not None and k in theirs):
+            continue
+        rows = store.inputs(info.id)
+        asked = run_questions(rows)["user_input"].astype(str).tolist()
+        if asked != plan.questions["user_input"].astype(str).tolist():
+            continue
+        if not failed(rows).any():
+            return None
+        return plan_extension(store, info.id)
+    return None
+
+
+def _same_plan(made: Mapping[str, Any], plan: Plan) -> bool:
+    texts = [
+        (t.get("name"), Template(str(t.get("name")), t.get("user", ""), t.get("system", "")).text)
+        for t in made.get("templates", [])
+    ]
+    settings = (made.get("temperature"), made.get("answer_cap"), made.get("seed"))
+    return (
+        texts == [(t.name, t.text) for t in plan.templates]
+        and list(made.get("models", [])) == list(plan.models)
+        and settings == (plan.settings.temperature, plan.settings.max_tokens, plan.settings.seed)
+        and int(made.get("repeats", 1)) == plan.settings.repeats
     )
 
 
