@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relevancy.core.modes import MODES
+from relevancy.core.noncommittal import DETECTORS
 from relevancy.errors import InputError
 from relevancy.experiments.templates import Template, check_name, parse_prompt
+from relevancy.scoring.metric import PROMPT_LANGUAGES
 
 try:  # Python 3.11+
     import tomllib
@@ -192,10 +195,6 @@ def load_config(path: str | Path) -> ExperimentConfig:
 
 
 def _judge_choices() -> dict[str, tuple[str, ...]]:
-    from relevancy.core.modes import MODES
-    from relevancy.core.noncommittal import DETECTORS
-    from relevancy.scoring.metric import PROMPT_LANGUAGES
-
     return {
         "mode": tuple(MODES),
         "noncommittal": tuple(DETECTORS),
