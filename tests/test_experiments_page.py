@@ -143,7 +143,7 @@ def test_extending_a_saved_run_keeps_its_endpoint_and_judge_and_reaches_every_ro
         ).to_csv(questions, index=False)
         argv = ["experiment", "--prompt", "brief={user_input}", "--model", "toy-a", "-q"]
         argv += ["--questions", str(questions), "--save-run", "cli [run]"]
-        argv += ["--store", str(default_store_path())]
+        argv += ["--store", str(default_store_path()), "-o", str(tmp_path / "e.csv")]
         assert main([*argv, *cli_backends(srv)]) == 0
 
         at = visit(app(), "8_Experiments.py")  # the sidebar's judge: the embedded default
