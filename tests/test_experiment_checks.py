@@ -148,6 +148,11 @@ def test_a_saved_runs_questions_say_how_many_rows_became_how_many(tmp_path):
     frame, what = load_questions("run:base", store=store)
     assert frame["user_input"].tolist() == ["x?", "y?"]
     assert notes(frame) == [f"{what}: 3 rows give 2 questions (each question text taken once)"]
+    store.create_run("base", {}, pd.DataFrame({"user_input": ["z?"], "response": ["1"]}))
+    with pytest.raises(InputError) as info:
+        load_questions("run:base", store=store)
+    assert str(info.value) == "2 runs are named 'base' (#2, #1): give run:ID, e.g. run:2"
+    assert load_questions("run:1", store=store)[0]["user_input"].tolist() == ["x?", "y?"]
 
 
 def test_an_experiment_runs_questions_are_its_question_set_only(tmp_path):

@@ -135,4 +135,9 @@ def _find_run(store: RunStore, spec: str) -> Any:
     if not found:
         names = ", ".join(f"#{r.id} {r.name!r}" for r in runs[:5]) or "none"
         raise InputError(f"no run {spec!r} in {store.path}; its runs: {names}")
+    if len(found) > 1:
+        ids = ", ".join(f"#{r.id}" for r in found)
+        raise InputError(
+            f"{len(found)} runs are named {text!r} ({ids}): give run:ID, e.g. run:{found[0].id}"
+        )
     return found[0]
