@@ -9,8 +9,10 @@ from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
 from relevancy.dashboard.views.compare_table import (
     lowest,
     no_regressions,
+    pairs_csv,
     pairs_table,
     verdict,
+    win_rate_text,
 )
 from relevancy.dashboard.views.format import esc, fmt, grid_style
 from relevancy.dashboard.widgets.compare_pairs import paired_sides, pairing
@@ -109,6 +111,8 @@ m[2].metric("Ties", f"{s['ties']:,}", border=True, help=f"|B − A| ≤ {tie_mar
 m[3].metric(f"{esc(label_a)} better", f"{s['losses']:,}", border=True)
 m[4].metric("Mean B − A", fmt(s["mean_diff"]), border=True, help="With a 95% bootstrap CI.")
 st.markdown(verdict(s, label_a, label_b))
+if won := win_rate_text(s, label_a, label_b):
+    st.markdown(won)
 
 left, right = st.columns([3, 2])
 with left:
@@ -129,15 +133,8 @@ with right:
     )
     st.caption("Distribution of paired differences; the grey band is the tie margin.")
 
-table = pairs_table(
-    paired,
-    label_a=label_a,
-    label_b=label_b,
-    on_ragas=on_ragas,
-    mode_a=mode_a,
-    mode_b=mode_b,
-    limit=TABLE_PAIRS,
-)
+shown = dict(label_a=label_a, label_b=label_b, on_ragas=on_ragas, mode_a=mode_a, mode_b=mode_b)
+table = pairs_table(paired, **shown, limit=TABLE_PAIRS)
 if len(paired) > TABLE_PAIRS:  # the page holds the first pairs; the figures above count all
     st.markdown(
         f"**The {TABLE_PAIRS:,} lowest differences of {len(paired):,} pairs** (regressions first)"
@@ -157,6 +154,17 @@ st.dataframe(
         for c in ([] if missing else floats)
     },
     lazy=None if missing else True,
+)
+
+st.download_button(
+    f"All {len(paired):,} pairs (CSV)",
+    data=pairs_csv(paired, **shown),  # built when clicked
+    file_name="pairs.csv",
+    mime="text/csv",
+    icon="⬇️",
+    key="cmp_download",
+    help="Every pair, regressions first, with both scores, B − A and the outcome at this tie "
+    "margin (spreadsheet formulas defused).",
 )
 
 st.subheader("Biggest regressions", anchor=False)

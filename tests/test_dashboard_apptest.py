@@ -340,6 +340,13 @@ def test_compare_variants_and_regressions():
         int(figures["prompt-A better"]),
     )
     assert wins + ties + losses == 24 and losses > 0
+    # B's win rate among the pairs that are not ties, with its interval, and every pair to take
+    won = next(m.value for m in at.markdown if "of the pairs that are not ties" in m.value)
+    share = round(100 * wins / (wins + losses))
+    assert won.startswith(f"**prompt\\-B wins {share}% of the pairs")  # Markdown-escaped
+    assert f"{wins} of {wins + losses}" in won and f"; {ties} tie" in won
+    (download,) = at.get("download_button")
+    assert download.proto.label == "All 24 pairs (CSV)"
     charts = _charts(at)
     assert {t.get("name") for t in charts[0]["data"] if t.get("mode") == "markers"} >= {
         "prompt-B better",

@@ -1181,3 +1181,40 @@ def test_an_empty_answer_is_not_blamed_on_the_generated_questions():
     (reason,) = explain(empty)
     assert reason.title == "Not scored"
     assert reason.detail == "There is no score: response is empty (''): give the text to score"
+
+
+def test_compare_win_rate_is_a_percentage_with_its_wilson_interval_and_the_pairs_download():
+    """Issue 46's "also asked": B's win rate among the pairs that are not ties, with its 95%
+    interval, and every pair to download as CSV (formulas defused, regressions first)."""
+    from scipy.stats import binomtest
+
+    from relevancy.analysis.compare import summarize_pairs
+    from relevancy.dashboard.views.compare_table import pairs_csv, win_rate_text
+
+    diffs = [0.3, 0.2, 0.1, -0.2, 0.0, 0.01, 0.25, np.nan]  # 4 wins, 1 loss, 2 ties, 1 NaN
+    paired = pd.DataFrame(
+        {
+            "user_input": [f"q{i}" for i in range(7)] + ["=1+1"],
+            "score_a": [0.5] * 8,
+            "score_b": [0.5 + d for d in diffs],
+            "diff": diffs,
+        }
+    )
+    paired["outcome"] = [*(["win"] * 3), "loss", "tie", "tie", "win", "n/a"]
+    s = summarize_pairs(paired)
+    assert (s["wins"], s["losses"], s["ties"]) == (4, 1, 2)
+    assert s["win_rate"] == pytest.approx(0.8)
+    wilson = binomtest(4, 5).proportion_ci(method="wilson")
+    assert (s["win_low"], s["win_high"]) == pytest.approx((wilson.low, wilson.high))
+    text = win_rate_text(s, "A", "B")
+    assert text.startswith("**B wins 80% of the pairs that are not ties**")
+    assert f"95% CI {round(100 * wilson.low)}% to {round(100 * wilson.high)}%" in text
+    assert "4 of 5, A the other 1; 2 ties left out" in text
+    ties = summarize_pairs(paired.assign(diff=[0.0] * 8, outcome="tie"))
+    assert "no side wins one" in win_rate_text(ties, "A", "B")
+    csv = pairs_csv(
+        paired, label_a="A", label_b="B", on_ragas=False, mode_a="ragas", mode_b="ragas"
+    )()
+    lines = csv.decode("utf-8").splitlines()
+    assert lines[0] == "question,A,B,B − A,outcome" and len(lines) == 9
+    assert lines[1].startswith("q3,") and "'=1+1" in csv.decode("utf-8")  # worst first; defused

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from relevancy.analysis.summary import comparable_value
-from relevancy.core.stats import bootstrap_ci
+from relevancy.core.stats import bootstrap_ci, wilson_interval
 from relevancy.errors import InputError
 
 __all__ = [
@@ -386,13 +386,17 @@ def pair_runs(
 def summarize_pairs(
     paired: pd.DataFrame, *, tie_margin: float = 0.02, confidence: float = 0.95
 ) -> dict[str, Any]:
-    """Counts of wins/ties/losses (B vs A), the mean difference and its bootstrap CI."""
+    """Counts of wins/ties/losses (B vs A), the mean difference and its bootstrap CI, and B's
+    win rate: its wins among the pairs that are not ties, with the Wilson interval."""
     diffs = paired["diff"].to_numpy(dtype=float) if len(paired) else np.zeros(0)
     mask = np.isfinite(diffs)
     finite = diffs[mask]
     nan = float("nan")
     lo, hi = bootstrap_ci(finite, confidence=confidence)
     each = outcomes(diffs, tie_margin)
+    wins, losses = int((each == "win").sum()), int((each == "loss").sum())
+    decided = wins + losses  # the win rate leaves ties out (they are counted beside it)
+    win_low, win_high = wilson_interval(wins, decided, confidence=confidence)
     return {
         "pairs": int(diffs.size),
         "compared": int(finite.size),
@@ -406,6 +410,9 @@ def summarize_pairs(
         "ci_low": lo,
         "ci_high": hi,
         "tie_margin": tie_margin,
+        "win_rate": wins / decided if decided else nan,
+        "win_low": win_low,
+        "win_high": win_high,
     }
 
 

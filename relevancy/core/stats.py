@@ -17,6 +17,7 @@ __all__ = [
     "group_counts",
     "group_weights",
     "summarize",
+    "wilson_interval",
 ]
 
 
@@ -181,3 +182,33 @@ def group_counts(
             ]
         )
         yield counts.astype(np.float64)
+
+
+def wilson_interval(
+    successes: int, trials: int, *, confidence: float = 0.95
+) -> tuple[float, float]:
+    """The Wilson score interval of a proportion: ``successes`` of ``trials``.
+
+    With :math:`\\hat p = k / n` and :math:`z` the normal quantile of the confidence,
+
+    .. math:: \\frac{\\hat p + z^2/2n \\pm z \\sqrt{\\hat p (1 - \\hat p)/n + z^2/4n^2}}{1 + z^2/n}
+
+    It stays inside [0, 1] and keeps a width at 0 or at ``trials`` successes (the normal
+    interval can leave [0, 1], and shrinks to a point there). ``(nan, nan)`` without trials.
+
+    Examples
+    --------
+    >>> low, high = wilson_interval(8, 10)
+    >>> round(low, 3), round(high, 3)
+    (0.49, 0.943)
+    >>> wilson_interval(0, 0)
+    (nan, nan)
+    """
+    if trials <= 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p, n = successes / trials, trials
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    scale = 1 + z * z / n
+    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)

@@ -24,6 +24,7 @@ __all__ = [
     "TableWriter",
     "is_formula",
     "defuse",
+    "csv_bytes",
 ]
 
 #: what results can be written as
@@ -104,6 +105,12 @@ def _defuse_formulas(frame: pd.DataFrame) -> pd.DataFrame:
             out[column] = out[column].map(defuse)
     out.columns = [defuse(str(c)) for c in out.columns]
     return out
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """``frame`` as UTF-8 CSV, text a spreadsheet would run as a formula defused (a download
+    built in memory; :class:`TableWriter` writes a file a chunk at a time)."""
+    return _defuse_formulas(frame).to_csv(index=False).encode("utf-8")
 
 
 class TableWriter:

@@ -168,6 +168,14 @@ def test_compare_two_variants(page: Page, app_url: str):
     expect(metrics.first).to_have_text("24")  # 24 questions, prompt-A vs prompt-B
     expect(page.get_by_text("Biggest regressions")).to_be_visible()
     expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+    won = re.compile(r"prompt-B wins \d+% of the pairs that are not ties")
+    expect(page.get_by_text(won)).to_be_visible()
+    with page.expect_download(timeout=120_000) as download:  # every pair, built when clicked
+        page.get_by_role("button", name="All 24 pairs (CSV)").click()
+    pairs = ARTIFACTS / "pairs.csv"
+    download.value.save_as(pairs)
+    lines = pairs.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("id,question,prompt-A,prompt-B,") and len(lines) == 25
     shot(page, "06-compare-demo")
 
 

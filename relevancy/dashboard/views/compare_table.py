@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from relevancy.dashboard.views.format import esc, fmt
+from relevancy.dashboard.views.format import esc, fmt, pct
+from relevancy.io.writer import csv_bytes
 
-__all__ = ["lowest", "no_regressions", "pairs_table", "verdict"]
+__all__ = ["lowest", "no_regressions", "pairs_csv", "pairs_table", "verdict", "win_rate_text"]
 
 
 def lowest(frame: pd.DataFrame, limit: int | None, column: str = "diff") -> pd.DataFrame:
@@ -104,3 +106,27 @@ def no_regressions(summary: dict[str, Any], label_a: str, label_b: str) -> str:
         f"No regressions: {esc(label_b)} never scores worse than {esc(label_a)} beyond the "
         f"margin on the {n:,} pair{'s' if n != 1 else ''} scored on both sides{left_out}."
     )
+
+
+def win_rate_text(summary: dict[str, Any], label_a: str, label_b: str) -> str | None:
+    """B's win rate in one markdown sentence: its wins among the pairs that are not ties, as a
+    percentage with the Wilson 95% interval, the counts, and the ties left out. None when no
+    pair was compared."""
+    if not summary["compared"]:
+        return None
+    wins, losses, ties = summary["wins"], summary["losses"], summary["ties"]
+    if not wins + losses:
+        return f"Every pair compared is a tie at this margin ({ties:,}): no side wins one."
+    return (
+        f"**{esc(label_b)} wins {pct(summary['win_rate'])} of the pairs that are not ties** "
+        f"(95% CI {pct(summary['win_low'])} to {pct(summary['win_high'])}, Wilson; {wins:,} of "
+        f"{wins + losses:,}, {esc(label_a)} the other {losses:,}; {ties:,} "
+        f"tie{'s' if ties != 1 else ''} left out)."
+    )
+
+
+def pairs_csv(paired: pd.DataFrame, **table: Any) -> Callable[[], bytes]:
+    """Every pair as the table shows them (:func:`pairs_table`'s ``table`` arguments, no limit),
+    as CSV with spreadsheet formulas defused; built when called (a download button's data: half
+    a million pairs take a moment, and only a click needs them)."""
+    return lambda: csv_bytes(pairs_table(paired, **table))
