@@ -124,6 +124,16 @@ def test_change_marks_the_first_time_a_new_model_or_prompt_appears():
 
 
 # --- alerts --------------------------------------------------------------------------------------
+def test_change_marks_of_the_columns_asked_for_whatever_their_names():
+    times = pd.to_datetime(["2026-01-01 09:00", "2026-01-01 10:00", "2026-01-01 11:00"], utc=True)
+    frame = pd.DataFrame({"deploy": ["r1", "r2", "r2"], "model": ["a", "a", "b"]})
+    by_name = change_marks(times, frame)  # "model" is a known name, "deploy" is not
+    assert by_name[["column", "value"]].values.tolist() == [["model", "b"]]
+    asked = change_marks(times, frame, columns=["deploy"])
+    assert asked[["column", "value", "previous"]].values.tolist() == [["deploy", "r2", "r1"]]
+    assert change_marks(times, frame, columns=[]).empty
+
+
 def test_parse_window_and_aligned_windows():
     assert parse_window("30m") == timedelta(minutes=30)
     assert parse_window("1h") == timedelta(hours=1)
@@ -319,6 +329,19 @@ def test_over_time_page_draws_the_store_buckets_opens_rows_and_alerts():
     assert means[2] < 0.6 < min(means[:2])
     notes = [a["text"] for a in spec["layout"].get("annotations", [])]
     assert "prompt_version: v2" in notes
+    # which columns mark a change is the user's to pick (found by name at first)
+    marked = at.multiselect(key=f"ot_marks_{run_id}")
+    assert marked.value == ["llm", "prompt_version"]
+    marked.set_value([]).run()
+    assert "prompt_version: v2" not in [
+        a["text"] for a in _figure(at)["layout"].get("annotations", [])
+    ]
+    at.multiselect(key=f"ot_marks_{run_id}").set_value(["prompt_version"]).run()
+    assert "prompt_version: v2" in [a["text"] for a in _figure(at)["layout"]["annotations"]]
+    assert any(
+        "the first row of a new value of prompt_version" in re.sub(r"\\(.)", r"\1", c.value)
+        for c in at.caption
+    )
 
     at.selectbox(key="ot_bucket_rows").set_value(pd.Timestamp(T0 + timedelta(hours=2))).run()
     rows = next(d.value for d in at.dataframe if "drill-down" in d.value.columns)

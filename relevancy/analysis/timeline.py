@@ -336,10 +336,15 @@ def bucket_table(
     return pd.DataFrame(rows, columns=columns)
 
 
-def change_marks(times: pd.Series | Sequence[Any], frame: pd.DataFrame) -> pd.DataFrame:
-    """Where the model or the prompt changed: for each column of ``frame`` named in
-    :data:`CHANGE_NAMES`, the first time each of its values appears after the first value
-    (``time``, ``column``, ``value``, ``previous``: the value seen last before it), in time order.
+def change_marks(
+    times: pd.Series | Sequence[Any],
+    frame: pd.DataFrame,
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Where the model or the prompt changed: for each of ``columns`` of ``frame`` (default:
+    those named in :data:`CHANGE_NAMES`, any case), the first time each of its values appears
+    after the first value (``time``, ``column``, ``value``, ``previous``: the value seen last
+    before it), in time order.
 
     >>> t = pd.to_datetime(["2026-01-01 09:00", "2026-01-01 10:00", "2026-01-01 11:00"], utc=True)
     >>> change_marks(t, pd.DataFrame({"llm": ["a", "a", "b"]}))[["column", "value", "previous"]]
@@ -351,7 +356,7 @@ def change_marks(times: pd.Series | Sequence[Any], frame: pd.DataFrame) -> pd.Da
     out = []
     order = np.argsort(stamps.dt.tz_convert(None).to_numpy(), kind="stable")  # NaT last
     for column in frame.columns:
-        if str(column).lower() not in wanted:
+        if (str(column).lower() not in wanted) if columns is None else (column not in columns):
             continue
         # the values as codes of their text (hashed once; blanks and missing cells left out)
         codes, uniques = pd.factorize(frame[column].reset_index(drop=True))

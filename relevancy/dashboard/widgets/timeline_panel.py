@@ -86,6 +86,7 @@ class Controls:
     alert_below: float | None  #: the alert threshold (None: alerts off)
     window: str  #: the alert window as typed ("1h")
     min_rows: int
+    marks: tuple[str, ...] = ()  #: the columns whose changes are marked
 
 
 def time_column(info: RunInfo) -> str | None:
@@ -128,6 +129,17 @@ def controls(info: RunInfo, column: str, threshold: float) -> Controls:
         key="ot_split",
         format_func=lambda c: "model (llm)" if c == "llm" else c,
     )
+    wanted = {n.lower() for n in CHANGE_NAMES}
+    marked = st.multiselect(
+        "Mark changes of",
+        splits,
+        default=[c for c in splits if c.lower() in wanted],
+        key=f"ot_marks_{info.id}",
+        format_func=lambda c: "model (llm)" if c == "llm" else c,
+        placeholder="no column",
+        help="A dotted line where each of these columns first takes a new value (a model or a "
+        "prompt version). Found by name; pick the run's own columns for them.",
+    )
     on = st.toggle("Alerts", key="ot_alerts", help="Mark the windows whose relevancy is low.")
     below, window, min_rows = None, "1h", 10
     if on:
@@ -137,7 +149,7 @@ def controls(info: RunInfo, column: str, threshold: float) -> Controls:
         )
         window = a2.text_input("Window", "1h", key="ot_window", help="30m, 1h, 1d, 2w...")
         min_rows = int(a3.number_input("Rows needed at least", 2, 10_000, 10, key="ot_min_rows"))
-    return Controls(column, str(bucket), split, below, window, min_rows)
+    return Controls(column, str(bucket), split, below, window, min_rows, tuple(marked))
 
 
 def _updated(info: RunInfo) -> datetime | None:
@@ -190,16 +202,12 @@ def draw_live(run_id: int, c: Controls) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _rows(
-    path: str, run_id: int, version: str, column: str, split: str | None
+    path: str, run_id: int, version: str, column: str, split: str | None, marks: tuple[str, ...]
 ) -> tuple[pd.DataFrame, ParsedTimes]:
     """The scored rows' time, score, reason, split and change columns (cached per version)."""
     store = RunStore(path)
-    info = store.get_run(run_id)
-    wanted = {n.lower() for n in CHANGE_NAMES}
     names = ["score", "reason", "llm", column]
-    names += [c for c in info.columns if c.lower() in wanted and c not in names]
-    if split and split not in names:
-        names.append(split)
+    names += [c for c in (*marks, split) if c and c not in names]
     frame = store.columns(run_id, names)
     return frame, parse_times(frame[column])
 
@@ -225,7 +233,9 @@ def draw_timeline(run_id: int, c: Controls) -> None:
     """The chart, the bucket's rows and the alerts, from the run as it is now."""
     store = get_store()
     info = store.get_run(run_id)
-    frame, parsed = _rows(str(store.path), run_id, store.version(run_id), c.time_column, c.split)
+    frame, parsed = _rows(
+        str(store.path), run_id, store.version(run_id), c.time_column, c.split, c.marks
+    )
     has_time = parsed.values.notna().to_numpy()
     if not has_time.any():
         st.warning(
@@ -239,7 +249,7 @@ def draw_timeline(run_id: int, c: Controls) -> None:
     bucket = choose_bucket(times) if c.bucket == "auto" else c.bucket
     groups = rows[c.split].astype(str) if c.split else None
     table = bucket_table(rows["time"], rows["score"], bucket=bucket, groups=groups)
-    marks = change_marks(rows["time"], rows.drop(columns=["time", "score", "reason", "row"]))
+    marks = change_marks(rows["time"], rows, columns=c.marks)
     growing = isinstance(info.settings.get("follow"), dict) and follower_running(store, info)
     until = datetime.now(timezone.utc) if growing else None
     checks = _checks(rows["time"], rows["score"].to_numpy(float), c, until)
@@ -264,7 +274,13 @@ def draw_timeline(run_id: int, c: Controls) -> None:
         "(a bar on a bucket with no neighbour); the line breaks where buckets have no rows; "
         "the grey bars (right axis) count its rows."
         + (" The shaded band is where unrelated pairs score (chance)." if level else "")
-        + (" Dotted lines: the first row of a new model or prompt." if len(marks) else "")
+        + (
+            " Dotted lines: the first row of a new value of "
+            + ", ".join(sorted({esc(m) for m in marks["column"]}))
+            + "."
+            if len(marks)
+            else ""
+        )
     )
     if parsed.bad or parsed.empty:
         st.caption("⚠️ " + esc(parsed.describe()))
