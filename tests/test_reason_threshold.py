@@ -69,6 +69,19 @@ def test_counts_and_the_filter_read_each_reason_at_the_threshold(scored, thresho
         assert store.count(run, query) == len(page)
 
 
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.65, 0.8, 0.95])
+def test_the_also_flagged_filter_reads_each_flag_at_the_threshold(scored, threshold):
+    """ "Also flagged" keeps the rows with a flag as the triage gives it at the threshold asked
+    for: drifting and evasive move with the threshold; the other flags do not."""
+    store, run, rows = scored
+    flags = [set(triage(r, threshold).flags) | {triage(r, threshold).reason} for r in rows]
+    for flag in ("drifting", "evasive", "ok", "incomplete_generation", "noncommittal"):
+        query = RowQuery(flags=(flag,), threshold=threshold, decided_at=0.5, sort="row")
+        page = store.query(run, query, limit=100)
+        assert page["row"].tolist() == [i for i, f in enumerate(flags) if flag in f], flag
+        assert store.count(run, query) == len(page)
+
+
 def test_the_cases_that_change_are_there(scored):
     """The set has rows that swap ok and drifting, dodge only below 0.8, and stop being evasive
     below 0.3 (then the next flag, else ok), so the test above checks each."""

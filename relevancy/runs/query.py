@@ -35,6 +35,11 @@ def extra_value(name: str, table: str = "i") -> tuple[str, list[Any]]:
     return f"(SELECT j.value FROM json_each({table}.extra) j WHERE j.key = ?)", [name]
 
 
+#: flags the threshold decides, each the row's main reason whenever it is set (the triage:
+#: ``drifting`` only on an ``ok`` row below it, ``evasive`` only below it), and ``ok``
+AT_THRESHOLD = frozenset({"ok", "drifting", "evasive"})
+
+
 def _flagged(flag: str) -> str:
     return f"instr(', ' || r.flags || ', ', ', {flag}, ') > 0"
 
@@ -113,7 +118,7 @@ class RowQuery:
     def reads_inputs(self) -> bool:
         """Whether :meth:`where` reads the inputs (``i``): variants, input columns, search, or
         a reason that may have become ``evasive`` at a higher threshold."""
-        rethought = bool(self.reasons) and "i.response" in self.reason
+        rethought = bool(self.reasons or self.flags) and "i.response" in self.reason
         return bool(
             self.variants or any(v for _, v in self.columns) or self.search.strip() or rethought
         )
@@ -137,11 +142,18 @@ class RowQuery:
         if self.reasons:
             sql.append(f"{self.reason} IN ({','.join('?' * len(self.reasons))})")
             params += list(self.reasons)
-        if self.flags:  # the flags column holds "a, b, c"
-            sql.append(
-                "(" + " OR ".join(["instr(', ' || r.flags || ', ', ?) > 0"] * len(self.flags)) + ")"
-            )
-            params += [f", {flag}, " for flag in self.flags]
+        if self.flags:  # the flags column holds "a, b, c"; the main reason counts as a flag
+            either = []
+            for flag in self.flags:
+                if flag in AT_THRESHOLD:
+                    # a flag the threshold decides (the main reason whenever it is one): read
+                    # at the threshold asked for, not as stored
+                    either.append(f"{self.reason} = ?")
+                    params.append(flag)
+                else:
+                    either.append(f"(instr(', ' || r.flags || ', ', ?) > 0 OR {self.reason} = ?)")
+                    params += [f", {flag}, ", flag]
+            sql.append("(" + " OR ".join(either) + ")")
         for column, values in self.columns:
             if values:
                 marks = ",".join("?" * len(values))
