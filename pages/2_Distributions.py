@@ -16,7 +16,13 @@ from relevancy.dashboard.widgets.labels import chance_caption, run_chance
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.score_charts import score_charts
 from relevancy.dashboard.widgets.stability_panel import run_stability_figures
-from relevancy.dashboard.widgets.state import list_runs, run_columns, scored_run, split_labels
+from relevancy.dashboard.widgets.state import (
+    list_runs,
+    reasons_at,
+    run_columns,
+    scored_run,
+    split_labels,
+)
 from relevancy.report import charts
 
 settings = setup_page(
@@ -60,7 +66,8 @@ for run_id in chosen:
     text = run.n_scored <= charts.BOX_SCORES_UP_TO  # a box's dots name their question on hover
     names += [c for c in ("variant", "user_input") if c in run.columns and (text or c[0] == "v")]
     names += [split] if split in own and split in run.columns else []
-    frames.append(run_columns(run_id, names).assign(run=f"#{run_id} {run.name}"))
+    part = reasons_at(run_id, run_columns(run_id, names), threshold)  # at the sidebar's
+    frames.append(part.assign(run=f"#{run_id} {run.name}"))
 frame = pd.concat(frames, ignore_index=True)
 frame["model"] = frame["llm"].astype(str) + " + " + frame["embeddings"].astype(str)
 by = None if split == "none" else split

@@ -123,3 +123,24 @@ def test_the_dataset_page_counts_and_filters_reasons_at_the_sidebar_threshold():
     wanted = [i + 1 for i, r in enumerate(demo) if triage(r, 0.8).reason == "ok"]
     assert sorted(grid["row"]) == wanted and set(grid["reason"]) == {"ok"}
     assert (grid["score"] >= 0.8).all()
+
+
+def test_distributions_reason_table_reads_the_sidebar_threshold():
+    """Distributions' rows by main reason count each row's reason at the sidebar's threshold,
+    as the Dataset page's filter and cards do (they read the stored ones)."""
+    from relevancy.paths import default_store_path
+
+    from helpers import DEMO, app, ok, visit
+
+    store = RunStore(default_store_path())
+    at = app(query={"run": str(DEMO)})
+    visit(at, "2_Distributions.py")
+    at.segmented_control(key="dist_split").set_value("none").run()
+    for threshold in (0.5, 0.7, 0.3):
+        at.sidebar.slider(key="_w_sb_threshold").set_value(threshold).run()
+        ok(at)
+        table = next(d.value for d in at.dataframe if "all rows" in d.value.columns)
+        cells = table["all rows"].items()
+        shown = {k: int(str(v).split(" ")[0].replace(",", "")) for k, v in cells}
+        assert shown == store.counts(DEMO, threshold=threshold), threshold
+    assert store.counts(DEMO, threshold=0.7) != store.counts(DEMO, threshold=0.5)

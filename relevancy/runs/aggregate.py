@@ -138,26 +138,35 @@ class AggregateMixin:
         return {str(value if value is not None else ""): int(n) for value, n in rows}
 
     def _reasons_at(self, run_id: int, threshold: float) -> dict[str, int]:
-        """The stored counts, with the rows scored between the run's threshold and
-        ``threshold`` (the only ones whose reason may differ) read again, from the index."""
+        """The stored counts, with the rows whose reason differs at ``threshold``
+        (:meth:`reasons_moved`) counted again."""
         counts = self.counts(run_id, "reason")
-        decided_at = self.get_run(run_id).decided_at  # type: ignore[attr-defined]
-        query = RowQuery(threshold=threshold, decided_at=decided_at)
-        lo, hi = sorted((threshold, query.decided_at))
-        if lo == hi:
-            return counts
-        moved = self._run(  # type: ignore[attr-defined]
-            f"SELECT r.reason, {query.reason} FROM results r JOIN inputs i ON i.run_id = r.run_id"
-            " AND i.idx = r.idx WHERE r.run_id = ? AND r.score >= ? AND r.score < ?",
-            (int(run_id), lo, hi),
-        )
-        for stored, now in moved:
-            stored, now = str(stored or ""), str(now or "")
-            if stored != now:
-                counts[stored] -= 1
-                counts[now] = counts.get(now, 0) + 1
+        for stored, now in self.reasons_moved(run_id, threshold).values():
+            counts[stored] -= 1
+            counts[now] = counts.get(now, 0) + 1
         kept = {k: n for k, n in counts.items() if n > 0}
         return dict(sorted(kept.items(), key=lambda kv: -kv[1]))
+
+    def reasons_moved(self, run_id: int, threshold: float) -> dict[int, tuple[str, str]]:
+        """The rows whose main reason at ``threshold`` is not the one stored (at the run's own
+        threshold): row -> (stored, at ``threshold``). Only rows scored between the two
+        thresholds can move; they are read from the score index, not every row."""
+        decided_at = self.get_run(run_id).decided_at  # type: ignore[attr-defined]
+        query = RowQuery(threshold=float(threshold), decided_at=decided_at)
+        lo, hi = sorted((float(threshold), query.decided_at))
+        if lo == hi:
+            return {}
+        found = self._run(  # type: ignore[attr-defined]
+            f"SELECT r.idx, r.reason, {query.reason} FROM results r JOIN inputs i ON "
+            "i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ? AND r.score >= ? "
+            "AND r.score < ?",
+            (int(run_id), lo, hi),
+        )
+        return {
+            int(row): (str(stored or ""), str(now or ""))
+            for row, stored, now in found
+            if str(stored or "") != str(now or "")
+        }
 
     def usage(self, run_id: int) -> pd.DataFrame:
         """The run's tokens and time summed per (``llm``, ``embeddings``, ``cached``): columns

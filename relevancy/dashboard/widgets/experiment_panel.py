@@ -32,6 +32,7 @@ from relevancy.dashboard.widgets.state import (
     get_store,
     list_runs,
     load_run,
+    reasons_at,
     set_active_run,
 )
 from relevancy.errors import InputError
@@ -393,7 +394,7 @@ def _extend(extension: Extension, metric: Any, answerers: dict[str, Any], store:
 def results(run_id: int, threshold: float) -> None:
     """The matrix, the summary per variant, one question's answers and the Compare link."""
     data = load_run(run_id)
-    frame = data.frame
+    frame = reasons_at(run_id, data.frame, threshold)  # each reason at the sidebar's threshold
     if frame.empty or "variant" not in frame:
         st.info("This run has no scored experiment rows yet.")
         return

@@ -34,6 +34,7 @@ __all__ = [
     "input_columns",
     "load_run",
     "run_columns",
+    "reasons_at",
     "run_figures",
     "run_distinct",
     "split_columns",
@@ -136,6 +137,27 @@ def run_columns(run_id: int, names: Sequence[str]) -> pd.DataFrame:
     store = get_store()
     frame = _columns(str(store.path), int(run_id), store.version(run_id), tuple(names))
     return frame.copy(deep=not _COPY_ON_WRITE)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _moved(path: str, run_id: int, version: str, threshold: float) -> dict[int, str]:
+    moved = RunStore(path).reasons_moved(run_id, threshold)
+    return {row: now for row, (_, now) in moved.items()}
+
+
+def reasons_at(run_id: int, frame: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """``frame`` (rows of run ``run_id``, with ``row`` and ``reason``) with each row's main
+    reason at ``threshold`` (the sidebar's), not as stored at the run's own threshold: only
+    rows scored between the two can differ (cached per version and threshold)."""
+    store = get_store()
+    moved = _moved(str(store.path), int(run_id), store.version(run_id), float(threshold))
+    if not moved or "reason" not in frame or "row" not in frame:
+        return frame
+    rows = frame["row"].astype(int)
+    hit = rows.isin(list(moved)).to_numpy()
+    reason = frame["reason"].astype(object).to_numpy(copy=True)
+    reason[hit] = rows[hit].map(moved).to_numpy()
+    return frame.assign(reason=reason)
 
 
 def clear_run_caches() -> None:
