@@ -12,10 +12,12 @@ import math
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from relevancy.errors import InputError
 
-__all__ = ["use_wal", "store_wait", "STORE_WAIT"]
+__all__ = ["use_wal", "store_wait", "write_transaction", "STORE_WAIT"]
 
 #: seconds a run store waits for another process's write before it gives up ("database is
 #: locked"), unless ``$RELEVANCY_STORE_WAIT`` says otherwise
@@ -53,3 +55,20 @@ def use_wal(db: sqlite3.Connection, *, wait: float = 60.0) -> None:
             if "locked" not in str(e) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+@contextmanager
+def write_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction on ``db``: ``BEGIN IMMEDIATE`` (the write lock taken at once, so
+    two writers wait on the busy timeout instead of failing mid-way), ``COMMIT`` when the block
+    ends, ``ROLLBACK`` on any error or interrupt. An interrupt can land before ``BEGIN`` took
+    effect or after ``COMMIT``: it rolls back only while a transaction is open, and stays the
+    interrupt it was ("cannot rollback - no transaction is active" would hide it)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise

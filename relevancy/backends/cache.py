@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from relevancy._sqlite import use_wal
+from relevancy._sqlite import use_wal, write_transaction
 from relevancy.core.result import GenerationSet
 from relevancy.errors import ConfigError
 from relevancy.paths import default_cache_dir
@@ -140,16 +140,10 @@ class Cache:
             for k, v in items.items()
         ]
         db = self._connect()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(db):
             db.executemany(
                 "INSERT OR REPLACE INTO embeddings (key, dim, vector) VALUES (?, ?, ?)", rows
             )
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
-                db.execute("ROLLBACK")
-            raise
 
     # records: small JSON results derived from the backends (e.g. judge checks) ------------
     def get_record(self, kind: str, key: str) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from relevancy._sqlite import write_transaction
 from relevancy.core.redact import redact
 from relevancy.errors import InputError
 from relevancy.runs.rows import input_rows, marks, now_iso
@@ -165,8 +166,7 @@ class FollowMixin:
             raise ValueError(f"{len(frame)} rows, {len(keys)} keys and {len(times)} times")
         db = self._connect()  # type: ignore[attr-defined]
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(db):
                 have: set[str] = set()
                 unique = list(dict.fromkeys(keys))
                 for start in range(0, len(unique), _KEYS_AT_ONCE):
@@ -210,11 +210,6 @@ class FollowMixin:
                     "updated = ? WHERE run_id = ?",
                     (_iso(read_to), _iso(swept_to), now_iso(), int(run_id)),
                 )
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
-                    db.execute("ROLLBACK")
-                raise
         finally:
             db.close()
         return new
@@ -474,8 +469,7 @@ class FollowMixin:
         token, now = uuid.uuid4().hex, time.time()
         db = self._connect()  # type: ignore[attr-defined]
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(db):
                 held = db.execute(
                     "SELECT host, pid, started, since, beat, ttl FROM follow_lease WHERE "
                     "run_id = ?",
@@ -512,11 +506,6 @@ class FollowMixin:
                         float(ttl),
                     ),
                 )
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
-                    db.execute("ROLLBACK")
-                raise
         finally:
             db.close()
         return FollowLease(run_id, token, ttl)

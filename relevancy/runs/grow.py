@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from relevancy._sqlite import write_transaction
 from relevancy.errors import InputError
 from relevancy.runs.rows import clean_settings, input_rows, marks, now_iso
 
@@ -32,8 +33,7 @@ class GrowMixin:
             return []
         db = self._connect()  # type: ignore[attr-defined]
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(db):
                 found = db.execute(
                     "SELECT n_rows, columns, settings FROM runs WHERE id = ?", (int(run_id),)
                 ).fetchone()
@@ -54,11 +54,6 @@ class GrowMixin:
                     "WHERE id = ?",
                     (n_rows + len(rows), json.dumps(known), json.dumps(merged), now_iso(), run_id),
                 )
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:  # an interrupt can come before BEGIN or after COMMIT
-                    db.execute("ROLLBACK")
-                raise
         finally:
             db.close()
         return list(range(n_rows, n_rows + len(rows)))
@@ -76,8 +71,7 @@ class GrowMixin:
         ]
         db = self._connect()  # type: ignore[attr-defined]
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(db):
                 found = db.execute(
                     "SELECT columns FROM runs WHERE id = ?", (int(run_id),)
                 ).fetchone()
@@ -113,11 +107,6 @@ class GrowMixin:
                     "UPDATE runs SET columns = ?, updated = ? WHERE id = ?",
                     (json.dumps(known), now_iso(), int(run_id)),
                 )
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
         finally:
             db.close()
         return rows
