@@ -21,19 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from relevancy.testing.browser import launch_args
 from relevancy.testing.processes import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # file name -> (page path, text to wait for before the shot)
 SHOTS = {
     "01-home.jpg": ("", "Mean score"),
@@ -137,7 +128,7 @@ def main() -> None:
         except RuntimeError as exc:
             raise SystemExit(f"streamlit did not become healthy: {exc}") from None
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            browser = pw.chromium.launch(**launch_args())  # the tests' Chromium and flags
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for name, (path, wait_for) in SHOTS.items():
                 if args.only and name not in args.only:
