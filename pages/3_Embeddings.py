@@ -24,8 +24,8 @@ from relevancy.dashboard.widgets.state import (
 from relevancy.dashboard.widgets.waiting import run_with_progress, shade_all_rows
 
 #: above this many scored rows the map draws a stratified sample (all points one click away;
-#: 1,500 rows, 6,000 points, were 2 MB of hover text and 4 s of the browser's time)
-SAMPLE_ROWS = 1000
+#: the browser's drawing grows with the points: 1,000 rows, 4,000 points, took 0.3 s more)
+SAMPLE_ROWS = 500
 #: the most rows whose points are drawn at once (a larger run draws a sample of this many)
 ALL_POINTS_UP_TO = 20_000
 settings = setup_page(

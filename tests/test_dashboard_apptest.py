@@ -285,17 +285,18 @@ def test_embeddings_projection_and_row_selection():
     at = visit(app(), "3_Embeddings.py")
     chart = _charts(at)[0]
     names = [t.get("name") for t in chart["data"]]
-    assert names == ["links", "generated questions", "original questions"]
-    assert len(_values(chart["data"][2]["x"])) == 24  # one diamond per distinct question
+    assert names == ["generated questions", "original questions"]
+    assert [s.get("name") for s in chart["layout"]["shapes"]] == ["links"]  # one SVG path
+    assert len(_values(chart["data"][1]["x"])) == 24  # one diamond per distinct question
     at.segmented_control(key="emb_color").set_value("variant").run()
-    assert [t.get("name") for t in _charts(at)[0]["data"]][1:3] == ["prompt-A", "prompt-B"]
+    assert [t.get("name") for t in _charts(at)[0]["data"]][:2] == ["prompt-A", "prompt-B"]
     at.segmented_control(key="emb_dims").set_value(3).run()
     ok(at)
     assert {t["type"] for t in _charts(at)[0]["data"]} == {"scatter3d"}
     at.segmented_control(key="emb_dims").set_value(2)
     at.segmented_control(key="emb_method").set_value("tsne").run()
     ok(at)
-    assert _charts(at)[0]["data"][1]["type"] == "scatter"
+    assert _charts(at)[0]["data"][0]["type"] == "scatter"
     at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
     ok(at)
     assert any("row 6" in c.value for c in at.caption)  # the run's row 5, shown 1-based
@@ -310,8 +311,8 @@ def test_embeddings_shades_every_row_beneath_a_sample():
     run_id = write_synthetic_run(store, 1600, name="bigger than the sample")
     at.session_state["active_run"] = run_id
     visit(at, "3_Embeddings.py")
-    assert "A sample of 1,000 of 1,600 rows" in at.caption[0].value
-    assert _charts(at)[0]["data"][0]["name"] == "links"  # nothing shaded until asked
+    assert "A sample of 500 of 1,600 rows" in at.caption[0].value
+    assert _charts(at)[0]["data"][0]["name"] == "generated questions"  # nothing shaded yet
     at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
     ok(at)
     shaded = _charts(at)[0]["data"][0]
@@ -624,7 +625,7 @@ def test_a_store_from_the_previous_version_opens_everywhere():
     visit(at, "2_Distributions.py")
     assert list(_table(at, "dist_table")["mode"]) == ["ragas"] * 3
     visit(at, "3_Embeddings.py")
-    assert _charts(at)[0]["data"][0]["name"] == "links"
+    assert [s["name"] for s in _charts(at)[0]["layout"]["shapes"]] == ["links"]
     visit(at, "5_Runs.py")
     runs = _table(at, "runs_table")
     assert list(runs["name"]) == ["v1 run, partial", "v1 run, complete"]

@@ -161,22 +161,31 @@ def test_projection_scatter_lines_and_colouring(store):
     coords = project(matrix, "pca", 2)
     fig = projection_chart.projection_scatter(points, coords, color_by="score")
     names = [t.name for t in fig.data]
-    assert names == ["links", "generated questions", "original questions"]
-    links = fig.data[0]
-    assert int(np.isnan(links.x).sum()) == 3  # one segment per generated question
-    assert links.x.dtype == np.float32  # numbers, not JSON lists
+    assert names == ["generated questions", "original questions"]
+    # in SVG the links are one path beneath the points (a trace draws an element per link)
+    (links,) = fig.layout.shapes
+    assert links.name == "links" and links.layer == "between" and links.xref == "x"
+    assert links.path.count("M") == links.path.count("L") == 3  # one per generated question
+    for move in links.path.split("M")[1:]:  # each from an original to one of its questions
+        start, end = (tuple(map(float, p.split(","))) for p in move.split("L"))
+        assert any(np.allclose(start, c, atol=1e-4) for c in coords[points["kind"] == "question"])
+        assert any(np.allclose(end, c, atol=1e-4) for c in coords[points["kind"] != "question"])
     # the hover's numbers come from customdata: row, point, row 1-based, similarity, score
-    gen = fig.data[1]
+    gen = fig.data[0]
     assert gen.customdata.shape == (3, 5) and list(gen.customdata[:, 2]) == [1, 1, 2]
     assert sorted(np.round(gen.customdata[:, 3], 2)) == [0.3, 0.8, 0.9]
     assert "%{customdata[3]:.3f}" in gen.hovertemplate and "(row %{customdata[2]})" in (
         gen.hovertemplate
     )
-    assert len(fig.data[1].x) == 3 and len(fig.data[2].x) == 2
+    assert len(fig.data[0].x) == 3 and len(fig.data[1].x) == 2
     by_variant = projection_chart.projection_scatter(points, coords, color_by="variant")
-    assert [t.name for t in by_variant.data][1:3] == ["A", "B"]
+    assert [t.name for t in by_variant.data][:2] == ["A", "B"]
+    # 3-D and WebGL draw the links as a trace (NaN between links, float32 numbers)
     fig3 = projection_chart.projection_scatter(points, project(matrix, "pca", 3), dims=3)
-    assert all(t.type == "scatter3d" for t in fig3.data)
+    assert all(t.type == "scatter3d" for t in fig3.data) and not fig3.layout.shapes
+    links3 = fig3.data[0]
+    assert links3.name == "links" and int(np.isnan(links3.x).sum()) == 3
+    assert links3.x.dtype == np.float32  # numbers, not JSON lists
 
 
 def test_ab_scatter_and_diff_histogram():

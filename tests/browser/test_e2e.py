@@ -300,7 +300,7 @@ def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_hom
     expect(page.get_by_text(re.compile(r"kind: (ok|evasive)")).first).to_be_visible()
     shot(page, "09-dataset-10000-rows")
     open_page(page, app_url, "Embeddings")
-    expect(page.get_by_text(re.compile(r"A sample of 1,000 of 10,000 rows"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"A sample of 500 of 10,000 rows"))).to_be_visible()
 
 
 KINDS = (

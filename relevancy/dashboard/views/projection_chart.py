@@ -98,23 +98,37 @@ def projection_scatter(
         return out.ravel()
 
     lx, ly = segments(0), segments(1)
-    lz = segments(2) if three else None
-    line_kw: dict[str, Any] = {"x": lx, "y": ly}
-    if three:
-        line_kw["z"] = lz
-    fig.add_trace(
-        scatter(
-            **line_kw,
-            mode="lines",
-            name="links",
-            hoverinfo="skip",
-            showlegend=False,
-            # WebGL (3D) draws no see-through lines: solid and thicker there
-            line=dict(color="#94a3b8", width=2)
-            if three
-            else dict(color=f"rgba(100,116,139,{0.15 if shaded else 0.35})", width=1),
-        )
+    link_line = (
+        dict(color="#94a3b8", width=2)  # WebGL (3D) draws no see-through lines: solid, thicker
+        if three
+        else dict(color=f"rgba(100,116,139,{0.15 if shaded else 0.35})", width=1)
     )
+    if scatter is go.Scatter and not shaded:
+        # SVG: one path of every link beneath the points; as a trace each link would be an SVG
+        # element of its own (3,000 of them, a third of the map's drawing time)
+        fig.add_shape(
+            type="path",
+            path=_link_path(lx, ly),
+            xref="x",
+            yref="y",
+            layer="between",
+            line=link_line,
+            name="links",
+        )
+    else:  # WebGL draws lines at once; over a density the links must lie above its shading
+        line_kw: dict[str, Any] = {"x": lx, "y": ly}
+        if three:
+            line_kw["z"] = segments(2)
+        fig.add_trace(
+            scatter(
+                **line_kw,
+                mode="lines",
+                name="links",
+                hoverinfo="skip",
+                showlegend=False,
+                line=link_line,
+            )
+        )
 
     def hovers(idx: Sequence[int]) -> list[str]:
         """Each point's own words: the question, and a generated one's variant and flag (its
@@ -147,7 +161,6 @@ def projection_scatter(
                         cmax=1,
                         opacity=see,
                         colorbar=dict(title="score", thickness=12, len=0.6),
-                        line=dict(width=0.5, color="white") if not three else None,
                     ),
                     text=hovers(gen),
                     hovertemplate=_HOVER["generated"],
@@ -206,6 +219,16 @@ def projection_scatter(
     # legend on the left: the chart's toolbar sits top right
     fig.update_layout(legend=dict(x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return fig
+
+
+def _link_path(x: np.ndarray, y: np.ndarray) -> str:
+    """An SVG path of the links (``x``, ``y``: from, to, NaN for each link): one move and one
+    line a link, numbers to five significant digits (far below a pixel)."""
+    x, y = x.reshape(-1, 3), y.reshape(-1, 3)
+    return "".join(
+        f"M{x0:.5g},{y0:.5g}L{x1:.5g},{y1:.5g}"
+        for x0, y0, x1, y1 in zip(x[:, 0], y[:, 0], x[:, 1], y[:, 1])
+    )
 
 
 def _density_trace(density: Density) -> go.Heatmap:
