@@ -19,6 +19,8 @@ import relevancy.analysis.agreement
 import relevancy.core.stats
 from relevancy import InputError, RelevancyResult, read_table
 from relevancy.analysis.agreement import (
+    BINNED_BINS,
+    BINNED_ROWS,
     BOOT_BINS,
     BOOT_ROWS,
     agreement,
@@ -249,6 +251,31 @@ def test_above_boot_rows_the_resamples_see_score_bins_and_the_intervals_barely_m
         }.get(name, 1e-5)
         np.testing.assert_allclose([a.low, a.high], [b.low, b.high], rtol=0, atol=close)
     assert binned.threshold.low < binned.threshold.value < binned.threshold.high
+
+
+@pytest.mark.parametrize("labels", ["binary", "rating"])
+def test_between_binned_rows_and_boot_rows_2000_resamples_see_score_bins(labels):
+    """From BINNED_ROWS to BOOT_ROWS labelled rows the 2,000 resamples see BINNED_BINS score
+    bins (10,000 rows: 0.6 -> 0.14 s): the point figures unchanged, precision and recall exact,
+    AUROC and Spearman within 1e-4 of every score apart, the threshold within its noise."""
+    rng = np.random.default_rng(8)
+    n = BINNED_ROWS + 2500
+    s = rng.random(n)
+    y = (
+        (rng.random(n) < s) * 1.0
+        if labels == "binary"
+        else np.clip(np.round(s * 4 + rng.normal(0, 1, n)), 0, 4)
+    )
+    groups = (np.arange(n) // 3).tolist()
+    binned = agreement(s, y, groups=groups)
+    exact = agreement(s, y, groups=groups, bins=0)
+    assert (binned.bins, binned.n_boot, exact.n_boot) == (BINNED_BINS, 2000, 2000)
+    assert agreement(s[:BINNED_ROWS], y[:BINNED_ROWS], n_boot=10).bins == 0  # up to: every score
+    for name in ("auroc", "spearman", "threshold", "precision", "recall"):
+        a, b = getattr(binned, name), getattr(exact, name)
+        assert a.value == b.value or (math.isnan(a.value) and math.isnan(b.value))
+        close = {"threshold": 0.01, "precision": 1e-12, "recall": 1e-12}.get(name, 1e-4)
+        np.testing.assert_allclose([a.low, a.high], [b.low, b.high], rtol=0, atol=close)
 
 
 def test_binned_precision_and_recall_are_exact_when_the_threshold_is_a_tied_score():

@@ -10,7 +10,7 @@ import sys
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from relevancy.analysis.agreement import BOOT_BINS, BOOT_ROWS, agreement
+from relevancy.analysis.agreement import BINNED_BINS, BOOT_BINS, BOOT_ROWS, agreement
 from relevancy.dashboard.views.reference import run_chance
 from relevancy.paths import default_store_path
 from relevancy.runs import RunStore
@@ -147,8 +147,8 @@ def test_a_run_without_labels_says_how_to_get_them():
 
 def test_a_run_with_more_labels_than_boot_rows_says_its_resamples_see_score_bins():
     """Every row of a 20,600-row run labelled: all rows' intervals are resampled on the scores
-    in BOOT_BINS bins and each variant's (10,300 rows) on every score; the page says which, and
-    its figures are the library's."""
+    in BOOT_BINS bins and each variant's (10,300 rows) 2,000 times on BINNED_BINS bins; the page
+    says which, and its figures are the library's."""
     n = BOOT_ROWS + 600
     at = app()
     store = RunStore(default_store_path())
@@ -164,8 +164,11 @@ def test_a_run_with_more_labels_than_boot_rows_says_its_resamples_see_score_bins
     captions = [c.value for c in at.caption]
     assert f"95% CI {expected.auroc.low:.3f}-{expected.auroc.high:.3f}" in captions
     # each variant has 10,300 labelled rows, under BOOT_ROWS: its line is resampled otherwise
-    note = f"all rows: 200 resamples, each on the scores in {BOOT_BINS:,} bins; by variant: 2,000"
-    assert any(f"{note} resamples)." in c for c in captions), captions[:3]
+    note = (
+        f"all rows: 200 resamples, each on the scores in {BOOT_BINS:,} bins; by variant: 2,000 "
+        f"resamples, each on the scores in {BINNED_BINS:,} bins"
+    )
+    assert any(f"{note})." in c for c in captions), captions[:3]
 
 
 @pytest.mark.slow

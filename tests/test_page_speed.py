@@ -44,8 +44,8 @@ def test_bucket_table_uses_the_same_intervals_bucket_by_bucket():
         assert np.allclose((line["low"], line["high"]), mean_ci(part))
 
 
-def test_compare_scatter_is_webgl_above_a_few_hundred_pairs_and_keeps_its_hover():
-    n = compare_charts.WEBGL_PAIRS_ABOVE + 1
+def test_compare_scatter_draws_a_stated_sample_in_svg_and_keeps_its_hover():
+    n = compare_charts.SCATTER_PAIRS + 1
     paired = pd.DataFrame(
         {"user_input": [f"q{i}" for i in range(n)], "score_a": np.linspace(0, 1, n)}
     )
@@ -54,11 +54,12 @@ def test_compare_scatter_is_webgl_above_a_few_hundred_pairs_and_keeps_its_hover(
     paired["outcome"] = np.where(paired["diff"] > 0.02, "win", "loss")
     fig = compare_charts.ab_scatter(paired, label_a="old", label_b="new")
     dots = [t for t in fig.data if t.mode == "markers"]
-    assert {t.type for t in dots} == {"scattergl"}
-    assert sum(len(t.x) for t in dots) == n
+    assert {t.type for t in dots} == {"scatter"}  # SVG: no WebGL context to start
+    assert sum(len(t.x) for t in dots) == compare_charts.SCATTER_PAIRS
+    assert f"{compare_charts.SCATTER_PAIRS:,} pairs drawn at random" in fig.layout.title.text
     assert "diff %{customdata:+.3f}" in dots[0].hovertemplate and dots[0].text[0].startswith("q")
     small = compare_charts.ab_scatter(paired.head(10), label_a="old", label_b="new")
-    assert {t.type for t in small.data if t.mode == "markers"} == {"scatter"}
+    assert sum(len(t.x) for t in small.data if t.mode == "markers") == 10
 
 
 def test_a_group_above_the_box_limit_sends_its_quartiles_not_its_scores():

@@ -12,8 +12,9 @@ dashboard say what a person thought of an answer. Labels are read by :func:`pars
 bootstrap interval that resamples *questions* (every answer to one question moves together,
 see :func:`relevancy.core.stats.group_bootstrap`; the resamples are computed as row weights,
 :func:`relevancy.core.stats.group_weights`, many at once: the same draws and intervals, faster;
-above ``BOOT_ROWS`` labelled rows each resample is computed on the scores in ``BOOT_BINS`` bins,
-``relevancy/analysis/_binned.py``, and the point figures on every score):
+above ``BINNED_ROWS`` labelled rows each resample is computed on the scores in ``BINNED_BINS``
+bins, above ``BOOT_ROWS`` in ``BOOT_BINS``, ``relevancy/analysis/_binned.py``, and the point
+figures on every score):
 
 * **AUROC**: the chance that a good answer scores above a bad one (ties count one half);
   binary labels, or graded ones cut at ``cut`` (default: the middle of the labels' range).
@@ -65,6 +66,8 @@ __all__ = [
     "pairwise_accuracy",
     "BOOT_ROWS",
     "BOOT_BINS",
+    "BINNED_ROWS",
+    "BINNED_BINS",
 ]
 
 #: above this many labelled rows the intervals use 200 resamples instead of 2,000, each computed
@@ -72,6 +75,12 @@ __all__ = [
 BOOT_ROWS = 20_000
 #: score bins (equal numbers of rows) of a resample above ``BOOT_ROWS`` labelled rows
 BOOT_BINS = 4096
+#: above this many labelled rows (up to ``BOOT_ROWS``) the 2,000 resamples are computed on the
+#: scores in ``BINNED_BINS`` bins: 10,000 rows' intervals 0.6 -> 0.14 s, AUROC and Spearman within
+#: 3e-5 of every score apart, precision and recall exact, the threshold within its own noise
+BINNED_ROWS = 5_000
+#: score bins (equal numbers of rows) of a resample between ``BINNED_ROWS`` and ``BOOT_ROWS``
+BINNED_BINS = 1024
 
 
 def rankdata(x: Sequence[float]) -> np.ndarray:
@@ -347,8 +356,8 @@ def agreement(
     bins : int, optional
         Compute each resample on the scores in this many bins of equal numbers of rows (ties
         within a bin; the point threshold an edge); 0 for every score apart. Default:
-        ``BOOT_BINS`` above ``BOOT_ROWS`` labelled rows, else 0. The point figures always use
-        every score.
+        ``BOOT_BINS`` above ``BOOT_ROWS`` labelled rows, ``BINNED_BINS`` above ``BINNED_ROWS``,
+        else 0. The point figures always use every score.
 
     Returns
     -------
@@ -397,7 +406,9 @@ def agreement(
     point = [auroc(s, good), spearman(s, y) if kind == "graded" else math.nan, t, p, r]
     n_boot = (2000 if s.size <= BOOT_ROWS else 200) if n_boot is None else int(n_boot)
 
-    bins = (BOOT_BINS if s.size > BOOT_ROWS else 0) if bins is None else int(bins)
+    if bins is None:
+        bins = BOOT_BINS if s.size > BOOT_ROWS else BINNED_BINS if s.size > BINNED_ROWS else 0
+    bins = int(bins)
     if n_boot > 0 and s.size >= 2:
         if bins > 0:  # a resample is a count per cell: a few thousand, not every row
             found = cells(s, y, good, bins=bins, threshold=t)

@@ -159,7 +159,8 @@ def _resamples(a: Agreement) -> str:
 def resampling_note(view: AgreementView) -> str:
     """How the intervals were resampled, in words: the same for every line of the figures, or
     all rows' and each variant's when they differ (a variant under ``BOOT_ROWS`` labelled rows
-    takes 2,000 resamples on every score while all rows, above, take 200 on score bins)."""
+    takes 2,000 resamples while all rows, above, take 200; see
+    :func:`relevancy.analysis.agreement.agreement` for the score bins each sees)."""
     overall = _resamples(view.overall)
     others = {_resamples(a) for a in view.by_group.values() if a.n_boot}
     if not others or others == {overall}:
