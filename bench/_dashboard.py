@@ -25,8 +25,9 @@ from typing import Any
 
 from bench.harness import r
 
-#: a plotly figure drawn (its SVG layer; WebGL traces draw beside it)
-PLOT = ".js-plotly-plot .main-svg"
+#: a chart drawn: a plotly figure's SVG layer (WebGL traces draw beside it), or a Vega-Lite
+#: chart's canvas or SVG (Compare's charts)
+PLOT = ".js-plotly-plot .main-svg, .vega-embed canvas, .vega-embed svg.marks"
 GRID = '[data-testid="stDataFrame"]'
 
 

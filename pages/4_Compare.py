@@ -6,6 +6,7 @@ import streamlit as st
 
 from relevancy.analysis.compare import no_pairs_message, summarize_pairs
 from relevancy.analysis.summary import comparable_value, frame_modes, mode_label
+from relevancy.dashboard.views import compare_vega
 from relevancy.dashboard.views.compare_table import (
     lowest,
     no_regressions,
@@ -20,7 +21,6 @@ from relevancy.dashboard.widgets.compare_picker import choose_sides
 from relevancy.dashboard.widgets.page import setup_page
 from relevancy.dashboard.widgets.regressions import biggest_regressions
 from relevancy.dashboard.widgets.state import list_runs, run_distinct, scored_run
-from relevancy.report import compare_charts
 
 settings = setup_page(
     "Compare",
@@ -116,21 +116,19 @@ if won := win_rate_text(s, label_a, label_b):
 
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(
-        compare_charts.ab_scatter(paired, label_a=label_a, label_b=label_b, tie_margin=tie_margin),
-        key="cmp_scatter",
+    data, spec = compare_vega.scatter_spec(
+        paired, label_a=label_a, label_b=label_b, tie_margin=tie_margin
     )
+    st.vega_lite_chart(data, spec, key="cmp_scatter", alt=f"{label_b} against {label_a}")
     st.caption(
         f"Each dot is one question: {esc(label_a)}'s score across, {esc(label_b)}'s up. Above the "
         "diagonal, B is more relevant; dotted lines bound the ties."
     )
 with right:
-    st.plotly_chart(
-        compare_charts.diff_histogram(
-            paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"
-        ),
-        key="cmp_diffs",
+    data, spec = compare_vega.histogram_spec(
+        paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"
     )
+    st.vega_lite_chart(data, spec, key="cmp_diffs", alt="The paired differences")
     st.caption("Distribution of paired differences; the grey band is the tie margin.")
 
 shown = dict(label_a=label_a, label_b=label_b, on_ragas=on_ragas, mode_a=mode_a, mode_b=mode_b)

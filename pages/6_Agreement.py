@@ -9,10 +9,9 @@ from relevancy.dashboard.views.agreement import (
     few_labels,
     figures_table,
     resampling_note,
-    score_label_chart,
 )
+from relevancy.dashboard.views.agreement_chart import score_label_spec
 from relevancy.dashboard.views.format import mode_text, row_label
-from relevancy.dashboard.views.reference import add_band
 from relevancy.dashboard.widgets.drilldown import render_row
 from relevancy.dashboard.widgets.labels import (
     NO_LABELS,
@@ -65,11 +64,11 @@ for note in view.overall.notes:
     st.caption(note)
 left, right = st.columns([3, 2])
 with left:
-    chart = score_label_chart(view)
+    level = None
     if info.mode == "ragas":  # scores are Ragas values: where unrelated pairs score, shaded
-        levels = run_chance(info.id)
-        add_band(chart, max(levels.values(), key=lambda c: c.rows, default=None), axis="y")
-    st.plotly_chart(chart, key="agr_chart")
+        level = max(run_chance(info.id).values(), key=lambda c: c.rows, default=None)
+    data, spec = score_label_spec(view, chance=level)
+    st.vega_lite_chart(data, spec, key="agr_chart", alt="Scores by human label")
     if note := chart_note(view):
         st.caption(note)
 with right:

@@ -38,6 +38,7 @@ from relevancy.analysis.agreement import (
 from relevancy.core.result import QuestionScore
 from relevancy.core.stats import group_bootstrap, group_weights
 from relevancy.dashboard.views import agreement as agreement_view
+from relevancy.dashboard.views.agreement_chart import score_label_spec
 from relevancy.runs import RunStore, demo_inputs, import_demo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -561,29 +562,32 @@ def test_the_chart_draws_a_stated_sample_of_dots_and_boxes_of_every_row(graded):
         }
     )
     view = agreement_view.compute(frame, n_boot=0)
-    whole = agreement_view.score_label_chart(view)
+    whole, spec = score_label_spec(view)
     assert agreement_view.chart_note(view) is None
-    drawn = agreement_view.score_label_chart(view, points=100)
+    drawn, drawn_spec = score_label_spec(view, points=100)
     note = agreement_view.chart_note(view, points=100)
     assert note.startswith("Dots: 100 of the 400 labelled rows")
     assert ("boxes" in note) == (not graded)
-
-    def dots(fig):
-        return sum(len(t.y) for t in fig.data if getattr(t, "boxpoints", "all") == "all")
-
-    assert dots(whole) == 400 and dots(drawn) == 100
+    assert len(whole) == 400 and len(drawn) == 100
+    assert set(drawn["row"]) <= set(view.frame["row"] + 1)  # 1-based, as the page says rows
     if not graded:  # each label's box is of its every row, sampled or not: its quartiles
-        for good in (0.0, 1.0):
-            box = next(
-                t
-                for t in drawn.data
-                if t.boxpoints is False and t.x[0] == (drawn.data[1 + 2 * int(good)].name)
-            )
+        (boxes,) = {
+            json.dumps(x["data"]["values"])
+            for x in drawn_spec["layer"]
+            if "q1" in x.get("data", {}).get("values", [{}])[0]
+        }
+        for good, box in zip((0.0, 1.0), json.loads(boxes)):
             scores = view.frame.loc[view.frame["good"] == good, "score"].to_numpy()
             q1, median, q3 = np.quantile(scores, [0.25, 0.5, 0.75])
-            assert (box.q1[0], box.median[0], box.q3[0]) == pytest.approx((q1, median, q3))
-            assert box.mean[0] == pytest.approx(scores.mean())
-        assert [t.name for t in drawn.data][1::2] == [t.name for t in whole.data]
+            assert (box["q1"], box["median"], box["q3"]) == pytest.approx((q1, median, q3))
+            assert box["mean"] == pytest.approx(scores.mean())
+            assert box["group"].startswith(("bad", "good")[int(good)])
+    else:  # the label across, jittered less than half a step; the cut dotted
+        assert (drawn["x"] - drawn["label"]).abs().max() < 0.5
+        cut = [x for x in spec["layer"] if x["mark"]["type"] == "text" and "x" in x["encoding"]]
+        assert cut[0]["data"]["values"][0]["t"] == f"good ≥ {view.overall.cut:g}"
+    lines = [x["data"]["values"][0].get("t") for x in spec["layer"] if x["mark"]["type"] == "text"]
+    assert f"best threshold {view.threshold:.3f}" in lines
 
 
 def _synthetic_store(tmp_path: Path, n: int, every: int) -> tuple[RunStore, int]:

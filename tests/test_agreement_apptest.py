@@ -46,9 +46,13 @@ def test_agreement_page_shows_the_figures_and_a_label_set_in_the_drill_down_move
     table = _figures(at)
     assert list(table["rows"]) == ["all labelled rows", "prompt-A", "prompt-B"]
     assert table["AUROC"].iloc[0] == before.auroc.format()
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert [t["type"] for t in chart["data"]] == ["box", "box"]  # bad label, good label
-    assert any(s["type"] == "rect" for s in chart["layout"]["shapes"])  # the chance band
+    assert not at.get("plotly_chart")  # Vega-Lite: plotly's script is not loaded here
+    chart = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    marks = [layer["mark"]["type"] for layer in chart["layer"]]
+    assert marks[0] == "rect"  # the chance band, beneath the rest
+    assert marks[3:7] == ["rule", "bar", "tick", "circle"]  # whiskers, boxes, medians, dots
+    boxes = chart["layer"][4]["data"]["values"]
+    assert [b["group"] for b in boxes] == ["bad label (28)", "good label (20)"]
     # the drill-down opens on the worst disagreement: a bad label with a high score
     row = at.selectbox(key=f"agr_inspect_{DEMO}").value
     control = at.segmented_control(key=f"agr_drill_label_{DEMO}_{row}")

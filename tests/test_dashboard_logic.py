@@ -29,7 +29,7 @@ from relevancy.analysis.projection import density, fit_pca, pca, project, strati
 from relevancy.core.result import QuestionScore
 from relevancy.core.text import split_question_parts, split_sentences
 from relevancy.core.triage import SentenceScore
-from relevancy.dashboard.views import projection_chart, sentence_table
+from relevancy.dashboard.views import compare_vega, projection_chart, sentence_table
 from relevancy.dashboard.views.datasets import read_upload, validate
 from relevancy.errors import InputError
 from relevancy.io import apply_mapping, guess_mapping
@@ -188,7 +188,7 @@ def test_projection_scatter_lines_and_colouring(store):
     assert links3.x.dtype == np.float32  # numbers, not JSON lists
 
 
-def test_ab_scatter_and_diff_histogram():
+def test_ab_scatter_and_the_compare_pages_vega_charts():
     paired = pd.DataFrame(
         {
             "user_input": ["q1", "q2", "q3"],
@@ -198,11 +198,42 @@ def test_ab_scatter_and_diff_histogram():
     )
     paired["diff"] = paired["score_b"] - paired["score_a"]
     paired["outcome"] = [outcome(d) for d in paired["diff"]]
-    fig = compare_charts.ab_scatter(paired, label_a="old", label_b="new")
+    fig = compare_charts.ab_scatter(paired, label_a="old", label_b="new")  # the report's
     points = {t.name: list(t.x) for t in fig.data if t.mode == "markers"}
     assert points == {"new better": [0.2], "tie": [0.5], "old better": [0.9]}
-    hist = compare_charts.diff_histogram(paired)
-    assert [t.type for t in hist.data] == ["histogram"] * 3
+    # the dashboard's: the same dots and colours, as Vega-Lite
+    data, spec = compare_vega.scatter_spec(paired, label_a="old", label_b="new")
+    by = data.groupby("outcome")["a"].apply(lambda a: [round(float(v), 3) for v in a]).to_dict()
+    assert by == {"new better": [0.2], "tie": [0.5], "old better": [0.9]}
+    dots = spec["layer"][-1]["encoding"]
+    assert dots["color"]["scale"]["domain"] == ["new better", "tie", "old better"]
+    assert dots["color"]["scale"]["range"] == [
+        compare_charts.OUTCOME_COLORS[k] for k in ("win", "tie", "loss")
+    ]
+    assert [t["title"] for t in dots["tooltip"]] == ["question", "old", "new", "B − A"]
+    assert "title" not in spec  # every pair drawn: no sample to state
+    # the differences in bins of 0.05, stacked here: each bin's bars sit on one another
+    data, spec = compare_vega.histogram_spec(paired)
+    assert data["pairs"].sum() == 3 and set(data["outcome"]) == {"regression", "tie", "improvement"}
+    for _, bin_ in data.groupby("start"):
+        assert (bin_["high"] - bin_["low"] == bin_["pairs"]).all()
+        assert sorted(bin_["low"]) == [0, *np.cumsum(bin_["pairs"])[:-1]]
+    band = spec["layer"][0]["data"]["values"][0]
+    assert (band["start"], band["end"]) == (-0.02, 0.02)
+
+
+def test_the_compare_scatter_states_its_sample_of_pairs():
+    n = compare_charts.SCATTER_PAIRS + 500
+    rng = np.random.default_rng(3)
+    paired = pd.DataFrame({"user_input": [f"q{i}" for i in range(n)], "score_a": rng.random(n)})
+    paired["score_b"] = rng.random(n)
+    paired["diff"] = paired["score_b"] - paired["score_a"]
+    paired["outcome"] = [outcome(d) for d in paired["diff"]]
+    data, spec = compare_vega.scatter_spec(paired)
+    assert len(data) == compare_charts.SCATTER_PAIRS
+    assert spec["title"]["text"] == f"{compare_charts.SCATTER_PAIRS:,} pairs drawn at random"
+    data, _ = compare_vega.histogram_spec(paired)
+    assert data["pairs"].sum() == n  # the histogram counts every pair
 
 
 def test_score_colour_scale_and_shading_escapes():
@@ -1131,12 +1162,21 @@ def test_charts_escape_names_and_leave_no_live_link():
         frame.assign(variant=[LINK, "B", LINK, "B"], id=["1", "1", "2", "2"]), LINK, "B"
     )
     figures.append(compare_charts.ab_scatter(paired, label_a=LINK, label_b="B"))
-    figures.append(compare_charts.diff_histogram(paired, label=LINK))
     for fig in figures:
         assert _live_links(fig) == [], fig.layout.title
     names = {t.name for t in figures[0].data}
     # shown as typed (plotly reads numeric quotes, not "&quot;"; a word joiner stops the address)
     assert "&lt;a href=&#34;https:\u2060//evil.example/&#34;&gt;x&lt;/a&gt;" in names
+    # Vega draws text as text (no markup, no links): Compare's labels go in as typed
+    paired = pd.DataFrame({"user_input": [LINK, "q"], "score_a": [0.9, 0.1], "score_b": [0.1, 0.9]})
+    paired["diff"] = paired["score_b"] - paired["score_a"]
+    paired["outcome"] = [outcome(d) for d in paired["diff"]]
+    data, spec = compare_vega.scatter_spec(paired, label_a=LINK, label_b="B")
+    assert LINK in set(data["question"])
+    assert spec["layer"][-1]["encoding"]["x"]["title"] == f"score · {LINK}"
+    assert spec["layer"][-1]["encoding"]["color"]["scale"]["domain"][-1] == f"{LINK} better"
+    _, spec = compare_vega.histogram_spec(paired, label=LINK)
+    assert spec["layer"][1]["encoding"]["x"]["title"] == f"difference ({LINK})"
 
 
 def test_report_has_no_link_from_data(store):

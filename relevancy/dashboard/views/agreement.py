@@ -9,13 +9,11 @@ most. The bootstrap resamples questions (``user_input``): the same figures, inte
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from relevancy.analysis.agreement import (
     Agreement,
@@ -24,7 +22,6 @@ from relevancy.analysis.agreement import (
     disagreements,
     positive_labels,
 )
-from relevancy.report.charts import PALETTE, box_stats, hover_text
 from relevancy.runs import SORTS, RowQuery, RunStore
 
 __all__ = [
@@ -37,7 +34,6 @@ __all__ = [
     "WHOLE_READ",
     "few_labels",
     "figures_table",
-    "score_label_chart",
     "chart_note",
     "CHART_POINTS",
 ]
@@ -47,7 +43,6 @@ FEW_LABELS = 20
 #: ... and so does an interval of the headline figure this wide, whatever the rows
 WIDE_CI = 0.4
 
-_GOOD, _BAD = "#16a34a", "#dc2626"
 #: dots drawn in the score-by-label chart; above, a stated sample (its boxes are of every row,
 #: from their quartiles: 5,000 dots and 10,000 scores were 533 KB and a second of the browser)
 CHART_POINTS = 1_000
@@ -236,103 +231,3 @@ def chart_note(view: AgreementView, *, points: int = CHART_POINTS) -> str | None
         else "every figure on this page uses"
     )
     return f"Dots: {points:,} of the {rows:,} labelled rows, drawn at random; {uses} all of them."
-
-
-def score_label_chart(
-    view: AgreementView, *, height: int = 380, points: int = CHART_POINTS
-) -> go.Figure:
-    """Scores against labels: binary labels as two strips (bad, good) of dots with their box;
-    graded labels as a scatter (label on x); the best threshold as a dashed line. Above
-    ``points`` labelled rows the dots are a random sample of them (:func:`chart_note`); the
-    boxes are always of every row."""
-    frame = view.frame
-    fig = go.Figure()
-    threshold = view.threshold
-    if frame.empty:
-        return fig
-    every = frame
-    if len(frame) > points:
-        frame = frame.sample(points, random_state=0).sort_index()
-    text = [hover_text(q, 60, 200) for q in frame["user_input"]]
-    custom = (frame["row"].astype(int) + 1).tolist()
-    if view.overall.kind == "binary":
-        for good, name, color in ((0.0, "bad label", _BAD), (1.0, "good label", _GOOD)):
-            m = (frame["good"] == good).to_numpy()
-            label = f"{name} ({int((every['good'] == good).sum())})"
-            sampled = len(frame) < len(every)
-            if sampled:  # the box of every labelled row, the dots of the sample over it
-                scores = every["score"][every["good"] == good].to_numpy(dtype=float)
-                fig.add_trace(  # its quartiles computed here: not every score sent
-                    go.Box(
-                        x=[label],
-                        **box_stats(scores[np.isfinite(scores)]),
-                        name=label,
-                        boxpoints=False,
-                        line=dict(color=color),
-                        fillcolor="rgba(0,0,0,0)",
-                    )
-                    if np.isfinite(scores).any()
-                    else go.Box(y=[], name=label)
-                )
-            fig.add_trace(
-                go.Box(
-                    y=frame["score"][m],
-                    name=label,
-                    boxpoints="all",
-                    jitter=0.45,
-                    pointpos=0,
-                    marker=dict(color=color, size=7, opacity=0.75),
-                    line=dict(width=0, color="rgba(0,0,0,0)") if sampled else dict(color=color),
-                    fillcolor="rgba(0,0,0,0)",
-                    hoveron="points" if sampled else "boxes+points",
-                    text=[t for t, k in zip(text, m) if k],
-                    customdata=[c for c, k in zip(custom, m) if k],
-                    hovertemplate="row %{customdata} · score %{y:.3f}<br>%{text}<extra></extra>",
-                )
-            )
-        fig.update_layout(boxmode="overlay")
-        fig.update_yaxes(title_text="score")
-    else:
-        colors = [_GOOD if g == 1 else _BAD for g in frame["good"]]
-        rng = np.random.default_rng(0)
-        labels = frame["label"].to_numpy(dtype=float)
-        spread = np.ptp(labels) if labels.size else 1.0
-        jitter = rng.uniform(-0.015, 0.015, size=labels.size) * (spread or 1.0)
-        fig.add_trace(
-            go.Scatter(
-                x=labels + jitter,
-                y=frame["score"],
-                mode="markers",
-                marker=dict(color=colors, size=7, opacity=0.7),
-                text=text,
-                customdata=np.stack([custom, labels], axis=1),
-                hovertemplate="row %{customdata[0]} · label %{customdata[1]:g} · score "
-                "%{y:.3f}<br>%{text}<extra></extra>",
-                showlegend=False,
-            )
-        )
-        fig.update_xaxes(title_text="human label (jittered)")
-        fig.update_yaxes(title_text="score")
-        if view.overall.cut is not None:
-            fig.add_vline(
-                x=view.overall.cut,
-                line=dict(color="#6b7280", width=1, dash="dot"),
-                annotation_text=f"good ≥ {view.overall.cut:g}",
-                annotation_position="top",
-            )
-    if math.isfinite(threshold):
-        fig.add_hline(
-            y=threshold,
-            line=dict(color=PALETTE[0], width=2, dash="dash"),
-            annotation_text=f"best threshold {threshold:.3f}",
-            annotation_position="top left",
-            annotation_font=dict(color=PALETTE[0], size=12),
-        )
-    fig.update_layout(
-        template="plotly_white",
-        height=height,
-        margin=dict(l=10, r=10, t=30, b=10),
-        showlegend=False,
-        title=dict(text=html.escape("Score by human label"), x=0, font=dict(size=15)),
-    )
-    return fig
