@@ -27,6 +27,12 @@ def test_a_label_set_in_the_drill_down_moves_the_agreement_figures(page: Page, a
     before = {k: _metric(page, k) for k in ("Labelled rows", "AUROC", "Precision")}
     assert before["Labelled rows"] == "48" and re.fullmatch(r"0\.\d{3}", before["AUROC"])
     expect(page.get_by_text("High score, bad label")).to_be_visible()
+    # the chart (Vega-Lite, SVG for so few dots): both labels' boxes, the threshold, the band
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    expect(chart.locator("svg.marks")).to_be_visible()
+    for words in ("bad label (28)", "good label (20)", "best threshold", "unrelated pairs"):
+        expect(chart.locator("text").filter(has_text=words).first).to_be_attached()
+    assert page.get_by_test_id("stPlotlyChart").count() == 0  # no plotly loaded for it
     shot(page, "07-agreement")
     # the drill-down below opens on the worst disagreement: a bad label with a high score
     # (Streamlit draws a leading emoji as an icon of its own: match the words)

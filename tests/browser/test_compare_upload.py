@@ -36,5 +36,5 @@ def test_an_upload_with_per_row_ids_compares_its_variants(page: Page, app_url: s
     expect(page.get_by_text("No pairs")).to_have_count(0)
     expect(page.get_by_text("Pairs", exact=True)).to_be_visible()
     expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("3")
-    expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+    expect(page.get_by_test_id("stVegaLiteChart").first.locator("canvas")).to_be_visible()
     shot(page, "06b-compare-upload-variants")

@@ -167,7 +167,12 @@ def test_compare_two_variants(page: Page, app_url: str):
     metrics = page.locator('[data-testid="stMetricValue"]')
     expect(metrics.first).to_have_text("24")  # 24 questions, prompt-A vs prompt-B
     expect(page.get_by_text("Biggest regressions")).to_be_visible()
-    expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+    charts = page.get_by_test_id("stVegaLiteChart")  # the scatter (a canvas), the histogram
+    expect(charts).to_have_count(2)
+    expect(charts.first.locator("canvas")).to_be_visible()
+    expect(
+        charts.nth(1).locator("text").filter(has_text="difference (prompt-B").first
+    ).to_be_attached()
     won = re.compile(r"prompt-B wins \d+% of the pairs that are not ties")
     expect(page.get_by_text(won)).to_be_visible()
     with page.expect_download(timeout=120_000) as download:  # every pair, built when clicked
