@@ -188,6 +188,13 @@ def test_projection_scatter_lines_and_colouring(store):
     assert links3.x.dtype == np.float32  # numbers, not JSON lists
 
 
+def test_the_link_path_skips_points_without_a_place_and_may_be_empty():
+    x = np.array([0, 1, np.nan, np.nan, 2, np.nan, 3, 4, np.nan], dtype=np.float32)
+    y = np.array([0, 1, np.nan, 5, 6, np.nan, 7, np.inf, np.nan], dtype=np.float32)
+    assert projection_chart._link_path(x, y) == "M0,0L1,1"  # NaN and inf ends: no link
+    assert projection_chart._link_path(x[:0], y[:0]) == ""  # no shape drawn for no links
+
+
 def test_ab_scatter_and_the_compare_pages_vega_charts():
     paired = pd.DataFrame(
         {

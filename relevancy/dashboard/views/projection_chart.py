@@ -106,15 +106,16 @@ def projection_scatter(
     if scatter is go.Scatter and not shaded:
         # SVG: one path of every link beneath the points; as a trace each link would be an SVG
         # element of its own (3,000 of them, a third of the map's drawing time)
-        fig.add_shape(
-            type="path",
-            path=_link_path(lx, ly),
-            xref="x",
-            yref="y",
-            layer="between",
-            line=link_line,
-            name="links",
-        )
+        if path := _link_path(lx, ly):  # empty: no generated question to join
+            fig.add_shape(
+                type="path",
+                path=path,
+                xref="x",
+                yref="y",
+                layer="between",
+                line=link_line,
+                name="links",
+            )
     else:  # WebGL draws lines at once; over a density the links must lie above its shading
         line_kw: dict[str, Any] = {"x": lx, "y": ly}
         if three:
@@ -224,11 +225,9 @@ def projection_scatter(
 def _link_path(x: np.ndarray, y: np.ndarray) -> str:
     """An SVG path of the links (``x``, ``y``: from, to, NaN for each link): one move and one
     line a link, numbers to five significant digits (far below a pixel)."""
-    x, y = x.reshape(-1, 3), y.reshape(-1, 3)
-    return "".join(
-        f"M{x0:.5g},{y0:.5g}L{x1:.5g},{y1:.5g}"
-        for x0, y0, x1, y1 in zip(x[:, 0], y[:, 0], x[:, 1], y[:, 1])
-    )
+    ends = np.column_stack([x.reshape(-1, 3)[:, :2], y.reshape(-1, 3)[:, :2]])
+    ends = ends[np.isfinite(ends).all(axis=1)]  # a point without a place has no link
+    return "".join(f"M{x0:.5g},{y0:.5g}L{x1:.5g},{y1:.5g}" for x0, x1, y0, y1 in ends)
 
 
 def _density_trace(density: Density) -> go.Heatmap:
