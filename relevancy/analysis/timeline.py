@@ -192,7 +192,10 @@ def parse_times(values: Sequence[Any] | pd.Series) -> ParsedTimes:
     out = pd.Series(pd.NaT, index=series.index, dtype="datetime64[ns, UTC]")
     # ISO 8601 text (what logs and exports hold) parsed on the column at once; whatever it does
     # not read (epoch numbers, other formats, junk) is read a cell at a time, as before
-    text = series[series.map(lambda v: isinstance(v, str))].str.strip()
+    if isinstance(series.dtype, pd.StringDtype):  # a column of text: every value is a str
+        text = series[series.notna()].str.strip()
+    else:  # a cell at a time (1M rows: 0.2 s, so not for a text column)
+        text = series[series.map(lambda v: isinstance(v, str))].str.strip()
     dated = text[text.str.contains(r"\d[-/T: ]\d", regex=True)]  # not a bare number
     if len(dated):
         fast = pd.to_datetime(dated, utc=True, errors="coerce", format="ISO8601")
