@@ -121,13 +121,11 @@ with left:
     )
     st.vega_lite_chart(data, spec, key="cmp_scatter", alt=f"{label_b} against {label_a}")
     st.caption(
-        f"Each dot is one question: {esc(label_a)}'s score across, {esc(label_b)}'s up. Above the "
-        "diagonal, B is more relevant; dotted lines bound the ties."
+        f"Each dot is one question: A ({esc(label_a)})'s score across, B ({esc(label_b)})'s up. "
+        "Above the diagonal, B is more relevant; dotted lines bound the ties."
     )
 with right:
-    data, spec = compare_vega.histogram_spec(
-        paired, tie_margin=tie_margin, label=f"{label_b} − {label_a}"
-    )
+    data, spec = compare_vega.histogram_spec(paired, tie_margin=tie_margin)
     st.vega_lite_chart(data, spec, key="cmp_diffs", alt="The paired differences")
     st.caption("Distribution of paired differences; the grey band is the tie margin.")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from relevancy.dashboard.views.agreement import (
@@ -92,6 +94,9 @@ st.subheader("Where the score and the label disagree", anchor=False)
 st.caption(
     f"Against the best threshold ({view.threshold:.3f}), furthest from it first; select a row "
     "to open its drill-down and change its label."
+    if math.isfinite(view.threshold)
+    else "No best threshold: every labelled row has the same label, so no score separates good "
+    "from bad answers and no row disagrees with it. Label a few answers of the other kind."
 )
 picked = disagreement_tables(view, key=f"agr_dis_{info.id}")
 INSPECT = f"agr_inspect_{info.id}"

@@ -50,7 +50,11 @@ def test_agreement_page_shows_the_figures_and_a_label_set_in_the_drill_down_move
     chart = json.loads(at.get("vega_lite_chart")[0].proto.spec)
     marks = [layer["mark"]["type"] for layer in chart["layer"]]
     assert marks[0] == "rect"  # the chance band, beneath the rest
-    assert marks[3:7] == ["rule", "bar", "tick", "circle"]  # whiskers, boxes, medians, dots
+    assert marks[3:7] == ["circle", "rule", "bar", "tick"]  # dots; over them whiskers, boxes
+    for layer in chart["layer"]:  # only dots and boxes have tooltips (a title is an expression)
+        has_tip = layer["mark"].get("tooltip") is not False
+        assert has_tip == (layer["mark"]["type"] in ("circle", "bar")), layer["mark"]
+        assert has_tip == ("tooltip" in layer["encoding"])
     boxes = chart["layer"][4]["data"]["values"]
     assert [b["group"] for b in boxes] == ["bad label (28)", "good label (20)"]
     # the drill-down opens on the worst disagreement: a bad label with a high score

@@ -363,7 +363,8 @@ def test_compare_variants_and_regressions():
     assert download.proto.label == "All 24 pairs (CSV)"
     assert not _charts(at)  # Vega-Lite here: plotly's script is not loaded for this page
     (scatter, dots), (hist, bins) = _vega(at)
-    assert set(dots["outcome"]) >= {"prompt-B better", "prompt-A better"} and len(dots) == 24
+    assert set(dots["outcome"]) >= {"B better", "A better"} and len(dots) == 24
+    assert scatter["layer"][-1]["encoding"]["x"]["title"] == "A: prompt-A"
     assert scatter["layer"][-1]["mark"]["type"] == "circle"
     assert hist["layer"][1]["mark"]["type"] == "bar" and bins["pairs"].sum() == 24
     pairs = _table(at, "cmp_table")

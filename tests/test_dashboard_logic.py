@@ -208,16 +208,21 @@ def test_ab_scatter_and_the_compare_pages_vega_charts():
     fig = compare_charts.ab_scatter(paired, label_a="old", label_b="new")  # the report's
     points = {t.name: list(t.x) for t in fig.data if t.mode == "markers"}
     assert points == {"new better": [0.2], "tie": [0.5], "old better": [0.9]}
-    # the dashboard's: the same dots and colours, as Vega-Lite
+    # the dashboard's: the same dots and colours, as Vega-Lite; the names on the axes only
     data, spec = compare_vega.scatter_spec(paired, label_a="old", label_b="new")
     by = data.groupby("outcome")["a"].apply(lambda a: [round(float(v), 3) for v in a]).to_dict()
-    assert by == {"new better": [0.2], "tie": [0.5], "old better": [0.9]}
+    assert by == {"B better": [0.2], "tie": [0.5], "A better": [0.9]}
     dots = spec["layer"][-1]["encoding"]
-    assert dots["color"]["scale"]["domain"] == ["new better", "tie", "old better"]
-    assert dots["color"]["scale"]["range"] == [
-        compare_charts.OUTCOME_COLORS[k] for k in ("win", "tie", "loss")
-    ]
-    assert [t["title"] for t in dots["tooltip"]] == ["question", "old", "new", "B − A"]
+    assert dots["color"]["scale"]["domain"] == ["B better", "tie", "A better"]
+    colours = [compare_charts.OUTCOME_COLORS[k] for k in ("win", "tie", "loss")]
+    assert dots["color"]["scale"]["range"] == colours
+    assert (dots["x"]["title"], dots["y"]["title"]) == ("A: old", "B: new")
+    assert dots["x"]["axis"]["titleLimit"] > 0  # a long name is cut, not the plot squeezed
+    assert [t["title"] for t in dots["tooltip"]] == ["question", "A", "B", "B − A"]
+    # no layer but the dots has a tooltip, and no mark an ARIA description: Vega-Lite builds
+    # both from the titles as expressions, and a backslash in a name broke the whole chart
+    assert [x["mark"].get("tooltip") for x in spec["layer"]] == [False] * 3 + [None]
+    assert spec["config"]["aria"] is False
     assert "title" not in spec  # every pair drawn: no sample to state
     # the differences in bins of 0.05, stacked here: each bin's bars sit on one another
     data, spec = compare_vega.histogram_spec(paired)
@@ -227,6 +232,7 @@ def test_ab_scatter_and_the_compare_pages_vega_charts():
         assert sorted(bin_["low"]) == [0, *np.cumsum(bin_["pairs"])[:-1]]
     band = spec["layer"][0]["data"]["values"][0]
     assert (band["start"], band["end"]) == (-0.02, 0.02)
+    assert [x["mark"].get("tooltip") for x in spec["layer"]] == [False, None, False]
 
 
 def test_the_compare_scatter_states_its_sample_of_pairs():
@@ -1178,12 +1184,15 @@ def test_charts_escape_names_and_leave_no_live_link():
     paired = pd.DataFrame({"user_input": [LINK, "q"], "score_a": [0.9, 0.1], "score_b": [0.1, 0.9]})
     paired["diff"] = paired["score_b"] - paired["score_a"]
     paired["outcome"] = [outcome(d) for d in paired["diff"]]
-    data, spec = compare_vega.scatter_spec(paired, label_a=LINK, label_b="B")
+    slash = 'ends with backslash\\ and "quotes" \\" ' + LINK
+    data, spec = compare_vega.scatter_spec(paired, label_a=slash, label_b="B")
     assert LINK in set(data["question"])
-    assert spec["layer"][-1]["encoding"]["x"]["title"] == f"score · {LINK}"
-    assert spec["layer"][-1]["encoding"]["color"]["scale"]["domain"][-1] == f"{LINK} better"
-    _, spec = compare_vega.histogram_spec(paired, label=LINK)
-    assert spec["layer"][1]["encoding"]["x"]["title"] == f"difference ({LINK})"
+    assert spec["layer"][-1]["encoding"]["x"]["title"] == f"A: {slash}"  # drawn as typed
+    # a name is in no tooltip (an expression Vega-Lite writes without escaping a backslash)
+    tips = [t for x in spec["layer"] for t in x["encoding"].get("tooltip") or []]
+    assert tips and all(slash not in json.dumps(t) for t in tips)
+    _, spec = compare_vega.histogram_spec(paired)
+    assert all(slash not in json.dumps(x) for x in spec["layer"])
 
 
 def test_report_has_no_link_from_data(store):

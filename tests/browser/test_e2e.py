@@ -171,7 +171,7 @@ def test_compare_two_variants(page: Page, app_url: str):
     expect(charts).to_have_count(2)
     expect(charts.first.locator("canvas")).to_be_visible()
     expect(
-        charts.nth(1).locator("text").filter(has_text="difference (prompt-B").first
+        charts.nth(1).locator("text").filter(has_text="difference, B − A").first
     ).to_be_attached()
     won = re.compile(r"prompt-B wins \d+% of the pairs that are not ties")
     expect(page.get_by_text(won)).to_be_visible()

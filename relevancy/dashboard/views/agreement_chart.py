@@ -22,11 +22,14 @@ import pandas as pd
 from relevancy.analysis.chance import ChanceLevel
 from relevancy.dashboard.views.agreement import CHART_POINTS, AgreementView
 from relevancy.dashboard.views.reference import BAND_COLOR
+from relevancy.dashboard.views.vega import PLAIN_CONFIG, no_tooltip_where_none
 from relevancy.report.charts import PALETTE, box_stats
 
 __all__ = ["score_label_spec"]
 
 _GOOD, _BAD = "#16a34a", "#dc2626"
+#: the boxes' ink, over the dots of either colour
+_INK = "#1f2937"
 #: characters of a question in a dot's tooltip
 _TIP_CHARS = 200
 
@@ -40,12 +43,12 @@ def _band(level: ChanceLevel) -> list[dict[str, Any]]:
         {
             "data": {"values": [{"y": level.p5, "y2": level.p95}]},
             "mark": {"type": "rect", "color": BAND_COLOR, "opacity": 0.14},
-            "encoding": {"y": y, "y2": {"field": "y2"}},
+            "encoding": {"y": y, "y2": {"field": "y2"}, "tooltip": None},
         },
         {
             "data": {"values": [{"y": level.median, "note": note}]},
             "mark": {"type": "rule", "color": BAND_COLOR, "strokeDash": [2, 3], "strokeWidth": 1.5},
-            "encoding": {"y": y},
+            "encoding": {"y": y, "tooltip": None},
         },
         {
             # beneath the band, where answers seldom score: not over the dots
@@ -59,7 +62,7 @@ def _band(level: ChanceLevel) -> list[dict[str, Any]]:
                 "fontSize": 11,
                 "color": "#334155",
             },
-            "encoding": {"y": y, "text": {"field": "note"}},
+            "encoding": {"y": y, "text": {"field": "note"}, "tooltip": None},
         },
     ]
 
@@ -75,12 +78,12 @@ def _line(
         {
             "data": {"values": [{"v": value}]},
             "mark": {"type": "rule", "color": colour, "strokeDash": dash, "strokeWidth": 2},
-            "encoding": enc,
+            "encoding": {**enc, "tooltip": None},
         },
         {
             "data": {"values": [{"v": value, "t": text}]},
             "mark": {"type": "text", "color": colour, "fontSize": 12, **where},
-            "encoding": {**enc, "text": {"field": "t"}},
+            "encoding": {**enc, "text": {"field": "t"}, "tooltip": None},
         },
     ]
 
@@ -141,45 +144,62 @@ def score_label_spec(
                 stats = {k: float(v[0]) for k, v in box_stats(scores).items()}
                 boxes.append({"group": name, **stats})
         box_data = {"values": boxes}
+        dots = {
+            "mark": {"type": "circle", "size": 36, "opacity": 0.7},
+            "encoding": {
+                "x": group,
+                "xOffset": {
+                    "field": "jitter",
+                    "type": "quantitative",
+                    "scale": {"domain": [-1.6, 1.6]},
+                },
+                "y": score,
+                "color": colour,
+                "tooltip": tooltip,
+            },
+        }
+        # the boxes over the dots, dark and unfilled: under a thousand dots they were hidden
+        ink = {"color": _INK, "strokeWidth": 2}
         layers += [
+            dots,
             {
                 "data": box_data,
-                "mark": {"type": "rule", "strokeWidth": 1.5},
+                "mark": {"type": "rule", **ink},
                 "encoding": {
                     "x": group,
                     "y": {**score, "field": "lowerfence"},
                     "y2": {"field": "upperfence"},
-                    "color": colour,
+                    "tooltip": None,
                 },
             },
             {
                 "data": box_data,
-                "mark": {"type": "bar", "size": 56, "fill": "white", "strokeWidth": 1.5},
+                "mark": {
+                    "type": "bar",
+                    "size": 56,
+                    "fillOpacity": 0,
+                    "stroke": _INK,
+                    "strokeWidth": 2,
+                },
                 "encoding": {
                     "x": group,
                     "y": {**score, "field": "q1"},
                     "y2": {"field": "q3"},
-                    "stroke": colour,
+                    "tooltip": [
+                        {"field": "group", "title": "rows"},
+                        {"field": "upperfence", "title": "upper whisker", "format": ".3f"},
+                        {"field": "q3", "title": "75th percentile", "format": ".3f"},
+                        {"field": "median", "title": "median", "format": ".3f"},
+                        {"field": "q1", "title": "25th percentile", "format": ".3f"},
+                        {"field": "lowerfence", "title": "lower whisker", "format": ".3f"},
+                        {"field": "mean", "title": "mean", "format": ".3f"},
+                    ],
                 },
             },
             {
                 "data": box_data,
-                "mark": {"type": "tick", "size": 56, "thickness": 2},
-                "encoding": {"x": group, "y": {**score, "field": "median"}, "color": colour},
-            },
-            {
-                "mark": {"type": "circle", "size": 36, "opacity": 0.7},
-                "encoding": {
-                    "x": group,
-                    "xOffset": {
-                        "field": "jitter",
-                        "type": "quantitative",
-                        "scale": {"domain": [-1.6, 1.6]},
-                    },
-                    "y": score,
-                    "color": colour,
-                    "tooltip": tooltip,
-                },
+                "mark": {"type": "tick", "size": 56, "thickness": 3, "color": _INK},
+                "encoding": {"x": group, "y": {**score, "field": "median"}, "tooltip": None},
             },
         ]
     else:
@@ -219,6 +239,7 @@ def score_label_spec(
     spec = {
         "height": height,
         "title": {"text": "Score by human label", "anchor": "start", "fontSize": 15},
-        "layer": layers,
+        "layer": no_tooltip_where_none(layers),
+        "config": PLAIN_CONFIG,
     }
     return data, spec

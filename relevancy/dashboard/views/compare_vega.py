@@ -5,8 +5,11 @@ told (``bench/RESULTS.md``, "In the browser"). The HTML report keeps plotly's sc
 (:func:`relevancy.report.compare_charts.ab_scatter`): the same sample, the same colours.
 
 Each function returns ``(data, spec)`` for ``st.vega_lite_chart(data, spec)``: the data a plain
-frame (sent as Arrow), the labels only in titles and tooltips (Vega draws text as text: a label
-holding markup or an address shows as typed, never as a link).
+frame (sent as Arrow). The sides' own names appear only in the axis titles, cut to a width
+(Vega draws text as text: a name holding markup or an address shows as typed, never as a
+link); legends and tooltips say A and B. A tooltip is a Vega-Lite expression built from its
+titles, which does not escape a backslash: a name there could break the chart, so every
+layer without a tooltip of its own has none (Streamlit turns tooltips on for all).
 """
 
 from __future__ import annotations
@@ -16,16 +19,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from relevancy.dashboard.views.vega import PLAIN_CONFIG, no_tooltip_where_none
 from relevancy.report.compare_charts import DIFF_EDGES, OUTCOME_COLORS, scatter_sample
 
 __all__ = ["scatter_spec", "histogram_spec"]
 
 #: characters of a question shown in a point's tooltip
 _TIP_CHARS = 120
-
-
-def _names(label_a: str, label_b: str) -> dict[str, str]:
-    return {"win": f"{label_b} better", "tie": "tie", "loss": f"{label_a} better", "n/a": "NaN"}
+#: each outcome's name in the legend (the axes say which side is A and which B)
+_NAMES = {"win": "B better", "tie": "tie", "loss": "A better"}
+#: the widest an axis title is drawn, in pixels (a long name is cut with an ellipsis: uncut,
+#: Vega shrank the plot to fit it, to nothing in a narrow column)
+_TITLE_PX = 300
 
 
 def _colour(names: dict[str, str], keys: list[str]) -> dict[str, Any]:
@@ -52,7 +57,7 @@ def scatter_spec(
     finite = both[np.isfinite(both)]
     lo = min(0.0, float(finite.min()) if finite.size else 0.0) - 0.03
     shown, sampled = scatter_sample(paired)
-    names = _names(label_a, label_b)
+    names = _NAMES
     keys = [k for k in ("win", "tie", "loss") if (shown["outcome"] == k).any()]
     shown = shown[shown["outcome"].isin(keys)]
     data = pd.DataFrame(
@@ -65,45 +70,54 @@ def scatter_spec(
         }
     )
     scale = {"domain": [lo, 1.03], "nice": False, "zero": False}
-    x = {"field": "a", "type": "quantitative", "title": f"score · {label_a}", "scale": scale}
-    y = {"field": "b", "type": "quantitative", "title": f"score · {label_b}", "scale": scale}
+    axis = {"titleLimit": _TITLE_PX}
+    x = {"field": "a", "type": "quantitative", "title": f"A: {label_a}", "scale": scale}
+    y = {"field": "b", "type": "quantitative", "title": f"B: {label_b}", "scale": scale}
+    x, y = {**x, "axis": axis}, {**y, "axis": axis}
 
     def line(offset: float, dash: list[int] | None, colour: str) -> dict[str, Any]:
         ends = [{"a": lo, "b": lo + offset}, {"a": 1.03, "b": 1.03 + offset}]
         mark: dict[str, Any] = {"type": "line", "color": colour, "strokeWidth": 1, "clip": True}
         if dash:
             mark["strokeDash"] = dash
-        return {"data": {"values": ends}, "mark": mark, "encoding": {"x": x, "y": y}}
+        return {
+            "data": {"values": ends},
+            "mark": mark,
+            "encoding": {"x": x, "y": y, "tooltip": None},
+        }
 
     spec: dict[str, Any] = {
         "height": 440,
-        "layer": [
-            line(0.0, None, "#475569"),
-            line(tie_margin, [3, 3], "#94a3b8"),
-            line(-tie_margin, [3, 3], "#94a3b8"),
-            {
-                "mark": {
-                    "type": "circle",
-                    "size": 64,
-                    "opacity": 0.85,
-                    "stroke": "white",
-                    "strokeWidth": 1,
+        "layer": no_tooltip_where_none(
+            [
+                line(0.0, None, "#475569"),
+                line(tie_margin, [3, 3], "#94a3b8"),
+                line(-tie_margin, [3, 3], "#94a3b8"),
+                {
+                    "mark": {
+                        "type": "circle",
+                        "size": 64,
+                        "opacity": 0.85,
+                        "stroke": "white",
+                        "strokeWidth": 1,
+                    },
+                    "encoding": {
+                        "x": x,
+                        "y": y,
+                        "color": _colour(names, keys),
+                        "tooltip": [
+                            {"field": "question", "title": "question"},
+                            {"field": "a", "title": "A", "format": ".3f"},
+                            {"field": "b", "title": "B", "format": ".3f"},
+                            {"field": "diff", "title": "B − A", "format": "+.3f"},
+                        ],
+                    },
                 },
-                "encoding": {
-                    "x": x,
-                    "y": y,
-                    "color": _colour(names, keys),
-                    "tooltip": [
-                        {"field": "question", "title": "question"},
-                        {"field": "a", "title": label_a, "format": ".3f"},
-                        {"field": "b", "title": label_b, "format": ".3f"},
-                        {"field": "diff", "title": "B − A", "format": "+.3f"},
-                    ],
-                },
-            },
-        ],
+            ]
+        ),
         # a canvas: 2,000 dots drawn at once, not an SVG node each
         "usermeta": {"embedOptions": {"renderer": "canvas"}},
+        "config": PLAIN_CONFIG,
     }
     if sampled:
         spec["title"] = {"text": sampled, "anchor": "start", "fontSize": 13}
@@ -111,7 +125,7 @@ def scatter_spec(
 
 
 def histogram_spec(
-    paired: pd.DataFrame, *, tie_margin: float = 0.02, label: str = "B − A"
+    paired: pd.DataFrame, *, tie_margin: float = 0.02
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The paired differences in bins of 0.05 (counted here: a number per bin is sent, not one
     per pair), stacked by outcome; the tie band shaded and zero marked."""
@@ -135,7 +149,7 @@ def histogram_spec(
         )
         below += counts
     data = pd.concat(parts, ignore_index=True)
-    x = {"field": "start", "type": "quantitative", "title": f"difference ({label})"}
+    x = {"field": "start", "type": "quantitative", "title": "difference, B − A"}
     colour = {
         "field": "outcome",
         "type": "nominal",
@@ -148,33 +162,36 @@ def histogram_spec(
     band = {"values": [{"start": -tie_margin, "end": tie_margin}]}
     spec: dict[str, Any] = {
         "height": 280,
-        "layer": [
-            {
-                "data": band,
-                "mark": {"type": "rect", "color": "#94a3b8", "opacity": 0.15},
-                "encoding": {"x": {**x, "field": "start"}, "x2": {"field": "end"}},
-            },
-            {
-                "mark": {"type": "bar", "binSpacing": 1},
-                "encoding": {
-                    "x": x,
-                    "x2": {"field": "end"},
-                    "y": {"field": "high", "type": "quantitative", "title": "pairs"},
-                    "y2": {"field": "low"},
-                    "color": colour,
-                    "tooltip": [
-                        {"field": "outcome", "title": "outcome"},
-                        {"field": "pairs", "title": "pairs", "format": ","},
-                        {"field": "start", "title": "from", "format": "+.2f"},
-                        {"field": "end", "title": "to", "format": "+.2f"},
-                    ],
+        "config": PLAIN_CONFIG,
+        "layer": no_tooltip_where_none(
+            [
+                {
+                    "data": band,
+                    "mark": {"type": "rect", "color": "#94a3b8", "opacity": 0.15},
+                    "encoding": {"x": x, "x2": {"field": "end"}, "tooltip": None},
                 },
-            },
-            {
-                "data": {"values": [{"start": 0.0}]},
-                "mark": {"type": "rule", "color": "#111827", "strokeWidth": 1},
-                "encoding": {"x": {**x, "field": "start"}},
-            },
-        ],
+                {
+                    "mark": {"type": "bar", "binSpacing": 1},
+                    "encoding": {
+                        "x": x,
+                        "x2": {"field": "end"},
+                        "y": {"field": "high", "type": "quantitative", "title": "pairs"},
+                        "y2": {"field": "low"},
+                        "color": colour,
+                        "tooltip": [
+                            {"field": "outcome", "title": "outcome"},
+                            {"field": "pairs", "title": "pairs", "format": ","},
+                            {"field": "start", "title": "from", "format": "+.2f"},
+                            {"field": "end", "title": "to", "format": "+.2f"},
+                        ],
+                    },
+                },
+                {
+                    "data": {"values": [{"start": 0.0}]},
+                    "mark": {"type": "rule", "color": "#111827", "strokeWidth": 1},
+                    "encoding": {"x": x, "tooltip": None},
+                },
+            ]
+        ),
     }
     return data, spec
