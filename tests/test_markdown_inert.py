@@ -136,3 +136,16 @@ def test_text_from_data_is_never_live_markdown_on_any_page(hostile_run):
     # and the data is there, escaped, where the pages name it
     everything = " ".join(t for texts in pages.values() for t in texts)
     assert "u3 \\<i\\>inject\\</i\\> \\[run\\]\\(https\\:\u2060//example\\.com/run\\)" in everything
+
+
+def test_a_direction_control_in_the_data_stays_inside_its_text():
+    """A variant named with a right-to-left override (U+202E) turned the rest of Compare's
+    sentences backwards ("…sniw %23"): the controls are taken out and the text isolated."""
+    from relevancy.core.inert import inert
+
+    for control in ("\u202e", "\u202b", "\u2067", "\u2069"):
+        for html in (False, True):
+            shown = inert(f"{control}RTL name", html=html)
+            assert shown.startswith("\u2068") and shown.endswith("\u2069")
+            assert control not in shown[1:-1] and "RTL name" in shown
+    assert inert("مرحبا") == "مرحبا"  # right-to-left words alone: left as they are

@@ -19,6 +19,11 @@ colon and the ``//`` of any ``scheme://``, between ``www`` and its dot, and afte
 The text reads the same and copies the same, but for those invisible characters: pasted into
 an address bar, a copied address may need them taken out (the CSV download and the grid hold
 the text as it is).
+
+A direction control in the data (a right-to-left override U+202E, an embedding or an isolate)
+would run on past the text into the page's own words ("…sniw %23" for "23% wins…"): such
+controls are taken out, and the text is set in an isolate of its own (U+2068 … U+2069), so
+right-to-left words still read right to left and nothing after them moves.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$:])")
 _HTML_SPECIAL = re.compile(r"[&<>\"']|%(?=\{)")
 _HTML_NAMED = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _LINE_BREAK = re.compile(r"\r\n|[\r\n]")
+# direction embeddings, overrides and isolates: they reach past the text they are in
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def inert(text: Any, *, html: bool = False) -> str:
@@ -52,8 +59,12 @@ def inert(text: Any, *, html: bool = False) -> str:
     '\\\\*\\\\*hi\\\\*\\\\* https\\\\:\\u2060//x\\\\.io'
     >>> inert("<b>a@b</b>", html=True)
     '&lt;b&gt;a@\\u2060b&lt;/b&gt;'
+    >>> inert("\u202eabc")  # a right-to-left override, kept to the text
+    '\\u2068abc\\u2069'
     """
     s = _LINE_BREAK.sub(" ", str(text))
+    if _BIDI_CONTROL.search(s):  # isolated: its direction stops where the text does
+        s = "\u2068" + _BIDI_CONTROL.sub("", s) + "\u2069"
     s = _LINK_START.sub(WORD_JOINER, s)
     if html:
         return _HTML_SPECIAL.sub(lambda m: _HTML_NAMED.get(m[0]) or f"&#{ord(m[0])};", s)

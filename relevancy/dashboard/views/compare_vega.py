@@ -28,9 +28,18 @@ __all__ = ["scatter_spec", "histogram_spec"]
 _TIP_CHARS = 120
 #: each outcome's name in the legend (the axes say which side is A and which B)
 _NAMES = {"win": "B better", "tie": "tie", "loss": "A better"}
-#: the widest an axis title is drawn, in pixels (a long name is cut with an ellipsis: uncut,
-#: Vega shrank the plot to fit it, to nothing in a narrow column)
-_TITLE_PX = 300
+#: an axis title is cut to the plot's own width (uncut, a long name made Vega shrink the plot
+#: to fit it, to nothing in a narrow column), and a name to this many characters, its middle
+#: left out (names often differ at their end: "…-v17", "…-v3")
+_TITLE_CHARS = 48
+
+
+def _short(name: str) -> str:
+    """``name`` with its middle left out when it is longer than :data:`_TITLE_CHARS`."""
+    if len(name) <= _TITLE_CHARS:
+        return name
+    half = (_TITLE_CHARS - 1) // 2
+    return f"{name[:half]}…{name[-half:]}"
 
 
 def _colour(names: dict[str, str], keys: list[str]) -> dict[str, Any]:
@@ -56,6 +65,7 @@ def scatter_spec(
     both = paired[["score_a", "score_b"]].to_numpy(dtype=float)
     finite = both[np.isfinite(both)]
     lo = min(0.0, float(finite.min()) if finite.size else 0.0) - 0.03
+    hi = max(1.0, float(finite.max()) if finite.size else 1.0) + 0.03
     shown, sampled = scatter_sample(paired)
     names = _NAMES
     keys = [k for k in ("win", "tie", "loss") if (shown["outcome"] == k).any()]
@@ -69,14 +79,14 @@ def scatter_spec(
             "question": [str(q)[:_TIP_CHARS] for q in shown["user_input"]],
         }
     )
-    scale = {"domain": [lo, 1.03], "nice": False, "zero": False}
-    axis = {"titleLimit": _TITLE_PX}
-    x = {"field": "a", "type": "quantitative", "title": f"A: {label_a}", "scale": scale}
-    y = {"field": "b", "type": "quantitative", "title": f"B: {label_b}", "scale": scale}
-    x, y = {**x, "axis": axis}, {**y, "axis": axis}
+    scale = {"domain": [lo, hi], "nice": False, "zero": False}
+    x = {"field": "a", "type": "quantitative", "title": f"A: {_short(label_a)}", "scale": scale}
+    y = {"field": "b", "type": "quantitative", "title": f"B: {_short(label_b)}", "scale": scale}
+    x["axis"] = {"titleLimit": {"expr": "width"}}
+    y["axis"] = {"titleLimit": {"expr": "height"}}
 
     def line(offset: float, dash: list[int] | None, colour: str) -> dict[str, Any]:
-        ends = [{"a": lo, "b": lo + offset}, {"a": 1.03, "b": 1.03 + offset}]
+        ends = [{"a": lo, "b": lo + offset}, {"a": hi, "b": hi + offset}]
         mark: dict[str, Any] = {"type": "line", "color": colour, "strokeWidth": 1, "clip": True}
         if dash:
             mark["strokeDash"] = dash
@@ -157,7 +167,8 @@ def histogram_spec(
             "domain": list(names.values()),
             "range": [OUTCOME_COLORS[k] for k in names],
         },
-        "legend": {"orient": "top", "title": None},
+        # two a line: three in one were cut in a narrow column ("regression ■ tie ■")
+        "legend": {"orient": "top", "title": None, "columns": 2},
     }
     band = {"values": [{"start": -tie_margin, "end": tie_margin}]}
     spec: dict[str, Any] = {
