@@ -22,7 +22,7 @@ import pandas as pd
 from relevancy.analysis.chance import ChanceLevel
 from relevancy.dashboard.views.agreement import CHART_POINTS, AgreementView
 from relevancy.dashboard.views.reference import BAND_COLOR
-from relevancy.dashboard.views.vega import PLAIN_CONFIG, no_tooltip_where_none
+from relevancy.dashboard.views.vega import PLAIN_CONFIG, QUIET
 from relevancy.report.charts import PALETTE, box_stats
 
 __all__ = ["score_label_spec"]
@@ -42,13 +42,19 @@ def _band(level: ChanceLevel) -> list[dict[str, Any]]:
     return [
         {
             "data": {"values": [{"y": level.p5, "y2": level.p95}]},
-            "mark": {"type": "rect", "color": BAND_COLOR, "opacity": 0.14},
-            "encoding": {"y": y, "y2": {"field": "y2"}, "tooltip": None},
+            "mark": {"type": "rect", "color": BAND_COLOR, "opacity": 0.14, **QUIET},
+            "encoding": {"y": y, "y2": {"field": "y2"}},
         },
         {
             "data": {"values": [{"y": level.median, "note": note}]},
-            "mark": {"type": "rule", "color": BAND_COLOR, "strokeDash": [2, 3], "strokeWidth": 1.5},
-            "encoding": {"y": y, "tooltip": None},
+            "mark": {
+                "type": "rule",
+                "color": BAND_COLOR,
+                "strokeDash": [2, 3],
+                "strokeWidth": 1.5,
+                **QUIET,
+            },
+            "encoding": {"y": y},
         },
         {
             # beneath the band, where answers seldom score: not over the dots
@@ -61,8 +67,9 @@ def _band(level: ChanceLevel) -> list[dict[str, Any]]:
                 "dy": 3,
                 "fontSize": 11,
                 "color": "#334155",
+                **QUIET,
             },
-            "encoding": {"y": y, "text": {"field": "note"}, "tooltip": None},
+            "encoding": {"y": y, "text": {"field": "note"}},
         },
     ]
 
@@ -77,13 +84,19 @@ def _line(
     return [
         {
             "data": {"values": [{"v": value}]},
-            "mark": {"type": "rule", "color": colour, "strokeDash": dash, "strokeWidth": 2},
-            "encoding": {**enc, "tooltip": None},
+            "mark": {
+                "type": "rule",
+                "color": colour,
+                "strokeDash": dash,
+                "strokeWidth": 2,
+                **QUIET,
+            },
+            "encoding": enc,
         },
         {
             "data": {"values": [{"v": value, "t": text}]},
-            "mark": {"type": "text", "color": colour, "fontSize": 12, **where},
-            "encoding": {**enc, "text": {"field": "t"}, "tooltip": None},
+            "mark": {"type": "text", "color": colour, "fontSize": 12, **where, **QUIET},
+            "encoding": {**enc, "text": {"field": "t"}},
         },
     ]
 
@@ -164,12 +177,11 @@ def score_label_spec(
             dots,
             {
                 "data": box_data,
-                "mark": {"type": "rule", **ink},
+                "mark": {"type": "rule", **ink, **QUIET},
                 "encoding": {
                     "x": group,
                     "y": {**score, "field": "lowerfence"},
                     "y2": {"field": "upperfence"},
-                    "tooltip": None,
                 },
             },
             {
@@ -198,8 +210,8 @@ def score_label_spec(
             },
             {
                 "data": box_data,
-                "mark": {"type": "tick", "size": 56, "thickness": 3, "color": _INK},
-                "encoding": {"x": group, "y": {**score, "field": "median"}, "tooltip": None},
+                "mark": {"type": "tick", "size": 56, "thickness": 3, "color": _INK, **QUIET},
+                "encoding": {"x": group, "y": {**score, "field": "median"}},
             },
         ]
     else:
@@ -239,7 +251,7 @@ def score_label_spec(
     spec = {
         "height": height,
         "title": {"text": "Score by human label", "anchor": "start", "fontSize": 15},
-        "layer": no_tooltip_where_none(layers),
+        "layer": layers,
         "config": PLAIN_CONFIG,
     }
     return data, spec

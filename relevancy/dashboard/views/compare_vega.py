@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from relevancy.dashboard.views.vega import PLAIN_CONFIG, no_tooltip_where_none
+from relevancy.dashboard.views.vega import PLAIN_CONFIG, QUIET
 from relevancy.report.compare_charts import DIFF_EDGES, OUTCOME_COLORS, scatter_sample
 
 __all__ = ["scatter_spec", "histogram_spec"]
@@ -67,7 +67,6 @@ def scatter_spec(
     lo = min(0.0, float(finite.min()) if finite.size else 0.0) - 0.03
     hi = max(1.0, float(finite.max()) if finite.size else 1.0) + 0.03
     shown, sampled = scatter_sample(paired)
-    names = _NAMES
     keys = [k for k in ("win", "tie", "loss") if (shown["outcome"] == k).any()]
     shown = shown[shown["outcome"].isin(keys)]
     data = pd.DataFrame(
@@ -75,7 +74,7 @@ def scatter_spec(
             "a": shown["score_a"].to_numpy(dtype=np.float32),
             "b": shown["score_b"].to_numpy(dtype=np.float32),
             "diff": shown["diff"].to_numpy(dtype=np.float32),
-            "outcome": shown["outcome"].map(names).to_numpy(dtype=object),
+            "outcome": shown["outcome"].map(_NAMES).to_numpy(dtype=object),
             "question": [str(q)[:_TIP_CHARS] for q in shown["user_input"]],
         }
     )
@@ -88,17 +87,18 @@ def scatter_spec(
     def line(offset: float, dash: list[int] | None, colour: str) -> dict[str, Any]:
         ends = [{"a": lo, "b": lo + offset}, {"a": hi, "b": hi + offset}]
         mark: dict[str, Any] = {"type": "line", "color": colour, "strokeWidth": 1, "clip": True}
+        mark.update(QUIET)
         if dash:
             mark["strokeDash"] = dash
         return {
             "data": {"values": ends},
             "mark": mark,
-            "encoding": {"x": x, "y": y, "tooltip": None},
+            "encoding": {"x": x, "y": y},
         }
 
     spec: dict[str, Any] = {
         "height": 440,
-        "layer": no_tooltip_where_none(
+        "layer": (
             [
                 line(0.0, None, "#475569"),
                 line(tie_margin, [3, 3], "#94a3b8"),
@@ -114,7 +114,7 @@ def scatter_spec(
                     "encoding": {
                         "x": x,
                         "y": y,
-                        "color": _colour(names, keys),
+                        "color": _colour(_NAMES, keys),
                         "tooltip": [
                             {"field": "question", "title": "question"},
                             {"field": "a", "title": "A", "format": ".3f"},
@@ -174,12 +174,12 @@ def histogram_spec(
     spec: dict[str, Any] = {
         "height": 280,
         "config": PLAIN_CONFIG,
-        "layer": no_tooltip_where_none(
+        "layer": (
             [
                 {
                     "data": band,
-                    "mark": {"type": "rect", "color": "#94a3b8", "opacity": 0.15},
-                    "encoding": {"x": x, "x2": {"field": "end"}, "tooltip": None},
+                    "mark": {"type": "rect", "color": "#94a3b8", "opacity": 0.15, **QUIET},
+                    "encoding": {"x": x, "x2": {"field": "end"}},
                 },
                 {
                     "mark": {"type": "bar", "binSpacing": 1},
@@ -199,8 +199,8 @@ def histogram_spec(
                 },
                 {
                     "data": {"values": [{"start": 0.0}]},
-                    "mark": {"type": "rule", "color": "#111827", "strokeWidth": 1},
-                    "encoding": {"x": x, "tooltip": None},
+                    "mark": {"type": "rule", "color": "#111827", "strokeWidth": 1, **QUIET},
+                    "encoding": {"x": x},
                 },
             ]
         ),
