@@ -253,23 +253,20 @@ def page_figures(
 # --- the actions --------------------------------------------------------------------------
 
 
-def _click_point(page: Any, k: int) -> None:
-    """Click the ``k``-th marker point of the Embeddings map (found from plotly's own axes)."""
-    x, y = page.evaluate(
-        """(k) => {
-          const gd = document.querySelector('.js-plotly-plot');
-          const fl = gd._fullLayout, box = gd.getBoundingClientRect();
-          const tr = gd._fullData.filter(t => (t.mode || '').includes('markers') && t.x
-                                              && t.x.length && t.visible === true);
-          const t = tr[k % tr.length], i = Math.floor(t.x.length * (k + 1) / 7);
-          const xa = fl[t.xaxis.replace('x', 'xaxis')], ya = fl[t.yaxis.replace('y', 'yaxis')];
-          return [box.left + xa._offset + xa.l2p(t.x[i]), box.top + ya._offset + ya.l2p(t.y[i])];
-        }""",
-        k,
-    )
-    page.mouse.move(x - 3, y - 3)
-    page.mouse.move(x, y)
-    page.mouse.click(x, y)
+def _find_point(page: Any, k: int, taken: set[int]) -> tuple[float, float]:
+    """Where a generated question of a row not clicked before lies on the Embeddings map (a
+    canvas: found by its tooltip, before the click is timed; the same row again would not be
+    a new selection)."""
+    from relevancy.testing.browser import vega_point
+
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    for j in range(k * 20, k * 20 + 20):
+        x, y, tip = vega_point(page, chart, "generated question", k=j)
+        row = int(re.search(r"row\s+(\d+)", tip).group(1))
+        if row not in taken:
+            taken.add(row)
+            return x, y
+    raise RuntimeError("no point of a row not clicked before found on the Embeddings map")
 
 
 def _choose(page: Any, label: str, option: str | int) -> Callable[[], None]:
@@ -346,10 +343,12 @@ def action_figures(
             tab = Tab(context, server)
             page = tab.page
             tab.visit("Embeddings", timeout)
+            taken: set[int] = set()
             for k in range(visits):
+                x, y = _find_point(page, k, taken)
                 add(
                     "embeddings: point clicked",
-                    tab.measure(PLOT, lambda k=k: _click_point(page, k), timeout),
+                    tab.measure(PLOT, lambda x=x, y=y: page.mouse.click(x, y), timeout),
                 )
             tab.close()
         finally:

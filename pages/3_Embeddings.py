@@ -7,7 +7,7 @@ import streamlit as st
 
 from relevancy import RelevancyError
 from relevancy.analysis.projection import METHODS, project, stratified_sample
-from relevancy.dashboard.views import projection_chart
+from relevancy.dashboard.views import projection_chart, projection_vega
 from relevancy.dashboard.views.format import esc
 from relevancy.dashboard.widgets.drilldown import render_row
 from relevancy.dashboard.widgets.models import embedder_for
@@ -22,6 +22,7 @@ from relevancy.dashboard.widgets.state import (
     scored_run,
 )
 from relevancy.dashboard.widgets.waiting import run_with_progress, shade_all_rows
+from relevancy.report.charts import WEBGL_ABOVE
 
 #: above this many scored rows the map draws a stratified sample (all points one click away;
 #: the browser's drawing grows with the points: 1,000 rows, 4,000 points, took 0.3 s more)
@@ -123,13 +124,17 @@ except RelevancyError as exc:
 shade = shade_all_rows(store, info, rows, matrix, linear=method == "pca" and int(dims) == 2)
 
 n_orig = int((points["kind"] == "question").sum())
+# a canvas (Vega-Lite) draws the 2-D map of up to a few thousand points; 3-D and bigger maps
+# are plotly's (WebGL, the lasso): its script alone is half a second of every visit
+flat = int(dims) == 2 and len(points) <= WEBGL_ABOVE
 st.caption(
     (f"A sample of {len(rows):,} of {info.n_scored:,} rows: " if rows is not None else "")
     + f"{n_orig:,} questions asked (◆) and {len(points) - n_orig:,} generated questions (●), "
     f"{label} of their embeddings. A line joins each generated question to the question it "
     "should match: short lines and tight clusters mean relevant answers; long lines and "
-    "distant points mean the answer drifted. Hover for the text; click a point to open its "
-    "row below, or pick the lasso or the box in the chart's toolbar to select several."
+    "distant points mean the answer drifted. Hover for the text; "
+    + (projection_vega.HOW if flat else projection_chart.HOW)
+    + "."
     + (
         f" Shaded: all {shade.total:,} points of the {info.n_scored:,} rows (each row's "
         "question and generated questions), placed by the same PCA, fitted on the sample"
@@ -138,18 +143,31 @@ st.caption(
         else ""
     )
 )
-event = st.plotly_chart(
-    projection_chart.projection_scatter(
-        points, coords, color_by=color_by, dims=int(dims), density=shade
-    ),
-    key="emb_chart",
-    on_select="rerun",
-    selection_mode=("points", "box", "lasso"),
-)
-
-
+if flat:
+    data, spec = projection_vega.map_spec(points, coords, color_by=color_by, density=shade)
+    event = st.vega_lite_chart(
+        data,
+        spec,
+        key="emb_map",
+        alt=f"{label} map of the questions asked and generated",
+        on_select="rerun",
+        selection_mode=(projection_vega.PICK, projection_vega.BOX),
+    )
+else:
+    event = st.plotly_chart(
+        projection_chart.projection_scatter(
+            points, coords, color_by=color_by, dims=int(dims), density=shade
+        ),
+        key="emb_chart",
+        on_select="rerun",
+        selection_mode=("points", "box", "lasso"),
+    )
 selection = getattr(event, "selection", None)
-selected_rows = projection_chart.selected_rows(selection)
+selected_rows = (
+    projection_vega.selected_rows(selection, data)
+    if flat
+    else projection_chart.selected_rows(selection)
+)
 
 ROW_KEY, CLICK_KEY = f"emb_row_{info.id}", f"emb_click_{info.id}"
 options = selected_rows if len(selected_rows) > 1 else sorted(set(points["row"].astype(int)))

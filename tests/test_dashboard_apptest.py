@@ -294,22 +294,41 @@ def test_distributions_charts_and_summary():
 
 
 # --- embeddings ---------------------------------------------------------------------------
+def _datasets(at: AppTest) -> dict[str, pd.DataFrame]:
+    """The named frames the page's Vega-Lite charts were sent (``spec["datasets"]``)."""
+    return {
+        d.name: pa.ipc.open_stream(d.data.data).read_all().to_pandas()
+        for chart in at.get("vega_lite_chart")
+        for d in chart.proto.datasets
+    }
+
+
 def test_embeddings_projection_and_row_selection():
     at = visit(app(), "3_Embeddings.py")
-    chart = _charts(at)[0]
-    names = [t.get("name") for t in chart["data"]]
-    assert names == ["generated questions", "original questions"]
-    assert [s.get("name") for s in chart["layout"]["shapes"]] == ["links"]  # one SVG path
-    assert len(_values(chart["data"][1]["x"])) == 24  # one diamond per distinct question
+    assert not _charts(at)  # a 2-D map of a few thousand points: a canvas, no plotly script
+    ((spec, points),) = _vega(at)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "circle", "point"]
+    assert spec["layer"][2]["mark"]["shape"] == "diamond"
+    assert (points["kind"] == "question").sum() == 24  # one diamond per distinct question
+    # each generated question's link ends at an original question's place (two variants'
+    # rows share their question's diamond)
+    gen, orig = points[points["kind"] == "generated"], points[points["kind"] == "question"]
+    places = {(x, y) for x, y in orig[["x", "y"]].itertuples(index=False)}
+    assert {(x, y) for x, y in gen[["px", "py"]].itertuples(index=False)} <= places
+    assert spec["layer"][1]["encoding"]["color"]["field"] == "score"
+    params = [p["name"] for p in spec["layer"][1]["params"]]
+    assert params[:2] == ["pick", "box"]
     at.segmented_control(key="emb_color").set_value("variant").run()
-    assert [t.get("name") for t in _charts(at)[0]["data"]][:2] == ["prompt-A", "prompt-B"]
+    colour = _vega(at)[0][0]["layer"][1]["encoding"]["color"]
+    assert colour["field"] == "variant" and colour["scale"]["domain"] == ["prompt-A", "prompt-B"]
     at.segmented_control(key="emb_dims").set_value(3).run()
     ok(at)
+    assert not _vega(at)  # 3-D: plotly's WebGL
     assert {t["type"] for t in _charts(at)[0]["data"]} == {"scatter3d"}
     at.segmented_control(key="emb_dims").set_value(2)
     at.segmented_control(key="emb_method").set_value("tsne").run()
     ok(at)
-    assert _charts(at)[0]["data"][0]["type"] == "scatter"
+    assert len(_vega(at)[0][1]) == len(points) and not _charts(at)
     at.selectbox(key=f"emb_row_{DEMO}").set_value(5).run()
     ok(at)
     assert any("row 6" in c.value for c in at.caption)  # the run's row 5, shown 1-based
@@ -325,12 +344,14 @@ def test_embeddings_shades_every_row_beneath_a_sample():
     at.session_state["active_run"] = run_id
     visit(at, "3_Embeddings.py")
     assert "A sample of 500 of 1,600 rows" in at.caption[0].value
-    assert _charts(at)[0]["data"][0]["name"] == "generated questions"  # nothing shaded yet
+    assert _vega(at)[0][0]["layer"][0]["mark"]["type"] == "rule"  # nothing shaded yet
+    assert not _datasets(at)
     at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
     ok(at)
-    shaded = _charts(at)[0]["data"][0]
-    assert shaded["type"] == "heatmap" and shaded["name"] == "every row"
-    on_grid = int(np.array(_values(shaded["customdata"])).sum())
+    spec = _vega(at)[0][0]
+    assert spec["layer"][0]["mark"]["type"] == "rect"  # the bins beneath the links and dots
+    assert spec["layer"][0]["data"] == {"name": "shade"}
+    on_grid = int(_datasets(at)["shade"]["points"].sum())
     caption = next(c.value for c in at.caption if "Shaded:" in c.value)
     off = re.search(r"; ([\d,]+) fall outside the frame", caption)
     outside = int(off.group(1).replace(",", "")) if off else 0
@@ -341,6 +362,13 @@ def test_embeddings_shades_every_row_beneath_a_sample():
     ok(at)
     assert at.toggle(key=f"emb_density_{run_id}").disabled
     assert {t["type"] for t in _charts(at)[0]["data"]} == {"scatter3d"}
+    # every one of the 1,600 rows (6,400 points, more than a canvas is given): plotly's WebGL,
+    # with its lasso
+    at.segmented_control(key="emb_dims").set_value(2)
+    at.toggle(key=f"emb_all_{run_id}").set_value(True).run()
+    ok(at)
+    assert not _vega(at) and _charts(at)[0]["data"][-1]["type"] == "scattergl"
+    assert "pick the lasso" in at.caption[0].value
 
 
 # --- compare ------------------------------------------------------------------------------
@@ -638,7 +666,7 @@ def test_a_store_from_the_previous_version_opens_everywhere():
     visit(at, "2_Distributions.py")
     assert list(_table(at, "dist_table")["mode"]) == ["ragas"] * 3
     visit(at, "3_Embeddings.py")
-    assert [s["name"] for s in _charts(at)[0]["layout"]["shapes"]] == ["links"]
+    assert _vega(at)[0][0]["layer"][0]["mark"]["type"] == "rule"  # the links
     visit(at, "5_Runs.py")
     runs = _table(at, "runs_table")
     assert list(runs["name"]) == ["v1 run, partial", "v1 run, complete"]

@@ -29,7 +29,12 @@ from relevancy.analysis.projection import density, fit_pca, pca, project, strati
 from relevancy.core.result import QuestionScore
 from relevancy.core.text import split_question_parts, split_sentences
 from relevancy.core.triage import SentenceScore
-from relevancy.dashboard.views import compare_vega, projection_chart, sentence_table
+from relevancy.dashboard.views import (
+    compare_vega,
+    projection_chart,
+    projection_vega,
+    sentence_table,
+)
 from relevancy.dashboard.views.datasets import read_upload, validate
 from relevancy.errors import InputError
 from relevancy.io import apply_mapping, guess_mapping
@@ -188,6 +193,46 @@ def test_projection_scatter_lines_and_colouring(store):
     assert links3.x.dtype == np.float32  # numbers, not JSON lists
 
 
+def test_the_2d_map_as_vega_lite_links_colours_and_selections(store):
+    results = [_result(sims=(0.9, 0.8), seed=1), _result("other?", sims=(0.3,), seed=2)]
+    points, matrix = _points(store, results, ["A", "B"])
+    coords = project(matrix, "pca", 2)
+    data, spec = projection_vega.map_spec(points, coords, color_by="score")
+    assert len(data) == len(points) == 5
+    gen = data[data["kind"] == "generated"]
+    orig = data[data["kind"] == "question"].set_index("row")
+    # each link runs from a generated question to its own row's original question
+    assert np.allclose(gen[["px", "py"]].to_numpy(), orig.loc[gen["row"], ["x", "y"]].to_numpy())
+    assert list(gen["row_no"]) == [1, 1, 2]
+    assert np.allclose(sorted(gen["similarity"]), [0.3, 0.8, 0.9], atol=1e-6)
+    links, dots, diamonds = spec["layer"]
+    assert links["mark"]["tooltip"] is False  # a layer without a tooltip says so in its mark
+    assert dots["encoding"]["color"]["scale"]["domain"] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert diamonds["mark"]["shape"] == "diamond" and spec["config"] == {"aria": False}
+    by_flag = projection_vega.map_spec(points, coords, color_by="noncommittal")[1]
+    flag = by_flag["layer"][1]["encoding"]["color"]
+    assert flag["field"] == "noncommittal" and flag["scale"]["domain"] == ["no"]
+    assert flag["scale"]["range"] == ["#0ea5e9"]  # the plotly map's colour for "no"
+    # a point the projection could not place is left out; a long question is cut
+    odd = coords.copy()
+    odd[0] = np.nan
+    long = points.assign(text=["q" * 500] + list(points["text"][1:]))
+    cut, _ = projection_vega.map_spec(long, odd)
+    assert len(cut) == 4 and cut["text"].str.len().max() <= 300
+    # a click is its row; a box, every row with a point inside it (either corner first)
+    pick = projection_vega.selected_rows({"pick": [{"row": 1}], "box": {}}, data)
+    assert pick == [1]
+    everything = {"x": [data["x"].max(), data["x"].min()], "y": [data["y"].min(), data["y"].max()]}
+    assert projection_vega.selected_rows({"box": everything}, data) == [0, 1]
+    assert (
+        projection_vega.selected_rows(
+            {"pick": [{}], "box": {"x": [9e9, 9e9 + 1], "y": [0, 1]}}, data
+        )
+        == []
+    )
+    assert projection_vega.selected_rows(None, data) == []
+
+
 def test_the_link_path_skips_points_without_a_place_and_may_be_empty():
     x = np.array([0, 1, np.nan, np.nan, 2, np.nan, 3, 4, np.nan], dtype=np.float32)
     y = np.array([0, 1, np.nan, 5, 6, np.nan, 7, np.inf, np.nan], dtype=np.float32)
@@ -291,6 +336,27 @@ def test_a_pca_fitted_on_a_sample_places_every_point_and_counts_them_all():
     )
     assert fig.data[0].type == "heatmap"
     assert np.sum(fig.data[0].customdata) == 5000 - shaded.outside
+    # the 2-D canvas map: the occupied bins, each with its count and its edges
+    _, spec = projection_vega.map_spec(
+        pd.DataFrame(
+            columns=[
+                "kind",
+                "row",
+                "parent",
+                "text",
+                "similarity",
+                "score",
+                "variant",
+                "noncommittal",
+            ]
+        ),
+        np.zeros((0, 2)),
+        density=shaded,
+    )
+    bins = spec["datasets"]["shade"]
+    assert bins["points"].sum() == 5000 - shaded.outside and (bins["points"] > 0).all()
+    assert (bins["x2"] > bins["x"]).all() and (bins["y2"] > bins["y"]).all()
+    assert spec["layer"][0]["mark"]["type"] == "rect"
 
 
 def test_vector_chunks_read_every_vector_of_a_run_a_chunk_at_a_time(tmp_path):

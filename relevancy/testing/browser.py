@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "DashboardServer",
     "chromium_missing",
     "launch_args",
+    "vega_point",
 ]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -92,3 +94,34 @@ class DashboardServer(ServerProcess):
     def __enter__(self) -> DashboardServer:
         self.start()
         return self
+
+
+#: the tooltip Vega-Lite charts show on hover (vega-tooltip's element), when it is showing
+_TOOLTIP = """() => {
+  const e = document.getElementById('vg-tooltip-element');
+  return e && e.classList.contains('visible') ? e.innerText : null;
+}"""
+
+
+def vega_point(
+    page: Any, chart: Any, tooltip: str, k: int = 0, tries: int = 400
+) -> tuple[float, float, str]:
+    """The page coordinates of a mark on the Vega-Lite chart ``chart`` (a Playwright locator)
+    whose tooltip holds ``tooltip``, and the tooltip's text. A canvas tells nothing of where it
+    drew: the pointer is moved over it until such a tooltip shows, along a sequence that covers
+    the plot evenly (``k`` starts it elsewhere: another mark). The pointer is left there."""
+    canvas = chart.locator("canvas").first
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    if box is None:
+        raise AssertionError("the chart has no canvas on the page")
+    for i in range(k * 7 + 1, k * 7 + 1 + tries):
+        # the plane's golden-ratio sequence: each new point falls where none has been yet
+        u, v = (i * 0.7548776662) % 1.0, (i * 0.5698402910) % 1.0
+        x, y = box["x"] + box["width"] * (0.1 + 0.8 * u), box["y"] + box["height"] * (0.1 + 0.8 * v)
+        page.mouse.move(x, y)
+        time.sleep(0.03)
+        shown = page.evaluate(_TOOLTIP)
+        if shown and tooltip in shown:
+            return x, y, shown
+    raise AssertionError(f"no mark with a tooltip of {tooltip!r} found in {tries} places")

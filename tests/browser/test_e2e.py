@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from relevancy.testing.browser import vega_point
+
 from .ui import ARTIFACTS, new_dataset, open_options, open_page, pick, settle, shot, start_scoring
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -98,30 +100,20 @@ def test_distributions(page: Page, app_url: str):
 
 def test_embeddings_map(page: Page, app_url: str):
     open_page(page, app_url, "Embeddings")
-    chart = page.locator('[data-testid="stPlotlyChart"]').first
-    expect(chart.locator(".main-svg").first).to_be_visible()
-    expect(chart.locator(".scatterlayer .point").first).to_be_attached()
-    expect(page.get_by_text("original questions").first).to_be_visible()
-    # lasso a generated question (the lasso is picked in the chart's toolbar): its row opens
-    # below the map
-    row = page.get_by_role("combobox", name="Row", exact=True)
-    before = row.input_value()
-    chart.hover()
-    chart.locator('.modebar-btn[data-attr="dragmode"][data-val="lasso"]').click()
-    points = chart.locator(".scatterlayer .trace .point")
-    point = points.nth(points.count() - 1)
-    point.scroll_into_view_if_needed()
-    box = point.bounding_box()
+    chart = page.get_by_test_id("stVegaLiteChart").first  # a 2-D map: a canvas, no plotly
+    expect(chart.locator("canvas")).to_be_visible()
+    expect(page.get_by_test_id("stPlotlyChart")).to_have_count(0)
+    # a box dragged over the middle of the map: its rows are offered below it
+    box = chart.locator("canvas").bounding_box()
     assert box is not None
-    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.mouse.move(cx - 10, cy - 10)
+    x0, y0 = box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.3
+    page.mouse.move(x0, y0, steps=4)
     page.mouse.down()
-    for dx, dy in ((10, -10), (10, 10), (-10, 10), (-10, -10)):
-        page.mouse.move(cx + dx, cy + dy, steps=4)
+    page.mouse.move(x0 + box["width"] * 0.4, y0 + box["height"] * 0.4, steps=8)
     page.mouse.up()
     settle(page)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-    expect(row).not_to_have_value(before)
+    expect(page.get_by_text(re.compile(r"\d+ rows selected; showing the first"))).to_be_visible()
     expect(page.get_by_text("Generated questions and their similarity").first).to_be_visible()
     shot(page, "04-embeddings")
     page.locator('[data-testid="stButtonGroup"] button').filter(has_text="3D").click()
@@ -144,19 +136,19 @@ def test_the_dataset_filter_bar_shows_its_labels_whole_at_1400_px(page: Page, ap
 
 def test_a_click_on_a_point_opens_its_row(page: Page, app_url: str):
     open_page(page, app_url, "Embeddings")
-    chart = page.locator('[data-testid="stPlotlyChart"]').first
-    expect(chart.locator(".scatterlayer .point").first).to_be_attached()
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    expect(chart.locator("canvas")).to_be_visible()
     row = page.get_by_role("combobox", name="Row", exact=True)
     before = row.input_value()
-    points = chart.locator(".scatterlayer .trace .point")
-    point = points.nth(points.count() - 1)
-    point.scroll_into_view_if_needed()
-    box = point.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for k in range(20):  # a generated question of another row than the one open
+        x, y, tip = vega_point(page, chart, "generated question", k=k)
+        number = int(re.search(r"row\s+(\d+)", tip).group(1))
+        if not before.startswith(f"row {number} "):
+            break
+    page.mouse.click(x, y)
     settle(page)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-    expect(row).not_to_have_value(before)
+    expect(row).to_have_value(re.compile(rf"^row {number} · "))
 
 
 def test_compare_two_variants(page: Page, app_url: str):
@@ -306,6 +298,25 @@ def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_hom
     shot(page, "09-dataset-10000-rows")
     open_page(page, app_url, "Embeddings")
     expect(page.get_by_text(re.compile(r"A sample of 500 of 10,000 rows"))).to_be_visible()
+    # every row (40,000 points): plotly's WebGL map, and its lasso round the middle
+    page.get_by_text("All 10,000 rows (WebGL; slower to draw)").click()
+    settle(page)
+    chart = page.get_by_test_id("stPlotlyChart").first
+    expect(chart.locator(".gl-container").first).to_be_attached()
+    expect(page.get_by_text("pick the lasso", exact=False)).to_be_visible()
+    chart.hover()
+    chart.locator('.modebar-btn[data-attr="dragmode"][data-val="lasso"]').click()
+    plot = chart.locator(".nsewdrag").first.bounding_box()
+    assert plot is not None
+    cx, cy = plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] / 2
+    page.mouse.move(cx - 40, cy - 40)
+    page.mouse.down()
+    for dx, dy in ((40, -40), (40, 40), (-40, 40), (-40, -40)):
+        page.mouse.move(cx + dx, cy + dy, steps=4)
+    page.mouse.up()
+    settle(page)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    expect(page.get_by_text(re.compile(r"\d+ rows selected; showing the first"))).to_be_visible()
 
 
 KINDS = (

@@ -7,7 +7,8 @@ bold and code is written into the app's store with the library. Home, every page
 drill-down are opened with it active; on each, the drawn page (and every help tooltip, shown by
 hovering its icon) holds no ``<a>`` whose address came from the data, and no bold, code or
 image element the data made. (The Experiments page shows the sidebar's run name only.)
-Screenshots: ``test-artifacts/14-hostile-compare.png``, ``14-hostile-drill-down.png``.
+Screenshots: ``test-artifacts/14-hostile-compare.png``, ``14-hostile-embeddings.png``,
+``14-hostile-drill-down.png``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from playwright.sync_api import Page, expect
 
 from relevancy import AnswerRelevancy, Generation
 from relevancy.runs import RunStore
+from relevancy.testing.browser import vega_point
 from relevancy.testing.fakes import FakeEmbedder, FakeGenerator
 
 from .ui import open_page, settle, shot
@@ -153,11 +155,20 @@ def test_text_from_the_data_is_never_a_link_bold_code_or_image(
             re.compile(rf"^#{run_id} · Hostile run"), timeout=60_000
         )
         found += _scan(page, path or "Home")
-        if path in ("Compare", "Agreement"):  # their Vega-Lite charts are drawn
+        if path in ("Compare", "Agreement", "Embeddings"):  # their Vega-Lite charts are drawn
             charts = page.get_by_test_id("stVegaLiteChart")
             expect(charts.first.locator("canvas, svg.marks").first).to_be_visible()
             n = 2 if path == "Compare" else 1
             expect(charts.locator("canvas, svg.marks")).to_have_count(n)
+        if path == "Embeddings":  # the variants' names in the map's legend, a question's tooltip
+            page.locator('[data-testid="stButtonGroup"] button').filter(has_text="variant").click()
+            settle(page)
+            chart = page.get_by_test_id("stVegaLiteChart").first
+            expect(chart.locator("canvas")).to_be_visible()
+            _, _, tip = vega_point(page, chart, "generated question")
+            assert "bold1" in tip and "www.evil.example" in tip  # shown as typed
+            found += [f"Embeddings (point's tooltip): {f}" for f in page.evaluate(SCAN)]
+            shot(page, "14-hostile-embeddings")
         if path == "Compare":  # variant names in cards, charts and regression titles
             shot(page, "14-hostile-compare")
     open_page(page, app_url, f"Dataset?run={run_id}&row=2")

@@ -21,10 +21,18 @@ from relevancy.report.charts import (
 )
 
 __all__ = [
+    "HOW",
     "projection_scatter",
     "row_questions",
     "selected_rows",
 ]
+
+
+#: how to pick points on this map, as the page says it
+HOW = (
+    "click a point to open its row below, or pick the lasso or the box in the chart's toolbar "
+    "to select several"
+)
 
 
 def _custom(points: pd.DataFrame, idx: Sequence[int]) -> np.ndarray:
