@@ -363,3 +363,21 @@ def test_default_prices_are_dated_and_cover_the_default_api_models():
 
     assert re.fullmatch(r"\d{4}-\d{2}", PRICES_AS_OF)
     assert DEFAULT_OPENAI_LLM in DEFAULT_PRICES and DEFAULT_OPENAI_EMBEDDINGS in DEFAULT_PRICES
+
+
+def test_the_sidebars_price_table_and_store_field_are_drawn_once_opened():
+    """Closed, the Prices and Storage expanders draw nothing (a closed expander's widgets are
+    still built in the browser: the price grid was 0.2 s of every page); opened, they do (the
+    prices they set live in the session: see the test above, which sets them there)."""
+    at = visit(app(), "5_Runs.py")
+    assert not at.sidebar.dataframe and not [
+        t for t in at.sidebar.text_input if t.key == "_w_sb_store"
+    ]
+    at.session_state["sb_prices_open"] = True
+    at.session_state["sb_storage_open"] = True
+    at.run()
+    ok(at)
+    (grid,) = at.sidebar.dataframe
+    assert {"model", "input", "output"} <= set(grid.value.columns)
+    assert at.sidebar.text_input(key="_w_sb_store").value == str(default_store_path())
+    assert "Reset to the defaults" in [b.label for b in at.sidebar.button]

@@ -252,14 +252,21 @@ def render_sidebar() -> Settings:
             settings = _backend_settings()
         settings = replace(settings, mode=mode or "auto", threshold=float(threshold))
         notes.caption(_mode_note(settings) + "  \n" + _judge_note(settings))
-        with st.expander("💲 Prices", expanded=False):
-            price_editor()
-        with st.expander("💾 Storage", expanded=False):
-            st.text_input(
-                "Run store (SQLite file or folder)",
-                help="Where scored runs are saved. Default: $RELEVANCY_STORE or your user "
-                "data folder.",
-                **bind("sb_store", str(default_store_path())),
-            )
-            st.caption(f"Model cache: `{default_cache_dir()}`")
+        # drawn once opened (a rerun): closed, an expander's widgets are still built in the
+        # browser, and the price table is a data grid, 0.2 s of every page's visit. What they
+        # set lives in the session either way (the prices, the run store's place)
+        prices = st.expander("💲 Prices", key="sb_prices_open", on_change="rerun")
+        with prices:
+            if prices.open:
+                price_editor()
+        storage = st.expander("💾 Storage", key="sb_storage_open", on_change="rerun")
+        with storage:
+            if storage.open:
+                st.text_input(
+                    "Run store (SQLite file or folder)",
+                    help="Where scored runs are saved. Default: $RELEVANCY_STORE or your user "
+                    "data folder.",
+                    **bind("sb_store", str(default_store_path())),
+                )
+                st.caption(f"Model cache: `{default_cache_dir()}`")
     return Settings(**asdict(settings))
