@@ -107,12 +107,19 @@ def test_distributions_draw_the_chance_band():
     text = next(m.value for m in at.markdown if m.value.startswith("**Chance level:**"))
     assert f"p95 {level.p95:.2f}".replace(".", "\\.") in text
     assert "answered rows score below the 95th percentile" in text
+    # the histogram (Vega-Lite): the band's rectangle and the median's line, within the axis
+    (histogram,) = (json.loads(c.proto.spec) for c in at.get("vega_lite_chart"))
+    band, median = histogram["layer"][:2]
+    low = max(level.p5, band["encoding"]["x"]["scale"]["domain"][0])
+    edges = band["data"]["values"][0]
+    assert [edges["start"], edges["end"]] == pytest.approx([low, level.p95])
+    assert median["mark"]["type"] == "rule" and edges["median"] == pytest.approx(level.median)
     charts = []
-    for tab in ("📊 Histogram", "📦 Box / violin", "📈 ECDF"):  # one chart: the open tab's
+    for tab in ("📦 Box / violin", "📈 ECDF"):  # one chart: the open tab's (plotly)
         at.session_state["dist_tab"] = tab
         (chart,) = (json.loads(c.proto.spec) for c in at.run().get("plotly_chart"))
         charts.append(chart)
-    for chart, axis in zip(charts, "xyx"):
+    for chart, axis in zip(charts, "yx"):
         rects = [s for s in chart["layout"]["shapes"] if s["type"] == "rect"]
         low = max(level.p5, chart["layout"][f"{axis}axis"]["range"][0])  # within the axis
         assert [rects[0][f"{axis}0"], rects[0][f"{axis}1"]] == pytest.approx([low, level.p95])

@@ -256,18 +256,39 @@ def test_resume_a_partial_run(monkeypatch):
 
 
 # --- distributions ------------------------------------------------------------------------
+def _histogram(at: AppTest) -> tuple[dict, pd.DataFrame]:
+    """The Distributions histogram (Vega-Lite): its spec and its bins."""
+    (chart,) = _vega(at)
+    return chart
+
+
+def _threshold(spec: dict) -> float:
+    """Where the histogram's dashed threshold line is."""
+    (rule,) = [
+        layer
+        for layer in spec["layer"]
+        if layer["mark"]["type"] == "rule" and layer["mark"].get("strokeDash")
+    ]
+    return rule["data"]["values"][0]["start"]
+
+
 def test_distributions_charts_and_summary():
     at = visit(app(), "2_Distributions.py")
-    charts = _charts(at)  # the open tab's chart alone; each tab draws its own when opened
-    assert [c["data"][0]["type"] for c in charts] == ["histogram"]
+    # the open tab's chart alone; each tab draws its own when opened. The histogram (the tab
+    # a visit opens on) is Vega-Lite's: no plotly script on a visit
+    assert not _charts(at)
+    spec, bins = _histogram(at)
     assert not [w for w in at.radio if w.key == "dist_kind"]  # drawn with the box
     for tab, kind in (("📦 Box / violin", "box"), ("📈 ECDF", "scatter")):
         at.session_state["dist_tab"] = tab
         assert [c["data"][0]["type"] for c in _charts(at.run())] == [kind]
+        assert not _vega(at)
     at.session_state["dist_tab"] = "📊 Histogram"
-    charts = _charts(at.run())
-    assert [t["name"] for t in charts[0]["data"]] == ["prompt-A", "prompt-B"]
-    assert any(s.get("x0") == 0.5 for s in charts[0]["layout"]["shapes"])  # threshold line
+    spec, bins = _histogram(at.run())
+    assert sorted(bins["group"].unique()) == ["prompt-A", "prompt-B"]
+    assert bins.groupby("group")["rows"].sum().to_dict() == {"prompt-A": 24, "prompt-B": 24}
+    assert np.allclose(bins["end"] - bins["start"], 0.05)  # bins of 0.05
+    assert _threshold(spec) == 0.5
     summary = _table(at, "dist_table")
     assert list(summary["group"]) == ["all rows", "prompt-A", "prompt-B"]
     assert list(summary["rows"]) == [48, 24, 24]
@@ -280,7 +301,7 @@ def test_distributions_charts_and_summary():
     at.session_state["dist_tab"] = "📊 Histogram"
     at.run()
     at.segmented_control(key="dist_split").set_value("none").run()
-    assert len(_charts(at)[0]["data"]) == 1
+    assert set(_histogram(at)[1]["group"]) == {"all rows"}
     at.session_state["dist_tab"] = "📦 Box / violin"
     at.run().radio(key="dist_kind").set_value("violin").run()
     ok(at)
@@ -289,7 +310,7 @@ def test_distributions_charts_and_summary():
     at.run()
     at.sidebar.slider(key="_w_sb_threshold").set_value(0.7).run()
     ok(at)
-    assert any(s.get("x0") == 0.7 for s in _charts(at)[0]["layout"]["shapes"])
+    assert _threshold(_histogram(at)[0]) == 0.7
     assert "below 0.70" in _table(at, "dist_table").columns
 
 

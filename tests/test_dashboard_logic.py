@@ -33,9 +33,11 @@ from relevancy.dashboard.views import (
     compare_vega,
     projection_chart,
     projection_vega,
+    score_vega,
     sentence_table,
 )
 from relevancy.dashboard.views.datasets import read_upload, validate
+from relevancy.dashboard.views.vega import MIDDLE_CUT
 from relevancy.errors import InputError
 from relevancy.io import apply_mapping, guess_mapping
 from relevancy.report import charts, compare_charts
@@ -113,6 +115,30 @@ def test_histogram_has_one_trace_per_group_and_threshold_line(scored_frame):
     assert 0.55 in _vlines(fig)
     single = charts.score_histogram(scored_frame, threshold=0.5)
     assert len(single.data) == 1 and len(single.data[0].x) == 5
+
+
+def test_the_distributions_histogram_as_vega_lite_has_the_report_figures_bins(scored_frame):
+    data, spec = score_vega.histogram_spec(scored_frame, threshold=0.55, by="variant")
+    fig = charts.score_histogram(scored_frame, threshold=0.55, by="variant")
+    for name, trace in zip(["A", "B"], fig.data):  # the same bins, the same rows
+        part = data[data["group"] == name]
+        assert list((part["start"] + part["end"]) / 2) == pytest.approx(list(trace.x))
+        assert list(part["rows"]) == list(trace.y)
+    bars = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
+    assert bars["encoding"]["y"]["stack"] is None and bars["encoding"]["y2"] == {"datum": 0}
+    assert bars["encoding"]["color"]["legend"]["labelExpr"] == MIDDLE_CUT
+    rule = next(layer for layer in spec["layer"] if layer["mark"].get("strokeDash"))
+    assert rule["data"]["values"][0]["start"] == 0.55 and rule["mark"]["tooltip"] is False
+    # one group: no legend; no threshold, no line; a score below 0 widens the axis to it
+    low = scored_frame.assign(score=scored_frame["score"].where(scored_frame.index > 0, -0.3))
+    data, spec = score_vega.histogram_spec(low, threshold=None)
+    (bars,) = spec["layer"]
+    assert bars["encoding"]["color"]["legend"] is None and set(data["group"]) == {"all rows"}
+    assert bars["encoding"]["x"]["scale"]["domain"][0] == pytest.approx(-0.32)
+    assert data["start"].min() == pytest.approx(-0.3)
+    # no score at all: no bars, the axes still drawn
+    empty, _ = score_vega.histogram_spec(scored_frame.assign(score=np.nan))
+    assert empty.empty
 
 
 @pytest.mark.parametrize("kind,trace", [("box", "box"), ("violin", "violin")])

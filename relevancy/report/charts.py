@@ -24,6 +24,8 @@ __all__ = [
     "SCORE_SCALE",
     "binned_counts",
     "box_stats",
+    "groups_of",
+    "histogram_counts",
     "PALETTE",
     "score_color",
     "score_histogram",
@@ -161,13 +163,31 @@ def layout(fig: go.Figure, *, title: str | None = None, height: int = 380) -> go
     return defang(fig)
 
 
-def _groups(frame: pd.DataFrame, by: str | None) -> list[tuple[str, pd.DataFrame]]:
+def groups_of(frame: pd.DataFrame, by: str | None) -> list[tuple[str, pd.DataFrame]]:
+    """``frame``'s rows by the value of column ``by`` as text (one pass over the rows), or all
+    rows as one group; each group's name as it is in the data."""
     if by and by in frame.columns:
         keys = frame[by].astype(str).fillna("(none)")
-        # names escaped once here: plotly reads legend and tick text as markup; one pass over
-        # the rows (groupby), not one comparison of every row per group
-        return [(label(k), part) for k, part in frame.groupby(keys, sort=True)]
+        return list(frame.groupby(keys, sort=True))
     return [("all rows", frame)]
+
+
+def _groups(frame: pd.DataFrame, by: str | None) -> list[tuple[str, pd.DataFrame]]:
+    # names escaped once here: plotly reads legend and tick text as markup
+    return [(label(k), part) for k, part in groups_of(frame, by)]
+
+
+def histogram_counts(
+    frame: pd.DataFrame, by: str | None, bins: int = 20
+) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
+    """The score histogram's figures: each group's name (as in the data), the bin edges
+    (``k / bins``, from 0 or below it to 1) and each group's rows per bin. A perfect 1.0 is
+    in the last bin."""
+    groups = groups_of(frame, by)
+    first = math.floor(min(0.0, _lowest(frame)) * bins)
+    edges = np.arange(first, bins + 1) / bins  # k / bins: 0.6 is an edge, not 0.6000000001
+    counts = [np.histogram(_binned(_scores(part)), bins=edges)[0] for _, part in groups]
+    return [name for name, _ in groups], edges, counts
 
 
 def _scores(frame: pd.DataFrame) -> np.ndarray:
@@ -202,12 +222,10 @@ def score_histogram(
 ) -> go.Figure:
     """Histogram of scores (one overlaid trace per group), with the threshold as a line."""
     fig = go.Figure()
-    groups = _groups(frame, by)
-    first = math.floor(min(0.0, _lowest(frame)) * bins)
-    start = first / bins
-    edges = np.arange(first, bins + 1) / bins  # k / bins: 0.6 is an edge, not 0.6000000001
-    counts = [np.histogram(_binned(_scores(part)), bins=edges)[0] for _, part in groups]
-    for i, ((name, _), count) in enumerate(zip(groups, counts)):
+    raw, edges, counts = histogram_counts(frame, by, bins)
+    groups = [label(name) for name in raw]
+    start = float(edges[0])
+    for i, (name, count) in enumerate(zip(groups, counts)):
         x, y = binned_counts(edges, count)
         fig.add_trace(
             go.Histogram(

@@ -55,7 +55,9 @@ def test_distributions_show_the_chance_band(page: Page, app_url: str):
     expect(
         page.get_by_text(re.compile(r"Chance level: unrelated pairs score 0\.\d\d"))
     ).to_be_visible()
-    expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
-    band = page.get_by_text(re.compile(r"unrelated pairs, all-MiniLM")).locator("visible=true")
-    expect(band.first).to_be_visible()  # on the histogram (the other tabs are hidden)
+    chart = page.get_by_test_id("stVegaLiteChart").first  # the histogram, in SVG
+    expect(chart.locator("svg.marks")).to_be_visible()
+    band = chart.locator("text").filter(has_text=re.compile(r"unrelated pairs, all-MiniLM"))
+    expect(band.first).to_be_attached()  # its note on the histogram's band
+    expect(chart.locator("text").filter(has_text="threshold 0.50").first).to_be_attached()
     shot(page, "03-distributions-chance")

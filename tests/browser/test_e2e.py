@@ -93,7 +93,9 @@ def test_upload_score_and_drill_down(page: Page, app_url: str, tmp_path: Path):
 
 def test_distributions(page: Page, app_url: str):
     open_page(page, app_url, "Distributions")
-    expect(page.locator('[data-testid="stPlotlyChart"] .main-svg').first).to_be_visible()
+    histogram = page.get_by_test_id("stVegaLiteChart").first
+    expect(histogram.locator("svg.marks")).to_be_visible()
+    expect(histogram.locator("text").filter(has_text="Answer Relevancy").first).to_be_attached()
     expect(page.get_by_text("Summary statistics")).to_be_visible()
     shot(page, "03-distributions")
 

@@ -155,7 +155,7 @@ def test_text_from_the_data_is_never_a_link_bold_code_or_image(
             re.compile(rf"^#{run_id} · Hostile run"), timeout=60_000
         )
         found += _scan(page, path or "Home")
-        if path in ("Compare", "Agreement", "Embeddings"):  # their Vega-Lite charts are drawn
+        if path in ("Distributions", "Compare", "Agreement", "Embeddings"):  # Vega-Lite charts
             charts = page.get_by_test_id("stVegaLiteChart")
             expect(charts.first.locator("canvas, svg.marks").first).to_be_visible()
             n = 2 if path == "Compare" else 1

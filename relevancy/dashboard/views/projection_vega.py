@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from relevancy.analysis.projection import Density
-from relevancy.dashboard.views.vega import PLAIN_CONFIG, QUIET
+from relevancy.dashboard.views.vega import MIDDLE_CUT, PLAIN_CONFIG, QUIET
 from relevancy.report.charts import PALETTE, SCORE_SCALE
 
 __all__ = ["BOX", "HOW", "PICK", "map_spec", "selected_rows"]
@@ -37,12 +37,6 @@ HOW = (
 _TIP_CHARS = 300
 #: noncommittal flags' colours (as the plotly map's)
 _FLAG_COLOURS = {"no": "#0ea5e9", "yes": "#c0392b"}
-#: a legend label (a variant's name) over 48 characters loses its middle, not its end: names
-#: often differ there ("…-v3", "…-v17"). The name is the expression's data, never its text
-_LABEL = (
-    "length(datum.label) > 48 ? slice(datum.label, 0, 23) + '…' + slice(datum.label, -24) "
-    ": datum.label"
-)
 #: a drag draws the box; with Shift held it pans, and the wheel zooms only then (the page
 #: scrolls over the map as anywhere else)
 _DRAG = "[pointerdown[!event.shiftKey], window:pointerup] > window:pointermove!"
@@ -85,7 +79,7 @@ def _cut(text: Any) -> str:
 def _colour(data: pd.DataFrame, color_by: str) -> dict[str, Any]:
     """The generated questions' colour: the row's score (red to green, 0 to 1, as every score
     colour of the dashboard), or one colour per variant or noncommittal flag."""
-    legend = {"orient": "top", "direction": "horizontal", "labelLimit": 0, "labelExpr": _LABEL}
+    legend = {"orient": "top", "direction": "horizontal", "labelLimit": 0, "labelExpr": MIDDLE_CUT}
     if color_by == "score":
         return {
             "field": "score",

@@ -1,8 +1,8 @@
-"""What the dashboard's Vega-Lite charts share (Compare's, Agreement's)."""
+"""What the dashboard's Vega-Lite charts share (Compare, Agreement, Embeddings, Distributions)."""
 
 from __future__ import annotations
 
-__all__ = ["PLAIN_CONFIG", "QUIET"]
+__all__ = ["MIDDLE_CUT", "PLAIN_CONFIG", "QUIET"]
 
 #: no ARIA description per mark: Vega-Lite writes one from the channels' titles as an
 #: expression that does not escape a backslash, so a side's own name holding one broke the
@@ -15,3 +15,11 @@ PLAIN_CONFIG = {"aria": False}
 #: as an expression that does not escape a backslash either (an encoding's ``tooltip: null`` is
 #: not honoured there; the mark's ``tooltip: false`` is)
 QUIET = {"tooltip": False}
+
+#: a legend's ``labelExpr``: a label (a variant's name) over 48 characters loses its middle,
+#: not its end, where names often differ ("…-v3", "…-v17"). The name is the expression's
+#: data, never its text
+MIDDLE_CUT = (
+    "length(datum.label) > 48 ? slice(datum.label, 0, 23) + '…' + slice(datum.label, -24) "
+    ": datum.label"
+)

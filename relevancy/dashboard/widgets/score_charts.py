@@ -1,6 +1,8 @@
 """The Distributions page's three views of the scores, one tab each: a histogram, a box or
 violin, and an ECDF. Only the open tab is drawn (each figure is most of a second of the
-browser's time); opening another reruns the page and draws that one."""
+browser's time); opening another reruns the page and draws that one. The histogram, the tab
+a visit opens on, is Vega-Lite's (:mod:`relevancy.dashboard.views.score_vega`); the other two
+are plotly's, shared with the HTML report."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from relevancy.dashboard.views import score_vega
 from relevancy.dashboard.views.reference import add_band
 from relevancy.report import charts
 
@@ -23,10 +26,10 @@ def score_charts(frame: pd.DataFrame, *, threshold: float, by: str | None, level
     )
     if tab1.open:
         with tab1:
-            st.plotly_chart(
-                add_band(charts.score_histogram(frame, threshold=threshold, by=by), level),
-                key="dist_hist",
-            )
+            # Vega-Lite: the tab every visit opens on loads no plotly (its script alone is
+            # most of a second of the browser's time); the other two tabs are plotly's
+            data, spec = score_vega.histogram_spec(frame, threshold=threshold, by=by, level=level)
+            st.vega_lite_chart(data, spec, key="dist_hist", alt="Histogram of the scores")
             st.caption("How many rows fall in each score band; the dashed line is the threshold.")
     if tab2.open:
         with tab2:
