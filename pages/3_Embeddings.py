@@ -88,11 +88,12 @@ if info.n_scored > SAMPLE_ROWS:
     most = min(info.n_scored, ALL_POINTS_UP_TO)  # a million rows' vectors would be 6 GB
     shown = f"All {most:,}" if most == info.n_scored else f"{most:,} of the {info.n_scored:,}"
     everything = st.toggle(
-        f"{shown} rows (WebGL; slower to draw)",
+        f"{shown} rows (slower to draw)",
         key=f"emb_all_{info.id}",
         help=f"Off: a sample of {SAMPLE_ROWS:,} rows that keeps each variant's and each score "
         f"band's share; on, the same kind of sample of {most:,} rows"
-        + (" (every row)." if most == info.n_scored else f" (at most {ALL_POINTS_UP_TO:,})."),
+        + (" (every row)" if most == info.n_scored else f" (at most {ALL_POINTS_UP_TO:,})")
+        + f". Above {WEBGL_ABOVE:,} points the map is drawn with WebGL, and selects by lasso.",
     )
     if (take := most if everything else SAMPLE_ROWS) < info.n_scored:
         strata = run_columns(
@@ -148,7 +149,8 @@ if flat:
     event = st.vega_lite_chart(
         data,
         spec,
-        key="emb_map",
+        # a new map, a new selection: a box drawn on another run or projection is not this one's
+        key=f"emb_map_{info.id}_{method}_{color_by}_{len(points)}_{shade is not None}",
         alt=f"{label} map of the questions asked and generated",
         on_select="rerun",
         selection_mode=(projection_vega.PICK, projection_vega.BOX),

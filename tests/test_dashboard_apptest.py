@@ -315,15 +315,6 @@ def test_distributions_charts_and_summary():
 
 
 # --- embeddings ---------------------------------------------------------------------------
-def _datasets(at: AppTest) -> dict[str, pd.DataFrame]:
-    """The named frames the page's Vega-Lite charts were sent (``spec["datasets"]``)."""
-    return {
-        d.name: pa.ipc.open_stream(d.data.data).read_all().to_pandas()
-        for chart in at.get("vega_lite_chart")
-        for d in chart.proto.datasets
-    }
-
-
 def test_embeddings_projection_and_row_selection():
     at = visit(app(), "3_Embeddings.py")
     assert not _charts(at)  # a 2-D map of a few thousand points: a canvas, no plotly script
@@ -366,13 +357,14 @@ def test_embeddings_shades_every_row_beneath_a_sample():
     visit(at, "3_Embeddings.py")
     assert "A sample of 500 of 1,600 rows" in at.caption[0].value
     assert _vega(at)[0][0]["layer"][0]["mark"]["type"] == "rule"  # nothing shaded yet
-    assert not _datasets(at)
     at.toggle(key=f"emb_density_{run_id}").set_value(True).run()
     ok(at)
-    spec = _vega(at)[0][0]
-    assert spec["layer"][0]["mark"]["type"] == "rect"  # the bins beneath the links and dots
-    assert spec["layer"][0]["data"] == {"name": "shade"}
-    on_grid = int(_datasets(at)["shade"]["points"].sum())
+    ((spec, data),) = _vega(at)
+    # the bins beneath the links and dots, in the same frame (each layer takes its kind)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rect", "rule", "circle", "point"]
+    assert spec["resolve"] == {"scale": {"color": "independent"}}
+    assert (data["kind"] == "generated").sum() == 1500  # the sample's, drawn over the bins
+    on_grid = int(data.loc[data["kind"] == "shade", "points"].sum())
     caption = next(c.value for c in at.caption if "Shaded:" in c.value)
     off = re.search(r"; ([\d,]+) fall outside the frame", caption)
     outside = int(off.group(1).replace(",", "")) if off else 0

@@ -362,26 +362,21 @@ def test_a_pca_fitted_on_a_sample_places_every_point_and_counts_them_all():
     )
     assert fig.data[0].type == "heatmap"
     assert np.sum(fig.data[0].customdata) == 5000 - shaded.outside
-    # the 2-D canvas map: the occupied bins, each with its count and its edges
-    _, spec = projection_vega.map_spec(
+    # the 2-D canvas map: the occupied bins, each with its count and its edges, as records
+    # of the map's one frame (a named dataset left the other layers without data)
+    data, spec = projection_vega.map_spec(
         pd.DataFrame(
-            columns=[
-                "kind",
-                "row",
-                "parent",
-                "text",
-                "similarity",
-                "score",
-                "variant",
-                "noncommittal",
-            ]
+            columns=["kind", "row", "parent", "text", "similarity", "score", "variant"]
+            + ["noncommittal"]
         ),
         np.zeros((0, 2)),
         density=shaded,
     )
-    bins = spec["datasets"]["shade"]
+    bins = data[data["kind"] == "shade"]
     assert bins["points"].sum() == 5000 - shaded.outside and (bins["points"] > 0).all()
     assert (bins["x2"] > bins["x"]).all() and (bins["y2"] > bins["y"]).all()
+    box = {"x": [-1e9, 1e9], "y": [-1e9, 1e9]}  # a box round every bin selects no row
+    assert projection_vega.selected_rows({"box": box}, data) == []
     assert spec["layer"][0]["mark"]["type"] == "rect"
 
 

@@ -23,7 +23,7 @@ def _send(at, kind: str, key: str, selection: dict):
     """Rerun ``at`` with the widgets' values and the ``kind`` chart ``key``'s ``selection``."""
     states = at._tree.get_widget_states()
     state = states.widgets.add()
-    state.id = next(c.proto.id for c in at.get(kind) if c.proto.id.endswith(key))
+    state.id = next(c.proto.id for c in at.get(kind) if f"-{key}" in c.proto.id)
     state.string_value = json.dumps({"selection": selection})
     return ok(at._run(WidgetStates(widgets=list(states.widgets))))
 
@@ -91,3 +91,18 @@ def test_a_selection_on_the_3d_map_offers_its_rows():
     picker = at.selectbox(key=KEY)
     assert picker.value == 3
     assert [o.split(" · ")[0] for o in picker.options] == ["row 4", "row 10", "row 15"]
+
+
+def test_a_box_is_not_carried_to_another_projection_or_run():
+    """A box drawn on one map is that map's: after another projection (or colouring, or
+    run) the map is new, nothing is selected, and the row picked stays picked."""
+    at = visit(app(), "3_Embeddings.py")
+    points = _map(at)
+    box = {"x": [float(points["x"].min()), float(points["x"].max())], "y": [-1e9, 1e9]}
+    _send(at, "vega_lite_chart", "emb_map", {"pick": [], "box": box})
+    assert any("rows selected" in c.value for c in at.caption)
+    picked = _drilled_row(at)
+    at.segmented_control(key="emb_method").set_value("tsne").run()
+    ok(at)
+    assert not any("rows selected" in c.value for c in at.caption)
+    assert _drilled_row(at) == picked and len(at.selectbox(key=KEY).options) == 48

@@ -301,7 +301,7 @@ def test_a_10000_row_run_opens_and_drills_down(page: Page, app_url: str, app_hom
     open_page(page, app_url, "Embeddings")
     expect(page.get_by_text(re.compile(r"A sample of 500 of 10,000 rows"))).to_be_visible()
     # every row (40,000 points): plotly's WebGL map, and its lasso round the middle
-    page.get_by_text("All 10,000 rows (WebGL; slower to draw)").click()
+    page.get_by_text("All 10,000 rows (slower to draw)").click()
     settle(page)
     chart = page.get_by_test_id("stPlotlyChart").first
     expect(chart.locator(".gl-container").first).to_be_attached()

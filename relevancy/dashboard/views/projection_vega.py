@@ -79,7 +79,12 @@ def _cut(text: Any) -> str:
 def _colour(data: pd.DataFrame, color_by: str) -> dict[str, Any]:
     """The generated questions' colour: the row's score (red to green, 0 to 1, as every score
     colour of the dashboard), or one colour per variant or noncommittal flag."""
-    legend = {"orient": "top", "direction": "horizontal", "labelLimit": 0, "labelExpr": MIDDLE_CUT}
+    legend = {
+        "orient": "top",
+        "direction": "horizontal",
+        "labelLimit": 240,  # four columns of long names ran past the chart's right edge
+        "labelExpr": MIDDLE_CUT,
+    }
     if color_by == "score":
         return {
             "field": "score",
@@ -94,23 +99,25 @@ def _colour(data: pd.DataFrame, color_by: str) -> dict[str, Any]:
         }
     field = "variant" if color_by == "variant" else "noncommittal"
     values = sorted(data.loc[data["kind"] == "generated", field].unique())
-    colours = (
-        [_FLAG_COLOURS.get(v, PALETTE[j % len(PALETTE)]) for j, v in enumerate(values)]
-        if field == "noncommittal"
-        else [PALETTE[j % len(PALETTE)] for j in range(len(values))]
-    )
+    if field == "noncommittal":
+        flags = [_FLAG_COLOURS.get(v, PALETTE[j % len(PALETTE)]) for j, v in enumerate(values)]
+        scale = {"domain": values, "range": flags}
+    elif len(values) <= len(PALETTE):
+        scale = {"domain": values, "range": PALETTE[: len(values)]}
+    else:  # more variants than the palette has colours: twenty, before any repeats
+        scale = {"domain": values, "scheme": "tableau20"}
     return {
         "field": field,
         "type": "nominal",
         "title": "noncommittal" if field == "noncommittal" else None,
-        "scale": {"domain": values, "range": colours},
-        "legend": {**legend, "columns": 4, "symbolType": "circle"},
+        "scale": scale,
+        "legend": {**legend, "columns": 3, "symbolType": "circle"},
     }
 
 
 def _shade_frame(density: Density) -> pd.DataFrame:
-    """Every row's points as the grid's occupied bins (log counts: a few dense spots would
-    wash out the rest)."""
+    """Every row's points as the grid's occupied bins (``kind`` "shade"; log counts: a few
+    dense spots would wash out the rest), as records of the map's one frame."""
     x0, x1, y0, y1 = density.extent
     step_x, step_y = (x1 - x0) / density.bins, (y1 - y0) / density.bins
     iy, ix = np.nonzero(density.counts)
@@ -118,9 +125,11 @@ def _shade_frame(density: Density) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "x": (x0 + step_x * ix).astype(np.float32),
-            "x2": (x0 + step_x * (ix + 1)).astype(np.float32),
             "y": (y0 + step_y * iy).astype(np.float32),
+            "x2": (x0 + step_x * (ix + 1)).astype(np.float32),
             "y2": (y0 + step_y * (iy + 1)).astype(np.float32),
+            "kind": "shade",
+            "row": -1,
             "points": counts.astype(np.int64),
             "shade": (np.log10(counts) + 1.0).astype(np.float32),
         }
@@ -153,11 +162,11 @@ def map_spec(
     boxed = {"param": BOX, "empty": True}
     layers: list[dict[str, Any]] = []
     spec: dict[str, Any] = {"height": height, "config": PLAIN_CONFIG}
-    if shaded:
-        spec["datasets"] = {"shade": _shade_frame(density)}
+    if shaded:  # the bins in the same frame: a chart's named datasets left the points none
+        data = pd.concat([_shade_frame(density), data], ignore_index=True)
         layers.append(
             {
-                "data": {"name": "shade"},
+                "transform": [{"filter": "datum.kind === 'shade'"}],
                 "mark": {"type": "rect", "opacity": 0.9},
                 "encoding": {
                     "x": x,
@@ -257,6 +266,8 @@ def map_spec(
         }
     )
     spec["layer"] = layers
+    # the shading's blues and the dots' colours are two scales, not one shared
+    spec["resolve"] = {"scale": {"color": "independent"}}
     # a canvas: thousands of dots drawn at once, not an SVG node each
     spec["usermeta"] = {"embedOptions": {"renderer": "canvas"}}
     return data, spec
@@ -268,10 +279,11 @@ def selected_rows(selection: Any, data: pd.DataFrame) -> list[int]:
     lists its points; each once."""
     got = selection or {}
     picked = got.get(PICK) or []
-    rows = [int(p["row"]) for p in picked if isinstance(p, dict) and p.get("row") is not None]
+    rows = [int(p["row"]) for p in picked if isinstance(p, dict) and (p.get("row") or -1) >= 0]
     box = got.get(BOX) or {}
     if isinstance(box, dict) and "x" in box and "y" in box:
         (x0, x1), (y0, y1) = sorted(box["x"]), sorted(box["y"])
         inside = data["x"].between(x0, x1) & data["y"].between(y0, y1)
+        inside &= data["kind"] != "shade"
         rows += data.loc[inside, "row"].astype(int).tolist()
     return list(dict.fromkeys(rows))
