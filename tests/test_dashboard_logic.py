@@ -37,7 +37,7 @@ from relevancy.dashboard.views import (
     sentence_table,
 )
 from relevancy.dashboard.views.datasets import read_upload, validate
-from relevancy.dashboard.views.vega import MIDDLE_CUT
+from relevancy.dashboard.views.vega import MIDDLE_CUT, category_scale
 from relevancy.errors import InputError
 from relevancy.io import apply_mapping, guess_mapping
 from relevancy.report import charts, compare_charts
@@ -136,6 +136,16 @@ def test_the_distributions_histogram_as_vega_lite_has_the_report_figures_bins(sc
     assert bars["encoding"]["color"]["legend"] is None and set(data["group"]) == {"all rows"}
     assert bars["encoding"]["x"]["scale"]["domain"][0] == pytest.approx(-0.32)
     assert data["start"].min() == pytest.approx(-0.3)
+    # many groups: every one in the legend's columns, twenty colours before any repeats
+    many = pd.concat([scored_frame] * 2, ignore_index=True)
+    many["team"] = [f"team {i}" for i in range(len(many))]
+    data, spec = score_vega.histogram_spec(many, by="team")
+    colour = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")["encoding"][
+        "color"
+    ]
+    assert len(colour["scale"]["domain"]) == len(many) > len(charts.PALETTE)
+    assert colour["scale"]["scheme"] == "tableau20" and colour["legend"]["columns"] == 3
+    assert category_scale(["a", "b"]) == {"domain": ["a", "b"], "range": charts.PALETTE[:2]}
     # no score at all: no bars, the axes still drawn
     empty, _ = score_vega.histogram_spec(scored_frame.assign(score=np.nan))
     assert empty.empty

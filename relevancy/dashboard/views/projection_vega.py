@@ -21,7 +21,13 @@ import numpy as np
 import pandas as pd
 
 from relevancy.analysis.projection import Density
-from relevancy.dashboard.views.vega import MIDDLE_CUT, PLAIN_CONFIG, QUIET
+from relevancy.dashboard.views.vega import (
+    PLAIN_CONFIG,
+    QUIET,
+    category_scale,
+    legend,
+    legend_height,
+)
 from relevancy.report.charts import PALETTE, SCORE_SCALE
 
 __all__ = ["BOX", "HOW", "PICK", "map_spec", "selected_rows"]
@@ -79,12 +85,6 @@ def _cut(text: Any) -> str:
 def _colour(data: pd.DataFrame, color_by: str) -> dict[str, Any]:
     """The generated questions' colour: the row's score (red to green, 0 to 1, as every score
     colour of the dashboard), or one colour per variant or noncommittal flag."""
-    legend = {
-        "orient": "top",
-        "direction": "horizontal",
-        "labelLimit": 240,  # four columns of long names ran past the chart's right edge
-        "labelExpr": MIDDLE_CUT,
-    }
     if color_by == "score":
         return {
             "field": "score",
@@ -95,23 +95,21 @@ def _colour(data: pd.DataFrame, color_by: str) -> dict[str, Any]:
                 "range": [colour for _, colour in SCORE_SCALE],
                 "clamp": True,
             },
-            "legend": {**legend, "gradientLength": 160},
+            "legend": {"orient": "top", "direction": "horizontal", "gradientLength": 160},
         }
     field = "variant" if color_by == "variant" else "noncommittal"
     values = sorted(data.loc[data["kind"] == "generated", field].unique())
     if field == "noncommittal":
         flags = [_FLAG_COLOURS.get(v, PALETTE[j % len(PALETTE)]) for j, v in enumerate(values)]
         scale = {"domain": values, "range": flags}
-    elif len(values) <= len(PALETTE):
-        scale = {"domain": values, "range": PALETTE[: len(values)]}
-    else:  # more variants than the palette has colours: twenty, before any repeats
-        scale = {"domain": values, "scheme": "tableau20"}
+    else:
+        scale = category_scale(values)
     return {
         "field": field,
         "type": "nominal",
         "title": "noncommittal" if field == "noncommittal" else None,
         "scale": scale,
-        "legend": {**legend, "columns": 3, "symbolType": "circle"},
+        "legend": legend(symbolType="circle"),
     }
 
 
@@ -161,6 +159,9 @@ def map_spec(
     generated = {"filter": "datum.kind === 'generated'"}
     boxed = {"param": BOX, "empty": True}
     layers: list[dict[str, Any]] = []
+    colour = _colour(data, color_by)
+    if colour.get("type") == "nominal":  # the legend's rows come out of the map's height
+        height += legend_height(len(colour["scale"]["domain"]))
     spec: dict[str, Any] = {"height": height, "config": PLAIN_CONFIG}
     if shaded:  # the bins in the same frame: a chart's named datasets left the points none
         data = pd.concat([_shade_frame(density), data], ignore_index=True)
@@ -229,7 +230,7 @@ def map_spec(
             "encoding": {
                 "x": x,
                 "y": y,
-                "color": _colour(data, color_by),
+                "color": colour,
                 "opacity": {"condition": {**boxed, "value": see}, "value": 0.15},
                 "tooltip": [
                     {"field": "text", "title": "generated question"},

@@ -18,8 +18,14 @@ import numpy as np
 import pandas as pd
 
 from relevancy.analysis.chance import ChanceLevel
-from relevancy.dashboard.views.vega import MIDDLE_CUT, PLAIN_CONFIG, QUIET
-from relevancy.report.charts import PALETTE, histogram_counts
+from relevancy.dashboard.views.vega import (
+    PLAIN_CONFIG,
+    QUIET,
+    category_scale,
+    legend,
+    legend_height,
+)
+from relevancy.report.charts import histogram_counts
 
 __all__ = ["histogram_spec"]
 
@@ -68,12 +74,8 @@ def histogram_spec(
     colour: dict[str, Any] = {
         "field": "group",
         "type": "nominal",
-        "scale": {"domain": names, "range": [PALETTE[i % len(PALETTE)] for i in range(len(names))]},
-        "legend": (
-            {"orient": "top", "title": None, "labelLimit": 0, "labelExpr": MIDDLE_CUT}
-            if several
-            else None
-        ),
+        "scale": category_scale(names),
+        "legend": legend(title=None) if several else None,
     }
     layers: list[dict[str, Any]] = []
     if level is not None:  # beneath the bars, within the axis
@@ -90,20 +92,6 @@ def histogram_spec(
                 "data": band,
                 "mark": {"type": "rule", "color": _BAND, "strokeWidth": 1.5, **QUIET},
                 "encoding": {"x": {**x, "field": "median"}},
-            },
-            {
-                "data": band,
-                "mark": {
-                    "type": "text",
-                    "align": "left",
-                    "baseline": "top",
-                    "dx": 4,
-                    "y": 4,
-                    "fontSize": 11,
-                    "color": "#334155",
-                    **QUIET,
-                },
-                "encoding": {"x": x, "text": {"field": "note"}},
             },
         ]
     layers.append(
@@ -123,7 +111,7 @@ def histogram_spec(
                     "title": "rows",
                     "stack": None,  # overlaid, as the groups are drawn on one another
                     # whole rows: with few, a tick per row (not 0.5 steps)
-                    "axis": {"tickMinStep": 1} if tallest <= 8 else {},
+                    "axis": {"format": ",d", **({"tickMinStep": 1} if tallest <= 8 else {})},
                 },
                 "y2": {"datum": 0},
                 "color": colour,
@@ -136,6 +124,23 @@ def histogram_spec(
             },
         }
     )
+    if level is not None:  # the band's note above the bars, not hidden behind them
+        layers += [
+            {
+                "data": band,
+                "mark": {
+                    "type": "text",
+                    "align": "left",
+                    "baseline": "top",
+                    "dx": 4,
+                    "y": 4,
+                    "fontSize": 11,
+                    "color": "#334155",
+                    **QUIET,
+                },
+                "encoding": {"x": x, "text": {"field": "note"}},
+            },
+        ]
     if threshold is not None:
         mark = {"values": [{"start": threshold, "note": f"threshold {threshold:.2f}"}]}
         layers += [
@@ -163,5 +168,6 @@ def histogram_spec(
                 "encoding": {"x": x, "text": {"field": "note"}},
             },
         ]
-    spec = {"height": height, "config": PLAIN_CONFIG, "layer": layers}
+    tall = height + (legend_height(len(names)) if several else 0)
+    spec = {"height": tall, "config": PLAIN_CONFIG, "layer": layers}
     return data, spec
