@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from relevancy.report.charts import PALETTE
+
 __all__ = ["MIDDLE_CUT", "PLAIN_CONFIG", "QUIET", "category_scale", "legend", "legend_height"]
 
 #: no ARIA description per mark: Vega-Lite writes one from the channels' titles as an
@@ -50,8 +52,6 @@ def legend_height(names: int) -> int:
 def category_scale(values: list[str]) -> dict[str, Any]:
     """One colour per name: the dashboard's palette (as the plotly figures'), and past its
     eight a scheme of twenty, before any colour repeats."""
-    from relevancy.report.charts import PALETTE
-
     if len(values) <= len(PALETTE):
         return {"domain": values, "range": PALETTE[: len(values)]}
     return {"domain": values, "scheme": "tableau20"}
