@@ -258,6 +258,8 @@ def test_the_2d_map_as_vega_lite_links_colours_and_selections(store):
     # a click is its row; a box, every row with a point inside it (either corner first)
     pick = projection_vega.selected_rows({"pick": [{"row": 1}], "box": {}}, data)
     assert pick == [1]
+    assert projection_vega.selected_rows({"pick": [{"row": 0}]}, data) == [0]  # the first row
+    assert projection_vega.selected_rows({"pick": [{"row": -1}, {"row": None}]}, data) == []
     everything = {"x": [data["x"].max(), data["x"].min()], "y": [data["y"].min(), data["y"].max()]}
     assert projection_vega.selected_rows({"box": everything}, data) == [0, 1]
     assert (

@@ -55,6 +55,8 @@ def test_a_row_picked_after_a_click_stays_picked():
     assert _drilled_row(at) == 12
     _click(at, 20)  # a new click moves the picker
     assert _drilled_row(at) == 20
+    _click(at, 0)  # the first row's point too
+    assert _drilled_row(at) == 0
 
 
 def test_a_box_offers_the_rows_of_the_points_inside_it_and_keeps_the_one_picked():

@@ -49,7 +49,7 @@ _DRAG = "[pointerdown[!event.shiftKey], window:pointerup] > window:pointermove!"
 _PAN = "[pointerdown[event.shiftKey], window:pointerup] > window:pointermove!"
 
 
-def _points_frame(points: pd.DataFrame, coords: np.ndarray, color_by: str) -> pd.DataFrame:
+def _points_frame(points: pd.DataFrame, coords: np.ndarray) -> pd.DataFrame:
     """One record per point: its place, its link's other end (a generated question's
     original), and what the tooltip and colour read."""
     xy = np.asarray(coords, dtype=float)[:, :2].astype(np.float32)
@@ -150,7 +150,7 @@ def map_spec(
     Clicking a point selects its row (:data:`PICK`), a dragged box the points in it
     (:data:`BOX`): see :func:`selected_rows`.
     """
-    data = _points_frame(points, coords, color_by)
+    data = _points_frame(points, coords)
     shaded = density is not None
     axis = {"labels": False, "ticks": False, "domain": False, "title": None}
     scale = {"zero": False, "nice": False, "padding": 12}
@@ -280,7 +280,12 @@ def selected_rows(selection: Any, data: pd.DataFrame) -> list[int]:
     lists its points; each once."""
     got = selection or {}
     picked = got.get(PICK) or []
-    rows = [int(p["row"]) for p in picked if isinstance(p, dict) and (p.get("row") or -1) >= 0]
+    # a click's row (row 0 too); a click on a shading bin has none (-1)
+    rows = [
+        int(p["row"])
+        for p in picked
+        if isinstance(p, dict) and (p.get("row") is not None) and p["row"] >= 0
+    ]
     box = got.get(BOX) or {}
     if isinstance(box, dict) and "x" in box and "y" in box:
         (x0, x1), (y0, y1) = sorted(box["x"]), sorted(box["y"])
