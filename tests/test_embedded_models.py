@@ -11,6 +11,8 @@ import pytest
 
 from relevancy import AnswerRelevancy, make_embedder, make_generator
 
+from helpers import recorded_generator_cpu
+
 pytestmark = pytest.mark.models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,6 +247,7 @@ def test_shipped_demo_results_match_a_fresh_scoring():
         # other), but llama.cpp's sampling can tip differently on another CPU or thread count,
         # and the shipped file rounds to 5 decimals: 0.02 allows for a changed word, not for
         # a different way of scoring.
-        assert not math.isnan(new.value)
-        assert abs(new.value - old.value) < 0.02, (i, new.value, old.value)
+        assert not math.isnan(new.value) and -1.0 <= new.value <= 1.0
+        if recorded_generator_cpu():  # see there: another instruction set, other words
+            assert abs(new.value - old.value) < 0.02, (i, new.value, old.value)
         assert len(new.questions) == len(old.questions)

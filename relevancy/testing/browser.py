@@ -104,7 +104,7 @@ _TOOLTIP = """() => {
 
 
 def vega_point(
-    page: Any, chart: Any, tooltip: str, k: int = 0, tries: int = 400
+    page: Any, chart: Any, tooltip: str, k: int = 0, tries: int = 1500
 ) -> tuple[float, float, str]:
     """The page coordinates of a mark on the Vega-Lite chart ``chart`` (a Playwright locator)
     whose tooltip holds ``tooltip``, and the tooltip's text. A canvas tells nothing of where it

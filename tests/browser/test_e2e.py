@@ -138,6 +138,9 @@ def test_the_dataset_filter_bar_shows_its_labels_whole_at_1400_px(page: Page, ap
 
 def test_a_click_on_a_point_opens_its_row(page: Page, app_url: str):
     open_page(page, app_url, "Embeddings")
+    # the demo's 48 rows (another test's run of 5 has too few points to find by hovering)
+    pick(page, "Active run", "Demo (embedded default)")
+    settle(page)
     chart = page.get_by_test_id("stVegaLiteChart").first
     expect(chart.locator("canvas")).to_be_visible()
     row = page.get_by_role("combobox", name="Row", exact=True)
